@@ -1,0 +1,79 @@
+//! The Printer: the result on stdout; progress, warnings and errors on stderr.
+
+use std::io::{IsTerminal, Write};
+
+use crate::error::Error;
+
+/// Where everything the user sees goes. stdout carries only results.
+#[derive(Debug, Clone)]
+pub struct Printer {
+    verbose: u8,
+    stderr_is_terminal: bool,
+    color: bool,
+}
+
+impl Printer {
+    pub fn new(verbose: u8) -> Self {
+        let stderr_is_terminal = std::io::stderr().is_terminal();
+        let color = stderr_is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        Self {
+            verbose,
+            stderr_is_terminal,
+            color,
+        }
+    }
+
+    /// True when progress bars and the summary line should be drawn.
+    pub fn interactive(&self) -> bool {
+        self.stderr_is_terminal
+    }
+
+    pub fn verbose(&self) -> u8 {
+        self.verbose
+    }
+
+    /// The command's result, alone on stdout.
+    pub fn result(&self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        // A closed pipe (`| head`) is not worth a panic.
+        let _ = writeln!(out, "{text}");
+        let _ = out.flush();
+    }
+
+    pub fn warn(&self, text: &str) {
+        self.labelled("warning", "33", text);
+    }
+
+    /// Progress notes: shown at a terminal, or with -v.
+    pub fn status(&self, text: &str) {
+        if self.stderr_is_terminal || self.verbose > 0 {
+            eprintln!("{text}");
+        }
+    }
+
+    /// Detail shown only with -v.
+    pub fn debug(&self, text: &str) {
+        if self.verbose > 0 {
+            eprintln!("{text}");
+        }
+    }
+
+    pub fn error(&self, err: &Error) {
+        self.labelled("error", "31", err.message());
+        for cause in err.causes() {
+            self.labelled("caused by", "2", &cause);
+        }
+        for hint in err.hints() {
+            self.labelled("hint", "36", hint);
+        }
+    }
+
+    fn labelled(&self, label: &str, ansi: &str, text: &str) {
+        let label = if self.color {
+            format!("\x1b[1;{ansi}m{label}\x1b[0m")
+        } else {
+            label.to_string()
+        };
+        eprintln!("{label}: {text}");
+    }
+}

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod digest;
 pub mod error;
 pub mod hosting;
 pub mod output;

@@ -33,12 +33,10 @@ impl ImageName {
         // A digest pins content we are about to rewrite, so it never names the target: drop it.
         let without_digest = raw.split_once('@').map_or(raw, |(name, _)| name);
         let (name, tag) = split_tag(without_digest);
-        if let Some(tag) = tag {
-            if !is_valid_tag(tag) {
-                return Err(invalid(
-                    "a tag is up to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
-                ));
-            }
+        if tag.is_some_and(|tag| !is_valid_tag(tag)) {
+            return Err(invalid(
+                "a tag is up to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
+            ));
         }
         let (domain, path) = match name.split_once('/') {
             Some((first, rest))

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod cluster;
 pub mod digest;
+pub mod engine;
 pub mod error;
 pub mod hosting;
 pub mod output;

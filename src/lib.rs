@@ -6,7 +6,9 @@ pub mod cluster;
 pub mod digest;
 pub mod error;
 pub mod hosting;
+pub mod nodeload;
 pub mod output;
+pub mod product;
 
 use cli::{Cli, Command};
 use error::{Context, ExitCode, Result};

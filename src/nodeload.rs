@@ -1,10 +1,10 @@
-//! The node-load target: a plan (the argv a product's CLI or `--load-command` runs on the
-//! archive) and running it without a shell, its output kept off our stdout.
+//! The node-load target: running a plan's command without a shell, its output kept off our
+//! stdout, and the errors when the image cannot get into the nodes that way.
+
+mod plan;
 
 use std::collections::VecDeque;
-use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -16,281 +16,31 @@ use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
 use crate::product::{KEP_1755_URL, ProductKind};
 
-/// Where `--load-command` puts the archive's path.
-pub const ARCHIVE_PLACEHOLDER: &str = "{archive}";
+pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadCommand, LoadPlan, PlanSource};
 
 /// Lines of a failed command's output kept for the error.
 const TAIL_LINES: usize = 20;
 /// Longer lines are cut: a tool printing megabytes without a newline must not grow our memory.
 const MAX_LINE_BYTES: usize = 2048;
 
-/// One program and its arguments, run directly (never through a shell).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadCommand {
-    program: OsString,
-    args: Vec<OsString>,
-}
-
-impl LoadCommand {
-    pub fn new(program: impl Into<OsString>, args: impl IntoIterator<Item = OsString>) -> Self {
-        Self {
-            program: program.into(),
-            args: args.into_iter().collect(),
-        }
-    }
-
-    pub fn program(&self) -> &OsStr {
-        &self.program
-    }
-
-    pub fn args(&self) -> &[OsString] {
-        &self.args
-    }
-
-    /// Program and arguments as text (lossy for non-UTF-8 paths), for JSON and tests.
-    pub fn argv(&self) -> Vec<String> {
-        std::iter::once(&self.program)
-            .chain(&self.args)
-            .map(|arg| arg.to_string_lossy().into_owned())
-            .collect()
-    }
-}
-
-/// Shell-quoted, so that a user can paste it.
-impl fmt::Display for LoadCommand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let words: Vec<String> = self.argv().iter().map(|word| shell_quote(word)).collect();
-        f.write_str(&words.join(" "))
-    }
-}
-
-fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"@%+=:,./_-".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
-/// A second command to try when the first one says its subcommand does not exist (older CLIs).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fallback {
-    pub command: LoadCommand,
-    /// Text in the first command's output that means "unknown subcommand".
-    pub when_output_contains: &'static str,
-}
-
-/// Who wrote the plan: the detected product, or the user's `--load-command`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlanSource {
-    Product(ProductKind),
-    LoadCommandFlag,
-}
-
-/// What push would run to load an archive into the nodes, and how to say it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadPlan {
-    command: LoadCommand,
-    fallback: Option<Fallback>,
-    description: String,
-    target: String,
-    source: PlanSource,
-    env: Vec<(OsString, OsString)>,
-}
-
-impl LoadPlan {
-    /// `target` names where the image goes, for sentences (`kind cluster "dev"`).
-    pub fn new(
-        command: LoadCommand,
-        fallback: Option<Fallback>,
-        description: String,
-        target: String,
-        source: PlanSource,
-    ) -> Self {
-        Self {
-            command,
-            fallback,
-            description,
-            target,
-            source,
-            env: Vec::new(),
-        }
-    }
-
-    /// The user's `--load-command`: split into words as a shell would (quotes and backslashes
-    /// honoured, nothing expanded), `{archive}` replaced by the archive's path in any word.
-    pub fn from_template(template: &str, archive: &Path) -> Result<Self> {
-        let words = split_words(template).map_err(|problem| template_error(template, problem))?;
-        if !words.iter().any(|word| word.contains(ARCHIVE_PLACEHOLDER)) {
-            return Err(template_error(template, TemplateProblem::NoPlaceholder));
-        }
-        let mut argv = words
-            .iter()
-            .map(|word| substitute(word, archive.as_os_str()));
-        let program = argv
-            .next()
-            .ok_or_else(|| template_error(template, TemplateProblem::Empty))?;
-        let command = LoadCommand::new(program, argv);
-        let description = format!("load the image with your --load-command: `{command}`");
-        Ok(Self::new(
-            command,
-            None,
-            description,
-            "the cluster".to_string(),
-            PlanSource::LoadCommandFlag,
-        ))
-    }
-
-    /// Sets an environment variable for the command (`PATH` decides where the program is found).
-    pub fn with_env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
-        self.env.push((key.into(), value.into()));
-        self
-    }
-
-    pub fn command(&self) -> &LoadCommand {
-        &self.command
-    }
-
-    pub fn fallback(&self) -> Option<&Fallback> {
-        self.fallback.as_ref()
-    }
-
-    /// What push would do, for `info`.
-    pub fn description(&self) -> &str {
-        &self.description
-    }
-
-    pub fn source(&self) -> PlanSource {
-        self.source
-    }
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum TemplateProblem {
-    Empty,
-    UnclosedQuote(char),
-    TrailingBackslash,
-    NoPlaceholder,
-}
-
-fn template_error(template: &str, problem: TemplateProblem) -> Error {
-    let what = match problem {
-        TemplateProblem::Empty => "it names no program".to_string(),
-        TemplateProblem::UnclosedQuote(quote) => format!("a {quote} quote is never closed"),
-        TemplateProblem::TrailingBackslash => "it ends with a lone backslash".to_string(),
-        TemplateProblem::NoPlaceholder => {
-            format!("it has no {ARCHIVE_PLACEHOLDER} to put the archive's path in")
-        }
-    };
-    Error::new(
-        ExitCode::Usage,
-        format!("reading --load-command {}: {what}", shell_quote(template)),
-    )
-    .with_hint(format!(
-        "write the command as you would in a shell, with {ARCHIVE_PLACEHOLDER} where the archive goes: --load-command 'mycluster load {ARCHIVE_PLACEHOLDER}'"
-    ))
-}
-
-/// POSIX shell word splitting without expansion: `'...'` is literal, `"..."` honours `\"`,
-/// `\\`, `\$` and `` \` ``, a backslash outside quotes escapes the next character.
-fn split_words(text: &str) -> Result<Vec<String>, TemplateProblem> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err(TemplateProblem::UnclosedQuote('\'')),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
-                            Some('\n') => {}
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err(TemplateProblem::UnclosedQuote('"')),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err(TemplateProblem::UnclosedQuote('"')),
-                    }
-                }
-            }
-            '\\' => match chars.next() {
-                Some('\n') => {}
-                Some(c) => {
-                    in_word = true;
-                    word.push(c);
-                }
-                None => return Err(TemplateProblem::TrailingBackslash),
-            },
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    if words.is_empty() {
-        return Err(TemplateProblem::Empty);
-    }
-    Ok(words)
-}
-
-/// `word` with every `{archive}` replaced by `archive`, kept as an OsString: paths need not be UTF-8.
-fn substitute(word: &str, archive: &OsStr) -> OsString {
-    let mut out = OsString::new();
-    let mut pieces = word.split(ARCHIVE_PLACEHOLDER);
-    if let Some(first) = pieces.next() {
-        out.push(first);
-    }
-    for piece in pieces {
-        out.push(archive);
-        out.push(piece);
-    }
-    out
-}
-
 /// Runs the plan: its output is captured (never on our stdout), a spinner shows at a terminal,
 /// and on success one status line on stderr says what was done.
 pub async fn run(plan: &LoadPlan, printer: &Printer) -> Result<()> {
-    let progress = Progress::start(printer, format!("loading the image into {}", plan.target));
-    let watch = plan.fallback.as_ref().map(|f| f.when_output_contains);
-    let mut ran = &plan.command;
+    let progress = Progress::start(printer, format!("loading the image into {}", plan.target()));
+    let watch = plan.fallback().map(|f| f.when_output_contains);
+    let mut ran = plan.command();
     let mut finished = execute(plan, ran, watch, &progress, printer).await?;
-    if let Some(fallback) = &plan.fallback
+    if let Some(fallback) = plan.fallback()
         && !finished.status.success()
         && finished.saw_watched_text
     {
-        printer.debug(&format!(
-            "`{ran}` is not supported here; trying `{}`",
-            fallback.command
-        ));
+        progress.note(
+            printer,
+            &format!(
+                "`{ran}` says it has no such subcommand; trying `{}`",
+                fallback.command
+            ),
+        );
         ran = &fallback.command;
         finished = execute(plan, ran, None, &progress, printer).await?;
     }
@@ -300,7 +50,7 @@ pub async fn run(plan: &LoadPlan, printer: &Printer) -> Result<()> {
     }
     printer.status(&format!(
         "loaded the image into {} with `{ran}`",
-        plan.target
+        plan.target()
     ));
     Ok(())
 }
@@ -320,16 +70,16 @@ async fn execute(
     progress: &Progress,
     printer: &Printer,
 ) -> Result<Finished> {
-    let mut child = tokio::process::Command::new(&command.program)
-        .args(&command.args)
-        .envs(plan.env.iter().map(|(key, value)| (key, value)))
+    let mut child = tokio::process::Command::new(command.program())
+        .args(command.args())
+        .envs(plan.env().iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .map_err(|err| not_started(plan, command, err))?;
-    let program = command.program.to_string_lossy();
+    let program = command.program().to_string_lossy();
     let on_line = |line: &str| progress.show_line(printer, &program, line);
     let (stdout, stderr, status) = tokio::join!(
         drain(child.stdout.take(), watch, &on_line),
@@ -426,52 +176,60 @@ impl Tail {
 }
 
 /// A spinner at a terminal naming what runs, with the command's latest line; `-v` echoes every line.
-struct Progress(ProgressBar);
+struct Progress {
+    bar: ProgressBar,
+    message: String,
+}
 
 impl Progress {
     fn start(printer: &Printer, message: String) -> Self {
-        if !printer.interactive() {
-            return Self(ProgressBar::hidden());
-        }
-        let bar = ProgressBar::new_spinner();
-        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg}") {
-            bar.set_style(style);
-        }
-        bar.set_message(message.clone());
-        bar.set_prefix(message);
-        bar.enable_steady_tick(Duration::from_millis(120));
-        Self(bar)
+        let bar = if printer.interactive() {
+            let bar = ProgressBar::new_spinner();
+            if let Ok(style) = ProgressStyle::with_template("{spinner} {msg}") {
+                bar.set_style(style);
+            }
+            bar.set_message(message.clone());
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        } else {
+            ProgressBar::hidden()
+        };
+        Self { bar, message }
     }
 
     fn show_line(&self, printer: &Printer, program: &str, line: &str) {
-        if !self.0.is_hidden() {
+        if !self.bar.is_hidden() {
             let short: String = line.chars().take(60).collect();
-            self.0.set_message(format!("{}: {short}", self.0.prefix()));
+            self.bar.set_message(format!("{}: {short}", self.message));
         }
+        self.note(printer, &format!("  {program}: {line}"));
+    }
+
+    /// A `-v` line, drawn around the spinner.
+    fn note(&self, printer: &Printer, text: &str) {
         if printer.verbose() > 0 {
-            self.0
-                .suspend(|| printer.debug(&format!("  {program}: {line}")));
+            self.bar.suspend(|| printer.debug(text));
         }
     }
 }
 
 impl Drop for Progress {
     fn drop(&mut self) {
-        self.0.finish_and_clear();
+        self.bar.finish_and_clear();
     }
 }
 
 /// The command could not be started: most often, it is not installed.
 fn not_started(plan: &LoadPlan, command: &LoadCommand, err: std::io::Error) -> Error {
-    let program = command.program.to_string_lossy();
+    let program = command.program().to_string_lossy();
     let missing = err.kind() == std::io::ErrorKind::NotFound;
-    match plan.source {
+    match plan.source() {
         PlanSource::Product(product) if missing => {
             let mut error = Error::new(
                 ExitCode::Load,
                 format!(
                     "loading the image into {}: `{program}` is not installed (not found on PATH)",
-                    plan.target
+                    plan.target()
                 ),
             )
             .with_source(err);
@@ -490,7 +248,7 @@ fn not_started(plan: &LoadPlan, command: &LoadCommand, err: std::io::Error) -> E
             ExitCode::Load,
             format!(
                 "loading the image into {}: could not start `{command}`",
-                plan.target
+                plan.target()
             ),
         )
         .with_source(err),
@@ -508,14 +266,15 @@ fn failed(plan: &LoadPlan, command: &LoadCommand, finished: Finished) -> Error {
         ExitCode::Load,
         format!(
             "loading the image into {}: `{command}` failed ({})",
-            plan.target, finished.status
+            plan.target(),
+            finished.status
         ),
     )
     .with_source(ToolOutput {
-        program: command.program.to_string_lossy().into_owned(),
+        program: command.program().to_string_lossy().into_owned(),
         lines: said.into(),
     });
-    match plan.source {
+    match plan.source() {
         PlanSource::Product(ProductKind::K3s) => product_hints(
             error.with_hint(format!(
                 "k3s ctr needs root on the node: run as root, or --load-command 'sudo k3s ctr -n k8s.io images import {ARCHIVE_PLACEHOLDER}'"
@@ -598,89 +357,6 @@ pub fn node_load_tag(tag: &str, image_id: &Digest) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(text: &str) -> Vec<String> {
-        split_words(text).unwrap()
-    }
-
-    #[test]
-    fn splits_words_like_a_shell_without_expanding() {
-        assert_eq!(words("  load  {archive} "), vec!["load", "{archive}"]);
-        assert_eq!(
-            words(r#"my\ tool 'a b' "c \"d\" \$HOME \x" e'f'"g" '' $HOME"#),
-            vec!["my tool", "a b", r#"c "d" $HOME \x"#, "efg", "", "$HOME"]
-        );
-        assert_eq!(words("a\\\nb"), vec!["ab"]);
-    }
-
-    #[test]
-    fn reports_unclosed_quotes_and_lone_backslashes() {
-        assert_eq!(
-            split_words("a 'b"),
-            Err(TemplateProblem::UnclosedQuote('\''))
-        );
-        assert_eq!(
-            split_words("a \"b"),
-            Err(TemplateProblem::UnclosedQuote('"'))
-        );
-        assert_eq!(split_words("a \\"), Err(TemplateProblem::TrailingBackslash));
-        assert_eq!(split_words("   "), Err(TemplateProblem::Empty));
-    }
-
-    #[test]
-    fn template_puts_the_archive_path_in_place_as_one_argument() {
-        let archive = Path::new("/tmp/my images/img.tar");
-        let plan = LoadPlan::from_template(
-            r#"mycluster load --file={archive} --name "dev cluster" 'x{archive}y'"#,
-            archive,
-        )
-        .unwrap();
-        assert_eq!(
-            plan.command().argv(),
-            vec![
-                "mycluster",
-                "load",
-                "--file=/tmp/my images/img.tar",
-                "--name",
-                "dev cluster",
-                "x/tmp/my images/img.tary",
-            ]
-        );
-        assert_eq!(plan.source(), PlanSource::LoadCommandFlag);
-        assert_eq!(
-            plan.description(),
-            "load the image with your --load-command: `mycluster load '--file=/tmp/my images/img.tar' --name 'dev cluster' 'x/tmp/my images/img.tary'`"
-        );
-    }
-
-    #[test]
-    fn template_without_the_placeholder_is_a_usage_error_that_shows_how() {
-        let err = LoadPlan::from_template("mycluster load", Path::new("/a.tar")).unwrap_err();
-        assert_eq!(err.exit_code(), ExitCode::Usage);
-        assert_eq!(
-            err.message(),
-            "reading --load-command 'mycluster load': it has no {archive} to put the archive's path in"
-        );
-        assert!(err.hints()[0].contains("--load-command 'mycluster load {archive}'"));
-
-        let err = LoadPlan::from_template("load '{archive}", Path::new("/a.tar")).unwrap_err();
-        assert_eq!(
-            err.message(),
-            "reading --load-command 'load '\\''{archive}': a ' quote is never closed"
-        );
-    }
-
-    #[test]
-    fn display_quotes_only_what_a_shell_would_split() {
-        let command = LoadCommand::new(
-            "kind",
-            ["load", "it's here", "--name", "a=b:c/d.e"].map(OsString::from),
-        );
-        assert_eq!(
-            command.to_string(),
-            r"kind load 'it'\''s here' --name a=b:c/d.e"
-        );
-    }
 
     #[test]
     fn tail_keeps_the_last_lines_cut_to_length_and_sees_watched_text() {

@@ -189,8 +189,8 @@ fn from_name(name: &str) -> Option<Product> {
     Some(product(kind, None))
 }
 
-/// What the nodes say. `by_name` settles what k3s-based nodes alone cannot: k3d, Colima and
-/// Rancher Desktop all run k3s.
+/// What the nodes say. `by_name` settles what k3s nodes alone may not: k3d, Colima, OrbStack
+/// and Rancher Desktop all run k3s.
 fn from_nodes(nodes: &[NodeFacts], by_name: Option<&Product>) -> Option<Product> {
     if let Some(cluster) = nodes.iter().find_map(kind_cluster_from_provider_id) {
         return Some(product(ProductKind::Kind, Some(cluster)));
@@ -213,25 +213,27 @@ fn from_nodes(nodes: &[NodeFacts], by_name: Option<&Product>) -> Option<Product>
     {
         return Some(product(ProductKind::K3d, Some(cluster)));
     }
-    let name_kind = by_name.map(|p| p.kind);
     if nodes.iter().any(runs_k3s) {
-        return Some(match (name_kind, by_name) {
-            (
-                Some(
-                    ProductKind::K3d
+        let named_k3s_product = by_name.filter(|named| {
+            matches!(
+                named.kind,
+                ProductKind::K3d
                     | ProductKind::Colima
                     | ProductKind::RancherDesktop
-                    | ProductKind::Orbstack,
-                ),
-                Some(named),
-            ) => named.clone(),
-            _ => nodes
+                    | ProductKind::Orbstack
+            )
+        });
+        return Some(named_k3s_product.cloned().unwrap_or_else(|| {
+            nodes
                 .iter()
                 .find_map(|n| k3s_based_product_from_node_name(&n.name))
-                .unwrap_or(product(ProductKind::K3s, None)),
-        });
+                .unwrap_or(product(ProductKind::K3s, None))
+        }));
     }
-    if nodes.iter().any(|n| n.name == "docker-desktop") {
+    if nodes
+        .iter()
+        .any(|n| n.name == "docker-desktop" || n.name == "docker-for-desktop")
+    {
         return Some(product(ProductKind::DockerDesktop, None));
     }
     if nodes.iter().any(|n| n.name == "orbstack") {
@@ -239,7 +241,7 @@ fn from_nodes(nodes: &[NodeFacts], by_name: Option<&Product>) -> Option<Product>
     }
     // kind before providerIDs (< v0.11) names its nodes NAME-control-plane: only trusted when
     // the names already say kind, as any kubeadm host could be called that.
-    if name_kind == Some(ProductKind::Kind) {
+    if by_name.is_some_and(|named| named.kind == ProductKind::Kind) {
         let cluster = nodes.iter().find_map(|n| {
             n.name
                 .strip_suffix("-control-plane")
@@ -317,7 +319,7 @@ impl Product {
         self.kind.registry_guide()
     }
 
-    /// The product and its cluster, for sentences: `kind cluster "dev"`, `the MicroK8s nodes`.
+    /// The product and its cluster, for sentences: `kind cluster "dev"`, `the MicroK8s cluster`.
     pub fn target_phrase(&self) -> String {
         let name = self.cluster_name.as_deref();
         match (self.kind, name) {

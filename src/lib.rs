@@ -7,7 +7,9 @@ pub mod digest;
 pub mod engine;
 pub mod error;
 pub mod hosting;
+pub mod nodeload;
 pub mod output;
+pub mod product;
 pub mod reference;
 
 use cli::{Cli, Command};

@@ -1,0 +1,953 @@
+//! Which product a cluster is (kind, k3d, minikube, ...) from kubeconfig and node facts, and what
+//! that product's own CLI runs to load an image archive into its nodes. Pure.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::Path;
+
+use crate::cluster::{KubeconfigFacts, NodeFacts};
+use crate::nodeload::{Fallback, LoadCommand, LoadPlan, PlanSource};
+
+/// The KEP that defines `kube-public/local-registry-hosting`; the guide for clusters we don't know.
+pub const KEP_1755_URL: &str = "https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry";
+
+/// The local cluster products we know how to load images into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProductKind {
+    Kind,
+    K3d,
+    Minikube,
+    Microk8s,
+    K3s,
+    DockerDesktop,
+    Orbstack,
+    Colima,
+    RancherDesktop,
+    Unknown,
+}
+
+/// A detected product and, where it has them, the name of its cluster (kind and k3d cluster,
+/// minikube profile, colima profile).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Product {
+    pub kind: ProductKind,
+    pub cluster_name: Option<String>,
+}
+
+impl ProductKind {
+    /// The name used in `-o json` and in messages: `kind`, `docker-desktop`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Kind => "kind",
+            Self::K3d => "k3d",
+            Self::Minikube => "minikube",
+            Self::Microk8s => "microk8s",
+            Self::K3s => "k3s",
+            Self::DockerDesktop => "docker-desktop",
+            Self::Orbstack => "orbstack",
+            Self::Colima => "colima",
+            Self::RancherDesktop => "rancher-desktop",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// How the product calls itself, for sentences.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Self::Kind => "kind",
+            Self::K3d => "k3d",
+            Self::Minikube => "minikube",
+            Self::Microk8s => "MicroK8s",
+            Self::K3s => "K3s",
+            Self::DockerDesktop => "Docker Desktop",
+            Self::Orbstack => "OrbStack",
+            Self::Colima => "Colima",
+            Self::RancherDesktop => "Rancher Desktop",
+            Self::Unknown => "an unknown cluster",
+        }
+    }
+
+    /// The product's guide to giving the cluster a local registry (the KEP for unknown clusters).
+    pub fn registry_guide(self) -> &'static str {
+        match self {
+            Self::Kind => "https://kind.sigs.k8s.io/docs/user/local-registry/",
+            Self::K3d => "https://k3d.io/stable/usage/registries/",
+            Self::Minikube => "https://minikube.sigs.k8s.io/docs/handbook/registry/",
+            Self::Microk8s => "https://microk8s.io/docs/registry-built-in",
+            Self::K3s => "https://docs.k3s.io/installation/private-registry",
+            Self::DockerDesktop => "https://docs.docker.com/desktop/features/kubernetes/",
+            Self::Orbstack => "https://docs.orbstack.dev/kubernetes/",
+            Self::Colima => "https://github.com/abiosoft/colima#kubernetes",
+            Self::RancherDesktop => "https://docs.rancherdesktop.io/",
+            Self::Unknown => KEP_1755_URL,
+        }
+    }
+
+    /// The CLI that loads images into this product's nodes, and where to get it.
+    pub fn loader_cli(self) -> Option<LoaderCli> {
+        let (program, install_url) = match self {
+            Self::Kind => (
+                "kind",
+                "https://kind.sigs.k8s.io/docs/user/quick-start/#installation",
+            ),
+            Self::K3d => ("k3d", "https://k3d.io/stable/#installation"),
+            Self::Minikube => ("minikube", "https://minikube.sigs.k8s.io/docs/start/"),
+            Self::Microk8s => ("microk8s", "https://microk8s.io/docs/getting-started"),
+            Self::K3s => ("k3s", "https://docs.k3s.io/quick-start"),
+            Self::DockerDesktop => ("docker", "https://docs.docker.com/desktop/"),
+            Self::Orbstack => ("docker", "https://docs.orbstack.dev/install"),
+            Self::Colima => ("docker", "https://docs.docker.com/engine/install/binaries/"),
+            Self::RancherDesktop => (
+                "docker",
+                "https://docs.rancherdesktop.io/getting-started/installation/",
+            ),
+            Self::Unknown => return None,
+        };
+        Some(LoaderCli {
+            program,
+            install_url,
+        })
+    }
+
+    /// True when the nodes run on the local docker engine's image store, so `docker load` is
+    /// all it takes.
+    pub fn shares_local_docker_store(self) -> bool {
+        matches!(
+            self,
+            Self::DockerDesktop | Self::Orbstack | Self::Colima | Self::RancherDesktop
+        )
+    }
+}
+
+impl fmt::Display for ProductKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A product's node-load CLI and where to install it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoaderCli {
+    pub program: &'static str,
+    pub install_url: &'static str,
+}
+
+/// Names what the kubeconfig and the nodes say about the cluster. Node facts are what the
+/// product itself wrote, so they beat kubeconfig names, which users rename.
+pub fn detect(kubeconfig: &KubeconfigFacts, nodes: &[NodeFacts]) -> Product {
+    let by_name = from_kubeconfig(kubeconfig);
+    if let Some(product) = from_nodes(nodes, by_name.as_ref()) {
+        return product;
+    }
+    by_name.unwrap_or(Product {
+        kind: ProductKind::Unknown,
+        cluster_name: None,
+    })
+}
+
+/// What the cluster's and context's names say, the cluster entry first: `kubectl config
+/// rename-context` leaves the cluster entry as the tool wrote it.
+fn from_kubeconfig(kubeconfig: &KubeconfigFacts) -> Option<Product> {
+    let names = [kubeconfig.cluster.as_deref(), kubeconfig.context.as_deref()];
+    let by_name = names.into_iter().flatten().find_map(from_name);
+    let server_is_docker_desktop = kubeconfig
+        .server
+        .as_deref()
+        .is_some_and(|server| server_host(server) == "kubernetes.docker.internal");
+    by_name.or(server_is_docker_desktop.then(|| product(ProductKind::DockerDesktop, None)))
+}
+
+/// A context or cluster name as each tool writes it.
+fn from_name(name: &str) -> Option<Product> {
+    let kind = match name {
+        "kind" => return Some(product(ProductKind::Kind, Some("kind"))),
+        "microk8s" | "microk8s-cluster" => ProductKind::Microk8s,
+        "docker-desktop" | "docker-for-desktop" | "docker-for-desktop-cluster" => {
+            ProductKind::DockerDesktop
+        }
+        "orbstack" => ProductKind::Orbstack,
+        "rancher-desktop" => ProductKind::RancherDesktop,
+        "colima" => return Some(product(ProductKind::Colima, Some("default"))),
+        // minikube names the context and the cluster after the profile.
+        _ if name.starts_with("minikube") => {
+            return Some(product(ProductKind::Minikube, Some(name)));
+        }
+        _ => {
+            let prefixed = [
+                ("kind-", ProductKind::Kind),
+                ("k3d-", ProductKind::K3d),
+                ("colima-", ProductKind::Colima),
+            ];
+            return prefixed.into_iter().find_map(|(prefix, kind)| {
+                let rest = name.strip_prefix(prefix).filter(|rest| !rest.is_empty())?;
+                Some(product(kind, Some(rest)))
+            });
+        }
+    };
+    Some(product(kind, None))
+}
+
+/// What the nodes say. `by_name` settles what k3s nodes alone may not: k3d, Colima, OrbStack
+/// and Rancher Desktop all run k3s.
+fn from_nodes(nodes: &[NodeFacts], by_name: Option<&Product>) -> Option<Product> {
+    if let Some(cluster) = nodes.iter().find_map(kind_cluster_from_provider_id) {
+        return Some(product(ProductKind::Kind, Some(cluster)));
+    }
+    if let Some(profile) = nodes
+        .iter()
+        .find_map(|node| node.labels.get("minikube.k8s.io/name"))
+    {
+        return Some(product(ProductKind::Minikube, Some(profile)));
+    }
+    let microk8s = nodes
+        .iter()
+        .any(|node| node.labels.get("microk8s.io/cluster").map(String::as_str) == Some("true"));
+    if microk8s {
+        return Some(product(ProductKind::Microk8s, None));
+    }
+    if let Some(cluster) = nodes
+        .iter()
+        .find_map(|node| k3d_cluster_from_node_name(&node.name))
+    {
+        return Some(product(ProductKind::K3d, Some(cluster)));
+    }
+    if nodes.iter().any(runs_k3s) {
+        let named_k3s_product = by_name.filter(|named| {
+            matches!(
+                named.kind,
+                ProductKind::K3d
+                    | ProductKind::Colima
+                    | ProductKind::RancherDesktop
+                    | ProductKind::Orbstack
+            )
+        });
+        return Some(named_k3s_product.cloned().unwrap_or_else(|| {
+            nodes
+                .iter()
+                .find_map(|n| k3s_based_product_from_node_name(&n.name))
+                .unwrap_or(product(ProductKind::K3s, None))
+        }));
+    }
+    if nodes
+        .iter()
+        .any(|n| n.name == "docker-desktop" || n.name == "docker-for-desktop")
+    {
+        return Some(product(ProductKind::DockerDesktop, None));
+    }
+    if nodes.iter().any(|n| n.name == "orbstack") {
+        return Some(product(ProductKind::Orbstack, None));
+    }
+    // kind before providerIDs (< v0.11) names its nodes NAME-control-plane: only trusted when
+    // the names already say kind, as any kubeadm host could be called that.
+    if by_name.is_some_and(|named| named.kind == ProductKind::Kind) {
+        let cluster = nodes.iter().find_map(|n| {
+            n.name
+                .strip_suffix("-control-plane")
+                .filter(|c| !c.is_empty())
+        })?;
+        return Some(product(ProductKind::Kind, Some(cluster)));
+    }
+    None
+}
+
+/// The desktop products that run k3s in a VM name its node after the VM.
+fn k3s_based_product_from_node_name(name: &str) -> Option<Product> {
+    match name {
+        "lima-rancher-desktop" => Some(product(ProductKind::RancherDesktop, None)),
+        "orbstack" => Some(product(ProductKind::Orbstack, None)),
+        "colima" => Some(product(ProductKind::Colima, Some("default"))),
+        _ => {
+            let profile = name.strip_prefix("colima-").filter(|p| !p.is_empty())?;
+            Some(product(ProductKind::Colima, Some(profile)))
+        }
+    }
+}
+
+/// `kind://<provider>/<cluster>/<node>` -> cluster.
+fn kind_cluster_from_provider_id(node: &NodeFacts) -> Option<&str> {
+    let path = node.provider_id.as_deref()?.strip_prefix("kind://")?;
+    let mut parts = path.split('/');
+    let (_provider, cluster) = (parts.next()?, parts.next()?);
+    (!cluster.is_empty()).then_some(cluster)
+}
+
+/// `k3d-<cluster>-server-<n>` or `k3d-<cluster>-agent-<n>` -> cluster.
+fn k3d_cluster_from_node_name(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("k3d-")?;
+    let (before_index, index) = rest.rsplit_once('-')?;
+    if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    ["-server", "-agent"]
+        .into_iter()
+        .find_map(|role| before_index.strip_suffix(role))
+        .filter(|cluster| !cluster.is_empty())
+}
+
+fn runs_k3s(node: &NodeFacts) -> bool {
+    node.provider_id
+        .as_deref()
+        .is_some_and(|id| id.starts_with("k3s://"))
+        || node
+            .labels
+            .get("node.kubernetes.io/instance-type")
+            .map(String::as_str)
+            == Some("k3s")
+}
+
+/// The host of `https://host:port/path`, brackets kept for IPv6.
+fn server_host(server: &str) -> &str {
+    let rest = server.split_once("://").map_or(server, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    if authority.starts_with('[') {
+        return authority.split_inclusive(']').next().unwrap_or(authority);
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+fn product(kind: ProductKind, cluster_name: Option<&str>) -> Product {
+    Product {
+        kind,
+        cluster_name: cluster_name.map(str::to_string),
+    }
+}
+
+impl Product {
+    pub fn registry_guide(&self) -> &'static str {
+        self.kind.registry_guide()
+    }
+
+    /// The product and its cluster, for sentences: `kind cluster "dev"`, `the MicroK8s cluster`.
+    pub fn target_phrase(&self) -> String {
+        let name = self.cluster_name.as_deref();
+        match (self.kind, name) {
+            (ProductKind::Kind | ProductKind::K3d, Some(name)) => {
+                format!("{} cluster \"{name}\"", self.kind.display_name())
+            }
+            (ProductKind::Minikube | ProductKind::Colima, Some(name)) => {
+                format!("{} profile \"{name}\"", self.kind.display_name())
+            }
+            (ProductKind::Unknown, _) => "the cluster".to_string(),
+            _ => format!("the {} cluster", self.kind.display_name()),
+        }
+    }
+
+    /// How this product's own CLI loads `archive` into its nodes; `None` for an unknown cluster.
+    pub fn load_plan(&self, archive: &Path) -> Option<LoadPlan> {
+        let cli = self.kind.loader_cli()?;
+        let name = self.cluster_name.as_deref();
+        let command = |before: &[&str], after: &[&str]| {
+            let mut args: Vec<OsString> = before.iter().map(OsString::from).collect();
+            args.push(archive.as_os_str().to_os_string());
+            args.extend(after.iter().map(OsString::from));
+            LoadCommand::new(cli.program, args)
+        };
+        let name_flag = |flag: &'static str| name.map_or(vec![], |name| vec![flag, name]);
+        let target = self.target_phrase();
+        let nodes_of_target = format!("the nodes of {target}");
+        let (primary, fallback, destination) = match self.kind {
+            ProductKind::Kind => (
+                command(&["load", "image-archive"], &name_flag("--name")),
+                None,
+                nodes_of_target,
+            ),
+            ProductKind::K3d => (
+                command(&["image", "import"], &name_flag("-c")),
+                None,
+                nodes_of_target,
+            ),
+            ProductKind::Minikube => (
+                command(&["image", "load"], &name_flag("-p")),
+                None,
+                nodes_of_target,
+            ),
+            ProductKind::Microk8s => (
+                command(&["images", "import"], &[]),
+                Some(Fallback {
+                    command: command(&["ctr", "image", "import"], &[]),
+                    when_output_contains: MICROK8S_UNKNOWN_SUBCOMMAND,
+                }),
+                "every MicroK8s node".to_string(),
+            ),
+            ProductKind::K3s => (
+                command(&["ctr", "-n", "k8s.io", "images", "import"], &[]),
+                None,
+                "this K3s node's containerd".to_string(),
+            ),
+            ProductKind::DockerDesktop
+            | ProductKind::Orbstack
+            | ProductKind::Colima
+            | ProductKind::RancherDesktop => (
+                command(&["load", "-i"], &[]),
+                None,
+                format!(
+                    "the local docker image store (docker's current context), which the {} nodes share",
+                    self.kind.display_name()
+                ),
+            ),
+            ProductKind::Unknown => return None,
+        };
+        let mut description = format!("load the image into {destination}: `{primary}`");
+        if let Some(fallback) = &fallback {
+            description.push_str(&format!(
+                ", or `{}` where MicroK8s is older than 1.25",
+                fallback.command
+            ));
+        }
+        Some(LoadPlan::new(
+            primary,
+            fallback,
+            description,
+            target,
+            PlanSource::Product(self.kind),
+        ))
+    }
+}
+
+/// What `microk8s` before 1.25 prints (on stdout, exit 1) for `microk8s images`.
+const MICROK8S_UNKNOWN_SUBCOMMAND: &str = "is not a valid MicroK8s subcommand";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kubeconfig(context: &str, cluster: &str, server: &str) -> KubeconfigFacts {
+        KubeconfigFacts {
+            context: Some(context.into()),
+            cluster: Some(cluster.into()),
+            server: Some(server.into()),
+        }
+    }
+
+    fn node(name: &str, provider_id: Option<&str>, labels: &[(&str, &str)]) -> NodeFacts {
+        let mut all_labels: std::collections::BTreeMap<String, String> = [
+            ("kubernetes.io/hostname", name),
+            ("kubernetes.io/os", "linux"),
+            ("kubernetes.io/arch", "amd64"),
+        ]
+        .iter()
+        .chain(labels)
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        all_labels.insert("beta.kubernetes.io/os".into(), "linux".into());
+        NodeFacts {
+            name: name.into(),
+            provider_id: provider_id.map(str::to_string),
+            labels: all_labels,
+            annotations: Default::default(),
+        }
+    }
+
+    const K3S_LABELS: &[(&str, &str)] = &[
+        ("node.kubernetes.io/instance-type", "k3s"),
+        ("node-role.kubernetes.io/control-plane", "true"),
+    ];
+
+    fn detected(kind: ProductKind, name: Option<&str>) -> Product {
+        product(kind, name)
+    }
+
+    #[test]
+    fn kind_from_what_kind_writes() {
+        let nodes = [
+            node(
+                "dev-control-plane",
+                Some("kind://docker/dev/dev-control-plane"),
+                &[("node-role.kubernetes.io/control-plane", "")],
+            ),
+            node("dev-worker", Some("kind://docker/dev/dev-worker"), &[]),
+        ];
+        let config = kubeconfig("kind-dev", "kind-dev", "https://127.0.0.1:41235");
+        assert_eq!(
+            detect(&config, &nodes),
+            detected(ProductKind::Kind, Some("dev"))
+        );
+    }
+
+    #[test]
+    fn kind_on_podman_and_kind_before_provider_ids() {
+        let podman = [node(
+            "dev-control-plane",
+            Some("kind://podman/dev/dev-control-plane"),
+            &[],
+        )];
+        let renamed = kubeconfig("work", "work", "https://127.0.0.1:41235");
+        assert_eq!(
+            detect(&renamed, &podman),
+            detected(ProductKind::Kind, Some("dev"))
+        );
+
+        // kind < 0.6 wrote `kubernetes-admin@kind` / cluster `kind`, and no providerID.
+        let old = kubeconfig("kubernetes-admin@kind", "kind", "https://127.0.0.1:41235");
+        let nodes = [node("kind-control-plane", None, &[])];
+        assert_eq!(
+            detect(&old, &nodes),
+            detected(ProductKind::Kind, Some("kind"))
+        );
+    }
+
+    #[test]
+    fn k3d_from_what_k3d_writes() {
+        let nodes = [
+            node(
+                "k3d-dev-server-0",
+                Some("k3s://k3d-dev-server-0"),
+                K3S_LABELS,
+            ),
+            node("k3d-dev-agent-0", Some("k3s://k3d-dev-agent-0"), &[]),
+        ];
+        let config = kubeconfig("k3d-dev", "k3d-dev", "https://0.0.0.0:6550");
+        assert_eq!(
+            detect(&config, &nodes),
+            detected(ProductKind::K3d, Some("dev"))
+        );
+
+        let dashed = [node(
+            "k3d-my-team-server-12",
+            Some("k3s://k3d-my-team-server-12"),
+            K3S_LABELS,
+        )];
+        assert_eq!(
+            detect(&config, &dashed),
+            detected(ProductKind::K3d, Some("my-team"))
+        );
+    }
+
+    #[test]
+    fn minikube_from_its_profile_label() {
+        let labels = [
+            ("minikube.k8s.io/name", "minikube"),
+            ("minikube.k8s.io/primary", "true"),
+            ("minikube.k8s.io/version", "v1.34.0"),
+        ];
+        let nodes = [node("minikube", None, &labels)];
+        let config = kubeconfig("minikube", "minikube", "https://192.168.49.2:8443");
+        assert_eq!(
+            detect(&config, &nodes),
+            detected(ProductKind::Minikube, Some("minikube"))
+        );
+
+        // `minikube start -p dev` names everything after the profile; only the label says minikube.
+        let labels = [
+            ("minikube.k8s.io/name", "dev"),
+            ("minikube.k8s.io/primary", "true"),
+        ];
+        let nodes = [node("dev", None, &labels), node("dev-m02", None, &labels)];
+        let config = kubeconfig("dev", "dev", "https://192.168.58.2:8443");
+        assert_eq!(
+            detect(&config, &nodes),
+            detected(ProductKind::Minikube, Some("dev"))
+        );
+    }
+
+    #[test]
+    fn microk8s_from_its_label() {
+        let labels = [
+            ("microk8s.io/cluster", "true"),
+            (
+                "node.kubernetes.io/microk8s-controlplane",
+                "microk8s-controlplane",
+            ),
+        ];
+        let nodes = [node("laptop", None, &labels)];
+        let config = kubeconfig("microk8s", "microk8s-cluster", "https://127.0.0.1:16443");
+        assert_eq!(
+            detect(&config, &nodes),
+            detected(ProductKind::Microk8s, None)
+        );
+        let renamed = kubeconfig("home", "home", "https://10.0.0.5:16443");
+        assert_eq!(
+            detect(&renamed, &nodes),
+            detected(ProductKind::Microk8s, None)
+        );
+    }
+
+    #[test]
+    fn plain_k3s_from_its_provider_id() {
+        let nodes = [node("laptop", Some("k3s://laptop"), K3S_LABELS)];
+        let config = kubeconfig("default", "default", "https://127.0.0.1:6443");
+        assert_eq!(detect(&config, &nodes), detected(ProductKind::K3s, None));
+    }
+
+    #[test]
+    fn docker_desktop_from_its_names_node_and_server() {
+        let nodes = [node(
+            "docker-desktop",
+            None,
+            &[("node-role.kubernetes.io/control-plane", "")],
+        )];
+        let config = kubeconfig(
+            "docker-desktop",
+            "docker-desktop",
+            "https://kubernetes.docker.internal:6443",
+        );
+        let expected = detected(ProductKind::DockerDesktop, None);
+        assert_eq!(detect(&config, &nodes), expected);
+        let renamed = kubeconfig("laptop", "laptop", "https://127.0.0.1:6443");
+        assert_eq!(detect(&renamed, &nodes), expected);
+        let renamed_no_nodes = kubeconfig(
+            "laptop",
+            "laptop",
+            "https://kubernetes.docker.internal:6443",
+        );
+        assert_eq!(detect(&renamed_no_nodes, &[]), expected);
+        let old = kubeconfig(
+            "docker-for-desktop",
+            "docker-for-desktop-cluster",
+            "https://localhost:6443",
+        );
+        assert_eq!(detect(&old, &[]), expected);
+    }
+
+    #[test]
+    fn orbstack_colima_and_rancher_desktop_are_k3s_told_apart_by_names() {
+        let config = kubeconfig("orbstack", "orbstack", "https://127.0.0.1:26443");
+        let nodes = [node("orbstack", Some("k3s://orbstack"), K3S_LABELS)];
+        assert_eq!(
+            detect(&config, &nodes),
+            detected(ProductKind::Orbstack, None)
+        );
+
+        let config = kubeconfig("colima", "colima", "https://127.0.0.1:6443");
+        let nodes = [node("colima", Some("k3s://colima"), K3S_LABELS)];
+        assert_eq!(
+            detect(&config, &nodes),
+            detected(ProductKind::Colima, Some("default"))
+        );
+        let config = kubeconfig("colima-work", "colima-work", "https://127.0.0.1:6443");
+        let nodes = [node("colima-work", Some("k3s://colima-work"), K3S_LABELS)];
+        assert_eq!(
+            detect(&config, &nodes),
+            detected(ProductKind::Colima, Some("work"))
+        );
+
+        let config = kubeconfig(
+            "rancher-desktop",
+            "rancher-desktop",
+            "https://127.0.0.1:6443",
+        );
+        let nodes = [node(
+            "lima-rancher-desktop",
+            Some("k3s://lima-rancher-desktop"),
+            K3S_LABELS,
+        )];
+        assert_eq!(
+            detect(&config, &nodes),
+            detected(ProductKind::RancherDesktop, None)
+        );
+
+        // Renamed contexts: the VM's node name still tells.
+        let renamed = kubeconfig("local", "local", "https://127.0.0.1:6443");
+        assert_eq!(
+            detect(&renamed, &nodes),
+            detected(ProductKind::RancherDesktop, None)
+        );
+        let nodes = [node("colima", Some("k3s://colima"), K3S_LABELS)];
+        assert_eq!(
+            detect(&renamed, &nodes),
+            detected(ProductKind::Colima, Some("default"))
+        );
+    }
+
+    #[test]
+    fn unknown_clusters_stay_unknown() {
+        let config = kubeconfig(
+            "gke_acme_us-central1-a_prod",
+            "gke_acme_us-central1-a_prod",
+            "https://34.1.2.3",
+        );
+        let nodes = [node(
+            "gke-prod-pool-1-8f2a",
+            Some("gce://acme/us-central1-a/gke-prod-pool-1-8f2a"),
+            &[],
+        )];
+        assert_eq!(
+            detect(&config, &nodes),
+            detected(ProductKind::Unknown, None)
+        );
+        // A kubeadm host called `*-control-plane` is not kind unless the names say kind.
+        let kubeadm = kubeconfig("kubernetes-admin@lab", "lab", "https://10.0.0.2:6443");
+        let nodes = [node("lab-control-plane", None, &[])];
+        assert_eq!(
+            detect(&kubeadm, &nodes),
+            detected(ProductKind::Unknown, None)
+        );
+        assert_eq!(
+            detect(&KubeconfigFacts::default(), &[]),
+            detected(ProductKind::Unknown, None)
+        );
+    }
+
+    #[test]
+    fn node_facts_beat_renamed_or_contradicting_names() {
+        let kind_nodes = [node(
+            "blue-control-plane",
+            Some("kind://docker/blue/blue-control-plane"),
+            &[],
+        )];
+        let stale = kubeconfig("kind-green", "kind-green", "https://127.0.0.1:40000");
+        assert_eq!(
+            detect(&stale, &kind_nodes),
+            detected(ProductKind::Kind, Some("blue"))
+        );
+
+        let k3d_nodes = [node(
+            "k3d-dev-server-0",
+            Some("k3s://k3d-dev-server-0"),
+            K3S_LABELS,
+        )];
+        let renamed = kubeconfig("staging", "staging", "https://0.0.0.0:6550");
+        assert_eq!(
+            detect(&renamed, &k3d_nodes),
+            detected(ProductKind::K3d, Some("dev"))
+        );
+
+        let minikube_nodes = [node("m", None, &[("minikube.k8s.io/name", "m")])];
+        let says_kind = kubeconfig("kind-m", "kind-m", "https://127.0.0.1:40000");
+        assert_eq!(
+            detect(&says_kind, &minikube_nodes),
+            detected(ProductKind::Minikube, Some("m"))
+        );
+
+        // Old kind without providerIDs: the node name beats a stale context name.
+        let old_nodes = [node("blue-control-plane", None, &[])];
+        assert_eq!(
+            detect(&stale, &old_nodes),
+            detected(ProductKind::Kind, Some("blue"))
+        );
+    }
+
+    #[test]
+    fn names_alone_decide_when_nodes_cannot_be_read() {
+        let cases = [
+            ("kind-dev", ProductKind::Kind, Some("dev")),
+            ("k3d-dev", ProductKind::K3d, Some("dev")),
+            ("minikube", ProductKind::Minikube, Some("minikube")),
+            ("microk8s", ProductKind::Microk8s, None),
+            ("docker-desktop", ProductKind::DockerDesktop, None),
+            ("orbstack", ProductKind::Orbstack, None),
+            ("colima-ci", ProductKind::Colima, Some("ci")),
+            ("rancher-desktop", ProductKind::RancherDesktop, None),
+            ("kind-", ProductKind::Unknown, None),
+        ];
+        for (context, kind, name) in cases {
+            let config = KubeconfigFacts {
+                context: Some(context.into()),
+                ..Default::default()
+            };
+            assert_eq!(
+                detect(&config, &[]),
+                detected(kind, name),
+                "context {context}"
+            );
+        }
+        // The cluster entry survives `kubectl config rename-context`.
+        let renamed = kubeconfig("mine", "kind-dev", "https://127.0.0.1:40000");
+        assert_eq!(
+            detect(&renamed, &[]),
+            detected(ProductKind::Kind, Some("dev"))
+        );
+    }
+
+    fn plan_argv(kind: ProductKind, name: Option<&str>) -> Vec<String> {
+        let plan = product(kind, name)
+            .load_plan(Path::new("/tmp/x/img.tar"))
+            .unwrap();
+        plan.command().argv()
+    }
+
+    #[test]
+    fn each_product_loads_with_its_own_cli() {
+        let cases: [(ProductKind, Option<&str>, &[&str]); 12] = [
+            (
+                ProductKind::Kind,
+                Some("dev"),
+                &[
+                    "kind",
+                    "load",
+                    "image-archive",
+                    "/tmp/x/img.tar",
+                    "--name",
+                    "dev",
+                ],
+            ),
+            (
+                ProductKind::Kind,
+                None,
+                &["kind", "load", "image-archive", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::K3d,
+                Some("dev"),
+                &["k3d", "image", "import", "/tmp/x/img.tar", "-c", "dev"],
+            ),
+            (
+                ProductKind::Minikube,
+                Some("dev"),
+                &["minikube", "image", "load", "/tmp/x/img.tar", "-p", "dev"],
+            ),
+            (
+                ProductKind::Minikube,
+                None,
+                &["minikube", "image", "load", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::Microk8s,
+                None,
+                &["microk8s", "images", "import", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::K3s,
+                None,
+                &[
+                    "k3s",
+                    "ctr",
+                    "-n",
+                    "k8s.io",
+                    "images",
+                    "import",
+                    "/tmp/x/img.tar",
+                ],
+            ),
+            (
+                ProductKind::DockerDesktop,
+                None,
+                &["docker", "load", "-i", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::Orbstack,
+                None,
+                &["docker", "load", "-i", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::Colima,
+                Some("default"),
+                &["docker", "load", "-i", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::RancherDesktop,
+                None,
+                &["docker", "load", "-i", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::K3d,
+                None,
+                &["k3d", "image", "import", "/tmp/x/img.tar"],
+            ),
+        ];
+        for (kind, name, expected) in cases {
+            assert_eq!(plan_argv(kind, name), expected, "{kind} {name:?}");
+        }
+        assert!(
+            product(ProductKind::Unknown, None)
+                .load_plan(Path::new("/a.tar"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn microk8s_falls_back_to_ctr_when_images_import_is_unknown() {
+        let plan = product(ProductKind::Microk8s, None)
+            .load_plan(Path::new("/tmp/img.tar"))
+            .unwrap();
+        let fallback = plan.fallback().unwrap();
+        assert_eq!(
+            fallback.command.argv(),
+            ["microk8s", "ctr", "image", "import", "/tmp/img.tar"]
+        );
+        assert_eq!(
+            fallback.when_output_contains,
+            "is not a valid MicroK8s subcommand"
+        );
+        assert!(
+            product(ProductKind::Kind, None)
+                .load_plan(Path::new("/a"))
+                .unwrap()
+                .fallback()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn descriptions_say_where_the_image_goes_and_what_runs() {
+        let describe = |kind, name| {
+            product(kind, name)
+                .load_plan(Path::new("/tmp/img.tar"))
+                .unwrap()
+                .description()
+                .to_string()
+        };
+        assert_eq!(
+            describe(ProductKind::Kind, Some("dev")),
+            "load the image into the nodes of kind cluster \"dev\": `kind load image-archive /tmp/img.tar --name dev`"
+        );
+        assert_eq!(
+            describe(ProductKind::DockerDesktop, None),
+            "load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i /tmp/img.tar`"
+        );
+        assert_eq!(
+            describe(ProductKind::Microk8s, None),
+            "load the image into every MicroK8s node: `microk8s images import /tmp/img.tar`, or `microk8s ctr image import /tmp/img.tar` where MicroK8s is older than 1.25"
+        );
+    }
+
+    #[test]
+    fn every_product_has_a_guide_and_every_known_one_a_cli_to_install() {
+        let all = [
+            ProductKind::Kind,
+            ProductKind::K3d,
+            ProductKind::Minikube,
+            ProductKind::Microk8s,
+            ProductKind::K3s,
+            ProductKind::DockerDesktop,
+            ProductKind::Orbstack,
+            ProductKind::Colima,
+            ProductKind::RancherDesktop,
+        ];
+        for kind in all {
+            assert!(kind.registry_guide().starts_with("https://"), "{kind}");
+            let cli = kind.loader_cli().unwrap();
+            assert!(cli.install_url.starts_with("https://"), "{kind}");
+            assert_eq!(
+                kind.shares_local_docker_store(),
+                cli.program == "docker",
+                "{kind}"
+            );
+        }
+        assert_eq!(
+            ProductKind::Kind.registry_guide(),
+            "https://kind.sigs.k8s.io/docs/user/local-registry/"
+        );
+        assert_eq!(
+            ProductKind::K3d.registry_guide(),
+            "https://k3d.io/stable/usage/registries/"
+        );
+        assert_eq!(
+            ProductKind::Minikube.registry_guide(),
+            "https://minikube.sigs.k8s.io/docs/handbook/registry/"
+        );
+        assert_eq!(
+            ProductKind::Microk8s.registry_guide(),
+            "https://microk8s.io/docs/registry-built-in"
+        );
+        assert_eq!(ProductKind::Unknown.registry_guide(), KEP_1755_URL);
+        assert!(ProductKind::Unknown.loader_cli().is_none());
+    }
+
+    #[test]
+    fn serialises_in_kebab_case_for_json_output() {
+        let json = serde_json::to_string(&product(ProductKind::DockerDesktop, None)).unwrap();
+        assert_eq!(json, r#"{"kind":"docker-desktop","clusterName":null}"#);
+        for kind in [
+            ProductKind::Kind,
+            ProductKind::K3d,
+            ProductKind::Microk8s,
+            ProductKind::RancherDesktop,
+            ProductKind::Unknown,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+    }
+}

@@ -1,0 +1,2 @@
+pub mod containerd;
+pub mod standins;

@@ -60,6 +60,20 @@ impl ImageName {
         })
     }
 
+    /// The repository as docker prints it and a pod spec may write it: `myimg`, `someone/app`,
+    /// `gcr.io/proj/app` (no `docker.io/library/`).
+    pub fn familiar_repository(&self) -> String {
+        match &self.domain {
+            _ if self.is_docker_hub() => self
+                .path
+                .strip_prefix(OFFICIAL_NAMESPACE)
+                .unwrap_or(&self.path)
+                .to_string(),
+            Some(domain) => format!("{domain}/{}", self.path),
+            None => self.path.clone(),
+        }
+    }
+
     /// True for Docker Hub names, written or implied.
     pub fn is_docker_hub(&self) -> bool {
         match &self.domain {
@@ -84,11 +98,7 @@ impl Target {
     /// path component (`gcr.io/proj/app` -> `gcr.io/proj/app`, `localhost:5000/app` -> `localhost-5000/app`).
     pub fn for_name(name: &ImageName, hosts: &[&RegistryHost]) -> Self {
         let repository = match &name.domain {
-            _ if name.is_docker_hub() => name
-                .path
-                .strip_prefix(OFFICIAL_NAMESPACE)
-                .unwrap_or(&name.path)
-                .to_string(),
+            _ if name.is_docker_hub() => name.familiar_repository(),
             Some(domain) if hosts.iter().any(|host| host.as_str() == domain) => name.path.clone(),
             Some(domain) => format!("{}/{}", domain_as_path_component(domain), name.path),
             None => name.path.clone(),
@@ -222,6 +232,14 @@ mod tests {
             target(&format!("myimg:dev@{digest}")).to_string(),
             "myimg:dev"
         );
+    }
+
+    #[test]
+    fn familiar_repository_is_how_docker_prints_it() {
+        let familiar = |raw| ImageName::parse(raw).unwrap().familiar_repository();
+        assert_eq!(familiar("docker.io/library/myimg:dev"), "myimg");
+        assert_eq!(familiar("someone/app"), "someone/app");
+        assert_eq!(familiar("gcr.io/proj/app:v1"), "gcr.io/proj/app");
     }
 
     #[test]

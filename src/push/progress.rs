@@ -23,6 +23,12 @@ impl Progress {
         Self { bars }
     }
 
+    /// No bars at all, whatever the terminal.
+    #[cfg(test)]
+    pub fn hidden() -> Self {
+        Self { bars: None }
+    }
+
     /// A bar for a blob of `total` bytes, labelled like `layer 2/4 sha256:ab12cd34ef56`.
     pub fn blob(&self, label: String, total: u64) -> BlobProgress {
         let bar = self.bars.as_ref().map(|bars| {

@@ -1,0 +1,185 @@
+//! `kubectl registry push`: open the image and read the cluster at once, then push to the
+//! advertised registry or load into the nodes, and print the ref a pod spec must use.
+
+mod manifest;
+mod progress;
+mod stream;
+mod summary;
+mod to_nodes;
+mod to_registry;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::archive::{self, Archive, Image};
+use crate::cli::{ClusterArgs, Compression, PushArgs};
+use crate::discovery::{self, Discovered};
+use crate::engine::{self, Source};
+use crate::error::{Context, Error, ExitCode, Result};
+use crate::hosting::{LocalRegistry, RegistrySource};
+use crate::output::Printer;
+use crate::product;
+use crate::reference::{ImageName, Target};
+use crate::registry::TransportOptions;
+use stream::Encoding;
+use summary::{Method, PushReport};
+pub use to_registry::archive_failure;
+
+pub async fn run(args: &PushArgs, cluster_args: &ClusterArgs, printer: &Printer) -> Result<()> {
+    let started = Instant::now();
+    let scratch = tempfile::Builder::new()
+        .prefix("kubectl-registry-")
+        .tempdir()
+        .context(ExitCode::Failure, || "creating a temporary directory")?;
+    let (archive, discovered) = tokio::try_join!(
+        open_source(&args.source, scratch.path(), printer),
+        discovery::discover(cluster_args, printer),
+    )?;
+    let image = archive
+        .select(args.image.as_deref(), args.platform.as_deref())
+        .map_err(archive_failure)?;
+    let name = image_name(args.tag.as_deref(), &image)?;
+    let tag = name.tag.clone().unwrap_or_else(|| {
+        printer.warn(
+            "no tag given, so the image is tagged `latest`, which makes pods pull it Always \
+             (imagePullPolicy); pass --tag NAME:TAG",
+        );
+        crate::reference::DEFAULT_TAG.to_string()
+    });
+    let report = match &discovered.registry {
+        Some(registry) => {
+            let target = Target::for_name(
+                &name,
+                &[&registry.host, &registry.host_from_container_runtime],
+            );
+            push_to_registry(args, registry, &target, archive, image, printer).await?
+        }
+        None => load_into_nodes(args, &discovered, &name, &tag, archive, image, scratch.path(), printer).await?,
+    };
+    report.print(args.output.output, printer, started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The archive named on the command line, stdin, or a local engine's image saved to `scratch`.
+async fn open_source(raw: &str, scratch: &Path, printer: &Printer) -> Result<Arc<Archive>> {
+    let source = match Source::classify(raw) {
+        Source::Stdin => archive::Source::Stdin,
+        Source::Path(path) => archive::Source::Path(path),
+        Source::EngineImage(image) => archive::Source::Path(engine::save(&image, scratch, printer).await?),
+    };
+    let archive = tokio::task::spawn_blocking(move || Archive::open(&source))
+        .await
+        .context(ExitCode::Failure, || "opening the archive")?
+        .map_err(archive_failure)?;
+    Ok(Arc::new(archive))
+}
+
+/// `--tag`, else the first name the archive records; an unnamed image needs `--tag`.
+fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
+    let (raw, from) = match (tag_flag, image.names.first()) {
+        (Some(flag), _) => (flag, "--tag"),
+        (None, Some(recorded)) => (recorded.as_str(), "the archive"),
+        (None, None) => {
+            return Err(Error::new(
+                ExitCode::Input,
+                format!("the archive does not name its image ({})", image.label()),
+            )
+            .with_hint("name it with --tag NAME[:TAG], e.g. --tag myimg:dev"));
+        }
+    };
+    ImageName::parse(raw).map_err(|err| {
+        Error::new(ExitCode::Input, format!("the image name from {from} is not usable"))
+            .with_source(err)
+            .with_hint("pass a valid name with --tag NAME[:TAG]")
+    })
+}
+
+async fn push_to_registry(
+    args: &PushArgs,
+    registry: &LocalRegistry,
+    target: &Target,
+    archive: Arc<Archive>,
+    image: Image,
+    printer: &Printer,
+) -> Result<PushReport> {
+    let plan = to_registry::RegistryPush {
+        registry,
+        target,
+        encoding: encoding_for(args.compression, registry),
+        jobs: usize::from(args.jobs),
+        transport: TransportOptions {
+            insecure: args.insecure,
+            ca_file: args.ca_file.clone(),
+            help: registry.help.clone(),
+            credentials: None,
+        },
+    };
+    let platforms = image.platform_names();
+    let (digest, transfer) = to_registry::push(&plan, archive, image, printer).await?;
+    Ok(PushReport {
+        reference: target.pinned(&registry.host_from_container_runtime, &digest),
+        push_ref: Some(target.pinned(&registry.host, &digest)),
+        cluster_network_ref: registry
+            .host_from_cluster_network
+            .as_ref()
+            .map(|host| target.pinned(host, &digest)),
+        digest,
+        repository: target.repository.clone(),
+        tag: target.tag.clone(),
+        method: Method::Registry,
+        platforms,
+        transfer,
+    })
+}
+
+/// `auto` sends layers as stored to registries on loopback or advertised by the cluster (local:
+/// compression would cost more CPU than the wire saves, and the node's pull skips decompression).
+fn encoding_for(compression: Compression, registry: &LocalRegistry) -> Encoding {
+    match compression {
+        Compression::None => Encoding::AsStored,
+        Compression::Gzip => Encoding::Gzip,
+        Compression::Zstd => Encoding::Zstd,
+        Compression::Auto => {
+            let advertised = !matches!(registry.source, RegistrySource::Flag | RegistrySource::Env);
+            if advertised || registry.host.is_loopback() {
+                Encoding::AsStored
+            } else {
+                Encoding::Gzip
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn load_into_nodes(
+    args: &PushArgs,
+    discovered: &Discovered,
+    name: &ImageName,
+    tag: &str,
+    archive: Arc<Archive>,
+    image: Image,
+    scratch: &Path,
+    printer: &Printer,
+) -> Result<PushReport> {
+    let context = discovered.kubeconfig.context.as_deref();
+    if args.no_load {
+        return Err(crate::nodeload::nothing_advertised(context)
+            .with_hint("--no-load was given, so loading into the nodes was not tried"));
+    }
+    let nodes = match &discovered.cluster {
+        Some(cluster) => cluster.nodes().await?,
+        None => Vec::new(),
+    };
+    let product = product::detect(&discovered.kubeconfig, &nodes);
+    printer.debug(&format!("no registry advertised; the cluster is {}", product.target_phrase()));
+    let plan = to_nodes::NodeLoad {
+        product: &product,
+        nodes: &nodes,
+        repository: &name.familiar_repository(),
+        tag,
+        load_command: args.load_command.as_deref(),
+        context,
+    };
+    to_nodes::load(&plan, archive, image, scratch, printer).await
+}

@@ -1,0 +1,165 @@
+//! Blob bytes from the archive's blocking readers to an async upload body: read, optionally
+//! compress, and hand over in bounded chunks so memory stays flat whatever the blob size.
+
+use std::io::{self, Read, Write};
+
+use bytes::{Bytes, BytesMut};
+use futures_util::Stream;
+use tokio::sync::mpsc;
+
+use super::progress::BlobProgress;
+
+/// Bytes read per chunk; with `CHANNEL_DEPTH` this bounds the memory of one upload.
+const CHUNK: usize = 256 * 1024;
+const CHANNEL_DEPTH: usize = 4;
+
+/// How uncompressed layer bytes are re-encoded on the way out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    AsStored,
+    Gzip,
+    Zstd,
+}
+
+/// Streams `reader` (run on a blocking thread) as upload chunks, encoded per `encoding`.
+/// A read error (a failed verification, a truncated archive) ends the stream with that error,
+/// which aborts the upload before the registry commits it.
+pub fn body(
+    reader: impl Read + Send + 'static,
+    encoding: Encoding,
+    progress: BlobProgress,
+) -> impl Stream<Item = io::Result<Bytes>> + Send + 'static {
+    let (sender, receiver) = mpsc::channel(CHANNEL_DEPTH);
+    tokio::task::spawn_blocking(move || {
+        let mut sink = ChannelWriter {
+            sender: &sender,
+            buffer: BytesMut::with_capacity(CHUNK),
+        };
+        let result = match encoding {
+            Encoding::AsStored => pump(reader, &mut sink, &progress),
+            Encoding::Gzip => {
+                // Level 1: on loopback the wire is never the bottleneck; level 6 costs 3x the CPU.
+                let mut encoder = flate2::write::GzEncoder::new(sink, flate2::Compression::fast());
+                pump(reader, &mut encoder, &progress).and_then(|()| encoder.finish().map(drop))
+            }
+            Encoding::Zstd => zstd::stream::write::Encoder::new(sink, 1).and_then(|mut encoder| {
+                pump(reader, &mut encoder, &progress)?;
+                encoder.finish().map(drop)
+            }),
+        };
+        if let Err(err) = result {
+            // The receiver may be gone (the upload failed first); nothing more to tell then.
+            let _ = sender.blocking_send(Err(err));
+        }
+    });
+    futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|item| (item, receiver))
+    })
+}
+
+/// Copies `reader` into `out`, counting source bytes on the progress bar.
+fn pump(mut reader: impl Read, out: &mut impl Write, progress: &BlobProgress) -> io::Result<()> {
+    let mut buffer = vec![0; CHUNK];
+    loop {
+        let read = match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        out.write_all(&buffer[..read])?;
+        progress.advance(read as u64);
+    }
+    out.flush()
+}
+
+/// A `Write` that sends full chunks down the channel (blocking when the upload lags).
+struct ChannelWriter<'a> {
+    sender: &'a mpsc::Sender<io::Result<Bytes>>,
+    buffer: BytesMut,
+}
+
+impl ChannelWriter<'_> {
+    fn send_buffer(&mut self) -> io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let chunk = self.buffer.split().freeze();
+        self.buffer.reserve(CHUNK);
+        self.sender
+            .blocking_send(Ok(chunk))
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the upload stopped reading"))
+    }
+}
+
+impl Write for ChannelWriter<'_> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let room = CHUNK - self.buffer.len();
+        let taken = data.len().min(room);
+        self.buffer.extend_from_slice(&data[..taken]);
+        if self.buffer.len() >= CHUNK {
+            self.send_buffer()?;
+        }
+        Ok(taken)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.send_buffer()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+    use std::io::Cursor;
+
+    async fn collect(stream: impl Stream<Item = io::Result<Bytes>>) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(chunk) = stream.next().await {
+            out.extend_from_slice(&chunk?);
+        }
+        Ok(out)
+    }
+
+    fn sample() -> Vec<u8> {
+        (0..1_000_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect()
+    }
+
+    fn no_progress() -> BlobProgress {
+        super::super::progress::Progress::hidden().blob(String::new(), 0)
+    }
+
+    #[tokio::test]
+    async fn as_stored_passes_bytes_through() {
+        let data = sample();
+        let out = collect(body(Cursor::new(data.clone()), Encoding::AsStored, no_progress())).await;
+        assert_eq!(out.unwrap(), data);
+    }
+
+    #[tokio::test]
+    async fn gzip_and_zstd_round_trip() {
+        let data = sample();
+        let gz = collect(body(Cursor::new(data.clone()), Encoding::Gzip, no_progress())).await;
+        let mut unzipped = Vec::new();
+        flate2::read::GzDecoder::new(&gz.unwrap()[..])
+            .read_to_end(&mut unzipped)
+            .unwrap();
+        assert_eq!(unzipped, data);
+        let zst = collect(body(Cursor::new(data.clone()), Encoding::Zstd, no_progress())).await;
+        assert_eq!(zstd::decode_all(&zst.unwrap()[..]).unwrap(), data);
+    }
+
+    #[tokio::test]
+    async fn a_read_error_ends_the_stream_with_that_error() {
+        struct Failing;
+        impl Read for Failing {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                Err(io::Error::new(io::ErrorKind::InvalidData, "diff_id mismatch"))
+            }
+        }
+        let err = collect(body(Failing, Encoding::Gzip, no_progress())).await.unwrap_err();
+        assert_eq!(err.to_string(), "diff_id mismatch");
+    }
+}

@@ -1,6 +1,26 @@
 //! The only Kubernetes I/O: kubeconfig, the hosting ConfigMap, nodes, services -> plain facts.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
+use kube::api::{Api, ListParams};
+use kube::config::KubeConfigOptions;
+use tokio::sync::OnceCell;
+
+use crate::cli::ClusterArgs;
+use crate::error::{Error, ExitCode, Result};
+use crate::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
+use crate::kubeconfig::{self, Choice};
+use crate::output::Printer;
+
+/// An unreachable API server fails in seconds, never hangs.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const READ_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// microk8s's registry addon Service.
+pub const MICROK8S_REGISTRY_NAMESPACE: &str = "container-registry";
+pub const MICROK8S_REGISTRY_SERVICE: &str = "registry";
 
 /// What the kubeconfig says about the current cluster (plain data, no client).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,4 +38,214 @@ pub struct NodeFacts {
     pub provider_id: Option<String>,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
+}
+
+/// The answer to a read that may legitimately find nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup<T> {
+    Found(T),
+    NotFound,
+    /// RBAC forbids the read; for discovery the same as absent.
+    Forbidden,
+}
+
+/// A connected client for the chosen context, with the node list read at most once.
+pub struct Cluster {
+    client: kube::Client,
+    facts: KubeconfigFacts,
+    server: String,
+    printer: Printer,
+    nodes: OnceCell<Vec<NodeFacts>>,
+}
+
+impl Cluster {
+    /// Builds a client for the chosen context; no request is sent yet.
+    pub async fn connect(args: &ClusterArgs, printer: &Printer) -> Result<Self> {
+        let (mut config, facts) = match kubeconfig::choose(args, printer)? {
+            Choice::Context(selected) => {
+                let options = KubeConfigOptions {
+                    context: Some(selected.context.clone()),
+                    ..KubeConfigOptions::default()
+                };
+                let config = kube::Config::from_custom_kubeconfig(selected.kubeconfig, &options)
+                    .await
+                    .map_err(|err| {
+                        Error::new(
+                            ExitCode::Cluster,
+                            format!(
+                                "reading the settings of context {:?} from the kubeconfig",
+                                selected.context
+                            ),
+                        )
+                        .with_source(err)
+                    })?;
+                (config, selected.facts)
+            }
+            Choice::InCluster => {
+                let config = kube::Config::incluster().map_err(|err| {
+                    Error::new(
+                        ExitCode::Cluster,
+                        "reading the pod's service account (in-cluster config)",
+                    )
+                    .with_source(err)
+                })?;
+                let facts = KubeconfigFacts {
+                    server: Some(config.cluster_url.to_string()),
+                    ..KubeconfigFacts::default()
+                };
+                (config, facts)
+            }
+        };
+        config.connect_timeout = Some(CONNECT_TIMEOUT);
+        config.read_timeout = Some(READ_TIMEOUT);
+        config.write_timeout = Some(READ_TIMEOUT);
+        // The read timeout counts from each request, not from when a pooled connection went idle.
+        config.reset_reader_on_write = true;
+        let server = config.cluster_url.to_string();
+        let server = server.strip_suffix('/').unwrap_or(&server).to_string();
+        let client = kube::Client::try_from(config).map_err(|err| {
+            Error::new(
+                ExitCode::Cluster,
+                format!("setting up a client for {server}"),
+            )
+            .with_source(err)
+        })?;
+        Ok(Self {
+            client,
+            facts,
+            server,
+            printer: printer.clone(),
+            nodes: OnceCell::new(),
+        })
+    }
+
+    pub fn facts(&self) -> &KubeconfigFacts {
+        &self.facts
+    }
+
+    /// The data of ConfigMap `kube-public/local-registry-hosting`.
+    pub async fn hosting_configmap(&self) -> Result<Lookup<BTreeMap<String, String>>> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), HOSTING_NAMESPACE);
+        let lookup = self.lookup(api.get(HOSTING_NAME).await, || {
+            format!("reading ConfigMap {HOSTING_CONFIGMAP}")
+        })?;
+        Ok(match lookup {
+            Lookup::Found(configmap) => Lookup::Found(configmap.data.unwrap_or_default()),
+            Lookup::NotFound => Lookup::NotFound,
+            Lookup::Forbidden => Lookup::Forbidden,
+        })
+    }
+
+    /// Every node, listed once and shared by all callers. A user RBAC forbids to list nodes sees none.
+    pub async fn nodes(&self) -> Result<Vec<NodeFacts>> {
+        let nodes = self
+            .nodes
+            .get_or_try_init(|| async {
+                let api: Api<Node> = Api::all(self.client.clone());
+                let listed = api.list(&ListParams::default()).await;
+                match self.lookup(listed, || "listing nodes".to_string())? {
+                    Lookup::Found(list) => Ok(list.items.into_iter().map(node_facts).collect()),
+                    Lookup::NotFound | Lookup::Forbidden => {
+                        self.printer
+                            .debug("listing nodes is not allowed here; no node facts");
+                        Ok::<_, Error>(Vec::new())
+                    }
+                }
+            })
+            .await?;
+        Ok(nodes.clone())
+    }
+
+    /// The first NodePort of microk8s's Service `container-registry/registry`, when it has one.
+    pub async fn microk8s_registry_node_port(&self) -> Result<Lookup<Option<i32>>> {
+        let api: Api<Service> = Api::namespaced(self.client.clone(), MICROK8S_REGISTRY_NAMESPACE);
+        let lookup = self.lookup(api.get(MICROK8S_REGISTRY_SERVICE).await, || {
+            format!("reading Service {MICROK8S_REGISTRY_NAMESPACE}/{MICROK8S_REGISTRY_SERVICE}")
+        })?;
+        Ok(match lookup {
+            Lookup::Found(service) => Lookup::Found(
+                service
+                    .spec
+                    .and_then(|spec| spec.ports)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find_map(|port| port.node_port),
+            ),
+            Lookup::NotFound => Lookup::NotFound,
+            Lookup::Forbidden => Lookup::Forbidden,
+        })
+    }
+
+    /// Sorts an answer into found / not found / forbidden, or an error naming the context and server.
+    fn lookup<T>(
+        &self,
+        answer: kube::Result<T>,
+        doing: impl FnOnce() -> String,
+    ) -> Result<Lookup<T>> {
+        match answer {
+            Ok(found) => Ok(Lookup::Found(found)),
+            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Lookup::NotFound),
+            Err(kube::Error::Api(status)) if status.is_forbidden() => Ok(Lookup::Forbidden),
+            Err(err) => Err(self.request_error(doing(), err)),
+        }
+    }
+
+    fn request_error(&self, doing: String, err: kube::Error) -> Error {
+        let target = match &self.facts.context {
+            Some(context) => format!("context {context:?} ({})", self.server),
+            None => format!("the in-cluster API server ({})", self.server),
+        };
+        let check = match &self.facts.context {
+            Some(context) => {
+                format!("`kubectl --context {context} get nodes` shows whether it answers")
+            }
+            None => "check the pod's service account and the API server".to_string(),
+        };
+        match err {
+            kube::Error::Api(status) if status.code == 401 => Error::new(
+                ExitCode::Cluster,
+                format!("{doing}: the API server of {target} does not accept our credentials"),
+            )
+            .with_source(status.message.clone())
+            .with_hint(format!(
+                "log in again (your credentials may have expired); {check}"
+            )),
+            kube::Error::Api(status) => Error::new(
+                ExitCode::Cluster,
+                format!(
+                    "{doing}: the API server of {target} answered {} {}",
+                    status.code, status.reason
+                ),
+            )
+            .with_source(status.message.clone()),
+            kube::Error::Auth(auth) => Error::new(
+                ExitCode::Cluster,
+                format!("{doing}: getting credentials for {target}"),
+            )
+            .with_source(auth)
+            .with_hint(check),
+            other => {
+                let unreachable = Error::new(
+                    ExitCode::Cluster,
+                    format!("{doing}: cannot reach the API server of {target}"),
+                )
+                .with_hint(format!("is the cluster running? {check}"));
+                // The transport's own chain says more than kube's wrapper around it.
+                match other {
+                    kube::Error::Service(transport) => unreachable.with_source(transport),
+                    kube::Error::HyperError(transport) => unreachable.with_source(transport),
+                    other => unreachable.with_source(other),
+                }
+            }
+        }
+    }
+}
+
+fn node_facts(node: Node) -> NodeFacts {
+    NodeFacts {
+        name: node.metadata.name.unwrap_or_default(),
+        provider_id: node.spec.and_then(|spec| spec.provider_id),
+        labels: node.metadata.labels.unwrap_or_default(),
+        annotations: node.metadata.annotations.unwrap_or_default(),
+    }
 }

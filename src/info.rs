@@ -122,15 +122,13 @@ fn describe(source: RegistrySource) -> String {
     }
 }
 
+/// The widest label, so found and not-found reports line up the same way.
+const LABEL_WIDTH: usize = "cluster-network host:".len();
+
 fn aligned(lines: &[(&str, String)]) -> String {
-    let width = lines
-        .iter()
-        .map(|(label, _)| label.len() + 1)
-        .max()
-        .unwrap_or(0);
     lines
         .iter()
-        .map(|(label, value)| format!("{:<width$} {value}", format!("{label}:")))
+        .map(|(label, value)| format!("{:<LABEL_WIDTH$} {value}", format!("{label}:")))
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -300,6 +300,20 @@ fn respond(state: &Served, method: &str, path: &str) -> (u16, Value) {
             json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []}),
         ),
         ["api", "v1"] => (200, core_v1_resources()),
+        ["api", "v1", "namespaces", name] => {
+            // kubectl asks after a 404 whether the namespace itself exists.
+            let exists = ["default", "kube-system", "kube-public", "kube-node-lease"]
+                .contains(name)
+                || (*name == "container-registry" && spec.microk8s_node_port.is_some());
+            lookup(
+                spec,
+                "namespaces",
+                "get",
+                None,
+                Some(name),
+                exists.then(|| namespace(name)),
+            )
+        }
         ["api", "v1", "namespaces", namespace, "configmaps", name] => {
             let found = (*namespace == "kube-public" && *name == "local-registry-hosting")
                 .then_some(spec.hosting_configmap.as_ref())
@@ -409,6 +423,16 @@ fn metadata(name: &str, namespace: Option<&str>) -> Value {
         meta["namespace"] = json!(ns);
     }
     meta
+}
+
+fn namespace(name: &str) -> Value {
+    json!({
+        "kind": "Namespace",
+        "apiVersion": "v1",
+        "metadata": metadata(name, None),
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    })
 }
 
 fn configmap(namespace: &str, name: &str, data: &BTreeMap<String, String>) -> Value {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
 use kube::api::{Api, ListParams};
+use kube::client::AuthError;
 use kube::config::KubeConfigOptions;
 use tokio::sync::OnceCell;
 
@@ -53,7 +54,7 @@ pub enum Lookup<T> {
 pub struct Cluster {
     client: kube::Client,
     facts: KubeconfigFacts,
-    server: String,
+    target: Target,
     printer: Printer,
     nodes: OnceCell<Vec<NodeFacts>>,
 }
@@ -102,18 +103,23 @@ impl Cluster {
         // The read timeout counts from each request, not from when a pooled connection went idle.
         config.reset_reader_on_write = true;
         let server = config.cluster_url.to_string();
-        let server = server.strip_suffix('/').unwrap_or(&server).to_string();
-        let client = kube::Client::try_from(config).map_err(|err| {
-            Error::new(
+        let target = Target {
+            context: facts.context.clone(),
+            server: server.strip_suffix('/').unwrap_or(&server).to_string(),
+        };
+        // Building the client runs an exec credential plugin, when the kubeconfig names one.
+        let client = kube::Client::try_from(config).map_err(|err| match err {
+            kube::Error::Auth(auth) => target.credentials_error(auth),
+            other => Error::new(
                 ExitCode::Cluster,
-                format!("setting up a client for {server}"),
+                format!("setting up a client for {}", target.describe()),
             )
-            .with_source(err)
+            .with_source(other),
         })?;
         Ok(Self {
             client,
             facts,
-            server,
+            target,
             printer: printer.clone(),
             nodes: OnceCell::new(),
         })
@@ -191,16 +197,8 @@ impl Cluster {
     }
 
     fn request_error(&self, doing: String, err: kube::Error) -> Error {
-        let target = match &self.facts.context {
-            Some(context) => format!("context {context:?} ({})", self.server),
-            None => format!("the in-cluster API server ({})", self.server),
-        };
-        let check = match &self.facts.context {
-            Some(context) => {
-                format!("`kubectl --context {context} get nodes` shows whether it answers")
-            }
-            None => "check the pod's service account and the API server".to_string(),
-        };
+        let target = self.target.describe();
+        let check = self.target.check();
         match err {
             kube::Error::Api(status) if status.code == 401 => Error::new(
                 ExitCode::Cluster,
@@ -208,7 +206,7 @@ impl Cluster {
             )
             .with_source(status.message.clone())
             .with_hint(format!(
-                "log in again (your credentials may have expired); {check}"
+                "log in again (your credentials may have expired), then try {check}"
             )),
             kube::Error::Api(status) => Error::new(
                 ExitCode::Cluster,
@@ -218,18 +216,15 @@ impl Cluster {
                 ),
             )
             .with_source(status.message.clone()),
-            kube::Error::Auth(auth) => Error::new(
-                ExitCode::Cluster,
-                format!("{doing}: getting credentials for {target}"),
-            )
-            .with_source(auth)
-            .with_hint(check),
+            kube::Error::Auth(auth) => self.target.credentials_error(auth),
             other => {
                 let unreachable = Error::new(
                     ExitCode::Cluster,
                     format!("{doing}: cannot reach the API server of {target}"),
                 )
-                .with_hint(format!("is the cluster running? {check}"));
+                .with_hint(format!(
+                    "is the cluster running? {check} shows whether it answers"
+                ));
                 // The transport's own chain says more than kube's wrapper around it.
                 match other {
                     kube::Error::Service(transport) => unreachable.with_source(transport),
@@ -237,6 +232,62 @@ impl Cluster {
                     other => unreachable.with_source(other),
                 }
             }
+        }
+    }
+}
+
+/// Which API server we talk to, for messages.
+struct Target {
+    context: Option<String>,
+    server: String,
+}
+
+impl Target {
+    /// `context "kind-dev" (https://127.0.0.1:6443)`
+    fn describe(&self) -> String {
+        match &self.context {
+            Some(context) => format!("context {context:?} ({})", self.server),
+            None => format!("the in-cluster API server ({})", self.server),
+        }
+    }
+
+    /// What the user can run to try the same server without us.
+    fn check(&self) -> String {
+        match &self.context {
+            Some(context) => format!("`kubectl --context {context} get nodes`"),
+            None => "`kubectl get nodes` from this pod".to_string(),
+        }
+    }
+
+    fn credentials_error(&self, auth: AuthError) -> Error {
+        let message = format!("getting credentials for {}", self.describe());
+        match auth {
+            AuthError::AuthExecRun { out, .. } => {
+                let failed = Error::new(
+                    ExitCode::Cluster,
+                    format!(
+                        "{message}: the kubeconfig's exec credential plugin failed ({})",
+                        out.status
+                    ),
+                )
+                .with_hint(format!(
+                    "log in again with that plugin's tool, then try {}",
+                    self.check()
+                ));
+                // What the plugin said is the useful part; kube's own text is its debug dump.
+                let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                if said.is_empty() {
+                    failed
+                } else {
+                    failed.with_source(said)
+                }
+            }
+            other => Error::new(ExitCode::Cluster, message)
+                .with_source(other)
+                .with_hint(format!(
+                    "check the user entry of the kubeconfig, then try {}",
+                    self.check()
+                )),
         }
     }
 }

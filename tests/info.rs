@@ -710,3 +710,82 @@ hint: is the cluster running? `kubectl --context kind-dev get nodes` shows wheth
     );
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
 }
+
+/// A kubeconfig whose user runs `./credential` (beside the kubeconfig) as an exec plugin.
+fn exec_kubeconfig(dir: &Path, server: &ApiServer, script: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let plugin = dir.join("credential");
+    std::fs::write(&plugin, script).unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let yaml = format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: eks-dev
+  cluster: {{server: \"{}\"}}
+contexts:
+- name: eks-dev
+  context: {{cluster: eks-dev, user: sso}}
+current-context: eks-dev
+users:
+- name: sso
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: ./credential
+      interactiveMode: Never
+",
+        server.url()
+    );
+    std::fs::write(&kubeconfig, yaml).unwrap();
+    kubeconfig
+}
+
+#[test]
+fn an_exec_credential_plugin_supplies_the_token() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = exec_kubeconfig(
+        dir.path(),
+        &server,
+        "#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"from-exec-plugin\"}}'\n",
+    );
+    let run = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .args(["info", "-o", "json"]),
+    );
+    assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        server.authorizations(),
+        vec![Some("Bearer from-exec-plugin".to_string())]
+    );
+}
+
+#[test]
+fn a_failing_exec_credential_plugin_is_a_cluster_error() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = exec_kubeconfig(
+        dir.path(),
+        &server,
+        "#!/bin/sh\necho 'session expired: run sso login' >&2\nexit 1\n",
+    );
+    let run = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .arg("info"),
+    );
+    assert_eq!(
+        run.stderr,
+        "\
+error: getting credentials for context \"eks-dev\" (http://127.0.0.1:PORT): the kubeconfig's exec credential plugin failed (exit status: 1)
+caused by: session expired: run sso login
+hint: log in again with that plugin's tool, then try `kubectl --context eks-dev get nodes`
+"
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+    assert_eq!(server.requests(), Vec::<String>::new());
+}

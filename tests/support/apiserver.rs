@@ -134,7 +134,7 @@ impl ApiServerBuilder {
 /// A running stand-in; stops when dropped.
 pub struct ApiServer {
     port: u16,
-    requests: Arc<Mutex<Vec<String>>>,
+    requests: Arc<Mutex<Vec<Logged>>>,
     stopping: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
 }
@@ -154,7 +154,14 @@ impl ApiServer {
 
     /// Every request served so far, as `METHOD /path` (query dropped), in arrival order.
     pub fn requests(&self) -> Vec<String> {
-        self.requests.lock().expect("request log").clone()
+        let log = self.requests.lock().expect("request log");
+        log.iter().map(|r| r.request.clone()).collect()
+    }
+
+    /// The `Authorization` header of every request, in arrival order (None when absent).
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        let log = self.requests.lock().expect("request log");
+        log.iter().map(|r| r.authorization.clone()).collect()
     }
 
     /// Writes `dir/kubeconfig` whose only (and current) context points at this server.
@@ -223,12 +230,18 @@ pub fn redact_ports(text: &str) -> String {
     out
 }
 
+/// One request as the log keeps it.
+struct Logged {
+    request: String,
+    authorization: Option<String>,
+}
+
 struct Served {
     spec: ApiServerBuilder,
     port: u16,
 }
 
-fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<String>>) {
+fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Logged>>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let mut reader = BufReader::new(&stream);
     let mut request_line = String::new();
@@ -236,15 +249,19 @@ fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Stri
         return; // the Drop wake-up, or a client that gave up
     }
     let mut content_length = 0usize;
+    let mut authorization = None;
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" || header == "\n" {
             break;
         }
-        if let Some((name, value)) = header.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
+        let Some((name, value)) = header.split_once(':') else {
+            continue;
+        };
+        if name.eq_ignore_ascii_case("content-length") {
             content_length = value.trim().parse().unwrap_or(0);
+        } else if name.eq_ignore_ascii_case("authorization") {
+            authorization = Some(value.trim().to_string());
         }
     }
     let mut body = vec![0; content_length];
@@ -254,10 +271,10 @@ fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Stri
     let method = parts.next().unwrap_or("").to_string();
     let target = parts.next().unwrap_or("");
     let path = target.split('?').next().unwrap_or("").to_string();
-    requests
-        .lock()
-        .expect("request log")
-        .push(format!("{method} {path}"));
+    requests.lock().expect("request log").push(Logged {
+        request: format!("{method} {path}"),
+        authorization,
+    });
 
     let (code, body) = respond(state, &method, &path);
     let body = body.to_string();

@@ -106,6 +106,10 @@ impl Cluster {
         let target = Target {
             context: facts.context.clone(),
             server: server.strip_suffix('/').unwrap_or(&server).to_string(),
+            proxy: config.proxy_url.as_ref().map(|proxy| {
+                let proxy = proxy.to_string();
+                proxy.strip_suffix('/').unwrap_or(&proxy).to_string()
+            }),
         };
         // Building the client runs an exec credential plugin, when the kubeconfig names one.
         let client = kube::Client::try_from(config).map_err(|err| match err {
@@ -223,7 +227,12 @@ impl Cluster {
                     format!("{doing}: cannot reach the API server of {target}"),
                 )
                 .with_hint(format!(
-                    "is the cluster running? {check} shows whether it answers"
+                    "is the {} running? {check} shows whether it answers",
+                    if self.target.proxy.is_some() {
+                        "cluster (and the proxy)"
+                    } else {
+                        "cluster"
+                    }
                 ));
                 // The transport's own chain says more than kube's wrapper around it.
                 match other {
@@ -236,18 +245,24 @@ impl Cluster {
     }
 }
 
-/// Which API server we talk to, for messages.
+/// Which API server we talk to, and how, for messages.
 struct Target {
     context: Option<String>,
     server: String,
+    /// From the kubeconfig's proxy-url or HTTPS_PROXY (unless NO_PROXY matches).
+    proxy: Option<String>,
 }
 
 impl Target {
-    /// `context "kind-dev" (https://127.0.0.1:6443)`
+    /// `context "kind-dev" (https://127.0.0.1:6443)`, naming the proxy when there is one.
     fn describe(&self) -> String {
+        let how = match &self.proxy {
+            Some(proxy) => format!("{} through proxy {proxy}", self.server),
+            None => self.server.clone(),
+        };
         match &self.context {
-            Some(context) => format!("context {context:?} ({})", self.server),
-            None => format!("the in-cluster API server ({})", self.server),
+            Some(context) => format!("context {context:?} ({how})"),
+            None => format!("the in-cluster API server ({how})"),
         }
     }
 

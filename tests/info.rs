@@ -789,3 +789,35 @@ hint: log in again with that plugin's tool, then try `kubectl --context eks-dev 
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
     assert_eq!(server.requests(), Vec::<String>::new());
 }
+
+#[test]
+fn https_proxy_is_used_unless_no_proxy_matches() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    let proxy = format!("http://127.0.0.1:{}", unused_port());
+    let through_proxy = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("HTTPS_PROXY", &proxy)
+            .arg("info"),
+    );
+    assert_eq!(
+        through_proxy.stderr.lines().next(),
+        Some(
+            "error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context \"kind-dev\" (http://127.0.0.1:PORT through proxy http://127.0.0.1:PORT)"
+        )
+    );
+    assert_eq!(through_proxy.code, 3);
+    assert_eq!(server.requests(), Vec::<String>::new());
+
+    let bypassed = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("HTTPS_PROXY", &proxy)
+            .env("NO_PROXY", "127.0.0.1")
+            .args(["info", "-o", "json"]),
+    );
+    assert_eq!(json(&bypassed)["registry"]["host"], "localhost:5001");
+    assert_eq!(bypassed.code, 0);
+}

@@ -62,54 +62,16 @@ pub struct Cluster {
 impl Cluster {
     /// Builds a client for the chosen context; no request is sent yet.
     pub async fn connect(args: &ClusterArgs, printer: &Printer) -> Result<Self> {
-        let (mut config, facts) = match kubeconfig::choose(args, printer)? {
-            Choice::Context(selected) => {
-                let options = KubeConfigOptions {
-                    context: Some(selected.context.clone()),
-                    ..KubeConfigOptions::default()
-                };
-                let config = kube::Config::from_custom_kubeconfig(selected.kubeconfig, &options)
-                    .await
-                    .map_err(|err| {
-                        Error::new(
-                            ExitCode::Cluster,
-                            format!(
-                                "reading the settings of context {:?} from the kubeconfig",
-                                selected.context
-                            ),
-                        )
-                        .with_source(err)
-                    })?;
-                (config, selected.facts)
-            }
-            Choice::InCluster => {
-                let config = kube::Config::incluster().map_err(|err| {
-                    Error::new(
-                        ExitCode::Cluster,
-                        "reading the pod's service account (in-cluster config)",
-                    )
-                    .with_source(err)
-                })?;
-                let facts = KubeconfigFacts {
-                    server: Some(config.cluster_url.to_string()),
-                    ..KubeconfigFacts::default()
-                };
-                (config, facts)
-            }
-        };
+        let (mut config, facts) = client_config(args, printer).await?;
         config.connect_timeout = Some(CONNECT_TIMEOUT);
         config.read_timeout = Some(READ_TIMEOUT);
         config.write_timeout = Some(READ_TIMEOUT);
         // The read timeout counts from each request, not from when a pooled connection went idle.
         config.reset_reader_on_write = true;
-        let server = config.cluster_url.to_string();
         let target = Target {
             context: facts.context.clone(),
-            server: server.strip_suffix('/').unwrap_or(&server).to_string(),
-            proxy: config.proxy_url.as_ref().map(|proxy| {
-                let proxy = proxy.to_string();
-                proxy.strip_suffix('/').unwrap_or(&proxy).to_string()
-            }),
+            server: uri_text(&config.cluster_url),
+            proxy: config.proxy_url.as_ref().map(uri_text),
         };
         // Building the client runs an exec credential plugin, when the kubeconfig names one.
         let client = kube::Client::try_from(config).map_err(|err| match err {
@@ -305,6 +267,54 @@ impl Target {
                 )),
         }
     }
+}
+
+/// kube's settings for the chosen context (or the pod's service account), and what to report.
+async fn client_config(
+    args: &ClusterArgs,
+    printer: &Printer,
+) -> Result<(kube::Config, KubeconfigFacts)> {
+    match kubeconfig::choose(args, printer)? {
+        Choice::Context(selected) => {
+            let options = KubeConfigOptions {
+                context: Some(selected.context.clone()),
+                ..KubeConfigOptions::default()
+            };
+            let config = kube::Config::from_custom_kubeconfig(selected.kubeconfig, &options)
+                .await
+                .map_err(|err| {
+                    Error::new(
+                        ExitCode::Cluster,
+                        format!(
+                            "reading the settings of context {:?} from the kubeconfig",
+                            selected.context
+                        ),
+                    )
+                    .with_source(err)
+                })?;
+            Ok((config, selected.facts))
+        }
+        Choice::InCluster => {
+            let config = kube::Config::incluster().map_err(|err| {
+                Error::new(
+                    ExitCode::Cluster,
+                    "reading the pod's service account (in-cluster config)",
+                )
+                .with_source(err)
+            })?;
+            let facts = KubeconfigFacts {
+                server: Some(uri_text(&config.cluster_url)),
+                ..KubeconfigFacts::default()
+            };
+            Ok((config, facts))
+        }
+    }
+}
+
+/// A URI as users write it: kube's URI type adds a `/` path to a bare authority.
+fn uri_text(uri: &impl std::fmt::Display) -> String {
+    let text = uri.to_string();
+    text.strip_suffix('/').map(str::to_string).unwrap_or(text)
 }
 
 fn node_facts(node: Node) -> NodeFacts {

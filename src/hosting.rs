@@ -388,7 +388,11 @@ fn parse_hosting_v1(
         }
         return Err(field_error(
             "host",
-            format!("is empty or missing, but {} is set", set.join(", ")),
+            format!(
+                "is empty or missing, but {} {} set",
+                set.join(" and "),
+                if set.len() == 1 { "is" } else { "are" }
+            ),
         ));
     };
 
@@ -971,7 +975,7 @@ mod tests {
         )]);
         assert_eq!(
             err.message(),
-            "ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is empty or missing, but hostFromClusterNetwork, help is set"
+            "ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is empty or missing, but hostFromClusterNetwork and help are set"
         );
         assert_eq!(
             err.hints(),
@@ -987,6 +991,10 @@ mod tests {
             "localRegistryHosting.v1",
             "hostFromContainerRuntime: registry:5000\n",
         )]);
+        assert_eq!(
+            err.message(),
+            "ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is empty or missing, but hostFromContainerRuntime is set"
+        );
         assert_eq!(
             err.hints(),
             vec![

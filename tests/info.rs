@@ -494,7 +494,7 @@ fn a_malformed_configmap_is_an_error_with_the_help_link() {
     assert_eq!(
         run.stderr,
         "\
-error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is empty or missing, but hostFromClusterNetwork, help is set
+error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is empty or missing, but hostFromClusterNetwork and help are set
 hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/ (or skip discovery with --registry HOST[:PORT])
 "
     );

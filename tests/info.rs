@@ -280,7 +280,7 @@ fn flags_beat_everything_and_the_cluster_is_not_contacted() {
   "server": "http://127.0.0.1:PORT",
   "product": null,
   "registry": {
-    "host": "127.0.0.1:PORT",
+    "host": "registry.localhost:5001",
     "hostFromContainerRuntime": "kind-registry:5000",
     "hostFromClusterNetwork": null,
     "help": null,

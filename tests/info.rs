@@ -266,7 +266,7 @@ fn flags_beat_everything_and_the_cluster_is_not_contacted() {
             .env("KUBECTL_REGISTRY_HOST", "localhost:6000")
             .args([
                 "--registry",
-                "127.0.0.1:5001",
+                "registry.localhost:5001",
                 "--registry-from-runtime",
                 "kind-registry:5000",
             ])

@@ -1,6 +1,27 @@
 //! The only Kubernetes I/O: kubeconfig, the hosting ConfigMap, nodes, services -> plain facts.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
+use kube::api::{Api, ListParams};
+use kube::client::AuthError;
+use kube::config::KubeConfigOptions;
+use tokio::sync::OnceCell;
+
+use crate::cli::ClusterArgs;
+use crate::error::{Error, ExitCode, Result};
+use crate::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
+use crate::kubeconfig::{self, Choice};
+use crate::output::Printer;
+
+/// An unreachable API server fails in seconds, never hangs.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const READ_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// microk8s's registry addon Service.
+pub const MICROK8S_REGISTRY_NAMESPACE: &str = "container-registry";
+pub const MICROK8S_REGISTRY_SERVICE: &str = "registry";
 
 /// What the kubeconfig says about the current cluster (plain data, no client).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,4 +39,289 @@ pub struct NodeFacts {
     pub provider_id: Option<String>,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
+}
+
+/// The answer to a read that may legitimately find nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup<T> {
+    Found(T),
+    NotFound,
+    /// RBAC forbids the read; for discovery the same as absent.
+    Forbidden,
+}
+
+/// A connected client for the chosen context, with the node list read at most once.
+pub struct Cluster {
+    client: kube::Client,
+    facts: KubeconfigFacts,
+    target: Target,
+    printer: Printer,
+    nodes: OnceCell<Vec<NodeFacts>>,
+}
+
+impl Cluster {
+    /// Builds a client for the chosen context; no request is sent yet.
+    pub async fn connect(args: &ClusterArgs, printer: &Printer) -> Result<Self> {
+        let (mut config, facts) = client_config(args, printer).await?;
+        config.connect_timeout = Some(CONNECT_TIMEOUT);
+        config.read_timeout = Some(READ_TIMEOUT);
+        config.write_timeout = Some(READ_TIMEOUT);
+        // The read timeout counts from each request, not from when a pooled connection went idle.
+        config.reset_reader_on_write = true;
+        let target = Target {
+            context: facts.context.clone(),
+            server: uri_text(&config.cluster_url),
+            proxy: config.proxy_url.as_ref().map(uri_text),
+        };
+        // Building the client runs an exec credential plugin, when the kubeconfig names one.
+        let client = kube::Client::try_from(config).map_err(|err| match err {
+            kube::Error::Auth(auth) => target.credentials_error(auth),
+            other => Error::new(
+                ExitCode::Cluster,
+                format!("setting up a client for {}", target.describe()),
+            )
+            .with_source(other),
+        })?;
+        Ok(Self {
+            client,
+            facts,
+            target,
+            printer: printer.clone(),
+            nodes: OnceCell::new(),
+        })
+    }
+
+    pub fn facts(&self) -> &KubeconfigFacts {
+        &self.facts
+    }
+
+    /// The data of ConfigMap `kube-public/local-registry-hosting`.
+    pub async fn hosting_configmap(&self) -> Result<Lookup<BTreeMap<String, String>>> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), HOSTING_NAMESPACE);
+        let lookup = self.lookup(api.get(HOSTING_NAME).await, || {
+            format!("reading ConfigMap {HOSTING_CONFIGMAP}")
+        })?;
+        Ok(match lookup {
+            Lookup::Found(configmap) => Lookup::Found(configmap.data.unwrap_or_default()),
+            Lookup::NotFound => Lookup::NotFound,
+            Lookup::Forbidden => Lookup::Forbidden,
+        })
+    }
+
+    /// Every node, listed once and shared by all callers. A user RBAC forbids to list nodes sees none.
+    pub async fn nodes(&self) -> Result<Vec<NodeFacts>> {
+        let nodes = self
+            .nodes
+            .get_or_try_init(|| async {
+                let api: Api<Node> = Api::all(self.client.clone());
+                let listed = api.list(&ListParams::default()).await;
+                match self.lookup(listed, || "listing nodes".to_string())? {
+                    Lookup::Found(list) => Ok(list.items.into_iter().map(node_facts).collect()),
+                    Lookup::NotFound | Lookup::Forbidden => {
+                        self.printer
+                            .debug("listing nodes is not allowed here; no node facts");
+                        Ok::<_, Error>(Vec::new())
+                    }
+                }
+            })
+            .await?;
+        Ok(nodes.clone())
+    }
+
+    /// The first NodePort of microk8s's Service `container-registry/registry`, when it has one.
+    pub async fn microk8s_registry_node_port(&self) -> Result<Lookup<Option<i32>>> {
+        let api: Api<Service> = Api::namespaced(self.client.clone(), MICROK8S_REGISTRY_NAMESPACE);
+        let lookup = self.lookup(api.get(MICROK8S_REGISTRY_SERVICE).await, || {
+            format!("reading Service {MICROK8S_REGISTRY_NAMESPACE}/{MICROK8S_REGISTRY_SERVICE}")
+        })?;
+        Ok(match lookup {
+            Lookup::Found(service) => Lookup::Found(
+                service
+                    .spec
+                    .and_then(|spec| spec.ports)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find_map(|port| port.node_port),
+            ),
+            Lookup::NotFound => Lookup::NotFound,
+            Lookup::Forbidden => Lookup::Forbidden,
+        })
+    }
+
+    /// Sorts an answer into found / not found / forbidden, or an error naming the context and server.
+    fn lookup<T>(
+        &self,
+        answer: kube::Result<T>,
+        doing: impl FnOnce() -> String,
+    ) -> Result<Lookup<T>> {
+        match answer {
+            Ok(found) => Ok(Lookup::Found(found)),
+            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Lookup::NotFound),
+            Err(kube::Error::Api(status)) if status.is_forbidden() => Ok(Lookup::Forbidden),
+            Err(err) => Err(self.request_error(doing(), err)),
+        }
+    }
+
+    fn request_error(&self, doing: String, err: kube::Error) -> Error {
+        let target = self.target.describe();
+        let check = self.target.check();
+        match err {
+            kube::Error::Api(status) if status.code == 401 => Error::new(
+                ExitCode::Cluster,
+                format!("{doing}: the API server of {target} does not accept our credentials"),
+            )
+            .with_source(status.message.clone())
+            .with_hint(format!(
+                "log in again (your credentials may have expired), then try {check}"
+            )),
+            kube::Error::Api(status) => Error::new(
+                ExitCode::Cluster,
+                format!(
+                    "{doing}: the API server of {target} answered {} {}",
+                    status.code, status.reason
+                ),
+            )
+            .with_source(status.message.clone()),
+            kube::Error::Auth(auth) => self.target.credentials_error(auth),
+            other => {
+                let unreachable = Error::new(
+                    ExitCode::Cluster,
+                    format!("{doing}: cannot reach the API server of {target}"),
+                )
+                .with_hint(format!(
+                    "is the {} running? {check} shows whether it answers",
+                    if self.target.proxy.is_some() {
+                        "cluster (and the proxy)"
+                    } else {
+                        "cluster"
+                    }
+                ));
+                // The transport's own chain says more than kube's wrapper around it.
+                match other {
+                    kube::Error::Service(transport) => unreachable.with_source(transport),
+                    kube::Error::HyperError(transport) => unreachable.with_source(transport),
+                    other => unreachable.with_source(other),
+                }
+            }
+        }
+    }
+}
+
+/// Which API server we talk to, and how, for messages.
+struct Target {
+    context: Option<String>,
+    server: String,
+    /// From the kubeconfig's proxy-url or HTTPS_PROXY (unless NO_PROXY matches).
+    proxy: Option<String>,
+}
+
+impl Target {
+    /// `context "kind-dev" (https://127.0.0.1:6443)`, naming the proxy when there is one.
+    fn describe(&self) -> String {
+        let how = match &self.proxy {
+            Some(proxy) => format!("{} through proxy {proxy}", self.server),
+            None => self.server.clone(),
+        };
+        match &self.context {
+            Some(context) => format!("context {context:?} ({how})"),
+            None => format!("the in-cluster API server ({how})"),
+        }
+    }
+
+    /// What the user can run to try the same server without us.
+    fn check(&self) -> String {
+        match &self.context {
+            Some(context) => format!("`kubectl --context {context} get nodes`"),
+            None => "`kubectl get nodes` from this pod".to_string(),
+        }
+    }
+
+    fn credentials_error(&self, auth: AuthError) -> Error {
+        let message = format!("getting credentials for {}", self.describe());
+        match auth {
+            AuthError::AuthExecRun { out, .. } => {
+                let failed = Error::new(
+                    ExitCode::Cluster,
+                    format!(
+                        "{message}: the kubeconfig's exec credential plugin failed ({})",
+                        out.status
+                    ),
+                )
+                .with_hint(format!(
+                    "log in again with that plugin's tool, then try {}",
+                    self.check()
+                ));
+                // What the plugin said is the useful part; kube's own text is its debug dump.
+                let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                if said.is_empty() {
+                    failed
+                } else {
+                    failed.with_source(said)
+                }
+            }
+            other => Error::new(ExitCode::Cluster, message)
+                .with_source(other)
+                .with_hint(format!(
+                    "check the user entry of the kubeconfig, then try {}",
+                    self.check()
+                )),
+        }
+    }
+}
+
+/// kube's settings for the chosen context (or the pod's service account), and what to report.
+async fn client_config(
+    args: &ClusterArgs,
+    printer: &Printer,
+) -> Result<(kube::Config, KubeconfigFacts)> {
+    match kubeconfig::choose(args, printer)? {
+        Choice::Context(selected) => {
+            let options = KubeConfigOptions {
+                context: Some(selected.context.clone()),
+                ..KubeConfigOptions::default()
+            };
+            let config = kube::Config::from_custom_kubeconfig(selected.kubeconfig, &options)
+                .await
+                .map_err(|err| {
+                    Error::new(
+                        ExitCode::Cluster,
+                        format!(
+                            "reading the settings of context {:?} from the kubeconfig",
+                            selected.context
+                        ),
+                    )
+                    .with_source(err)
+                })?;
+            Ok((config, selected.facts))
+        }
+        Choice::InCluster => {
+            let config = kube::Config::incluster().map_err(|err| {
+                Error::new(
+                    ExitCode::Cluster,
+                    "reading the pod's service account (in-cluster config)",
+                )
+                .with_source(err)
+            })?;
+            let facts = KubeconfigFacts {
+                server: Some(uri_text(&config.cluster_url)),
+                ..KubeconfigFacts::default()
+            };
+            Ok((config, facts))
+        }
+    }
+}
+
+/// A URI as users write it: kube's URI type adds a `/` path to a bare authority.
+fn uri_text(uri: &impl std::fmt::Display) -> String {
+    let text = uri.to_string();
+    text.strip_suffix('/').map(str::to_string).unwrap_or(text)
+}
+
+fn node_facts(node: Node) -> NodeFacts {
+    NodeFacts {
+        name: node.metadata.name.unwrap_or_default(),
+        provider_id: node.spec.and_then(|spec| spec.provider_id),
+        labels: node.metadata.labels.unwrap_or_default(),
+        annotations: node.metadata.annotations.unwrap_or_default(),
+    }
 }

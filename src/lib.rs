@@ -4,9 +4,12 @@
 pub mod cli;
 pub mod cluster;
 pub mod digest;
+pub mod discovery;
 pub mod engine;
 pub mod error;
 pub mod hosting;
+pub mod info;
+pub mod kubeconfig;
 pub mod nodeload;
 pub mod output;
 pub mod product;
@@ -31,7 +34,8 @@ pub fn run(cli: Cli, printer: &Printer) -> Result<()> {
                 printer.result(env!("CARGO_PKG_VERSION"));
                 Ok(())
             }
-            Command::Info(_) | Command::Push(_) | Command::Completion(_) => {
+            Command::Info(args) => info::run(&args, &cli.cluster, printer).await,
+            Command::Push(_) | Command::Completion(_) => {
                 Err(error::Error::new(ExitCode::Failure, "not built yet"))
             }
         }

@@ -1,0 +1,264 @@
+//! Which kubeconfig and context to use, chosen as kubectl chooses: `--kubeconfig`, else the files
+//! in `KUBECONFIG` merged (missing ones skipped), else `~/.kube/config`; then `--context` or the
+//! current context, or the in-cluster service account when there is no kubeconfig at all.
+
+use std::fmt;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use kube::config::{Kubeconfig, KubeconfigError};
+
+use crate::cli::ClusterArgs;
+use crate::cluster::KubeconfigFacts;
+use crate::error::{Error, ExitCode, Result};
+use crate::output::Printer;
+
+/// What to connect with.
+pub enum Choice {
+    /// A context of a kubeconfig.
+    Context(Box<Selected>),
+    /// No kubeconfig, but running in a pod: the service account's config.
+    InCluster,
+}
+
+/// A kubeconfig and the context chosen in it.
+pub struct Selected {
+    pub kubeconfig: Kubeconfig,
+    pub context: String,
+    pub facts: KubeconfigFacts,
+}
+
+/// The kubeconfig files kubectl would read, merged, and where they came from.
+struct Loaded {
+    merged: Kubeconfig,
+    origin: Origin,
+    any_file_read: bool,
+}
+
+/// Which files were asked for, to name them in messages.
+enum Origin {
+    Flag(PathBuf),
+    Env(Vec<PathBuf>),
+    Default(PathBuf),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Flag(path) | Self::Default(path) => write!(f, "{}", path.display()),
+            Self::Env(paths) => write!(f, "{} (from KUBECONFIG)", list(paths)),
+        }
+    }
+}
+
+impl Origin {
+    fn nothing_there(&self) -> String {
+        match self {
+            Self::Env(paths) => format!(
+                "no kubeconfig: none of the files in KUBECONFIG exists ({})",
+                list(paths)
+            ),
+            Self::Flag(path) | Self::Default(path) => {
+                format!("no kubeconfig: {} does not exist", path.display())
+            }
+        }
+    }
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+const SKIP_HINT: &str = "or skip discovery with --registry HOST[:PORT]";
+
+/// Reads the kubeconfig and picks the context, without contacting any server.
+pub fn choose(args: &ClusterArgs, printer: &Printer) -> Result<Choice> {
+    let loaded = load(args, printer)?;
+    let nothing_configured = loaded.merged.contexts.is_empty() && loaded.merged.clusters.is_empty();
+    if nothing_configured && args.kubeconfig.is_none() && args.context.is_none() && in_a_pod() {
+        printer.debug("no kubeconfig; using the pod's service account (in-cluster config)");
+        return Ok(Choice::InCluster);
+    }
+    select_context(loaded, args.context.as_deref())
+        .map(|selected| Choice::Context(Box::new(selected)))
+}
+
+/// The current context's names and server, when a kubeconfig can be read; never an error.
+pub fn facts_if_available(args: &ClusterArgs, printer: &Printer) -> KubeconfigFacts {
+    match choose(args, printer) {
+        Ok(Choice::Context(selected)) => selected.facts,
+        Ok(Choice::InCluster) => KubeconfigFacts::default(),
+        Err(err) => {
+            printer.debug(&format!("no kubeconfig facts: {}", err.message()));
+            KubeconfigFacts::default()
+        }
+    }
+}
+
+fn in_a_pod() -> bool {
+    std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|v| !v.is_empty())
+}
+
+fn load(args: &ClusterArgs, printer: &Printer) -> Result<Loaded> {
+    if let Some(path) = &args.kubeconfig {
+        // An explicit file must exist, as with kubectl --kubeconfig.
+        return Ok(Loaded {
+            merged: read_file(path)?,
+            origin: Origin::Flag(path.clone()),
+            any_file_read: true,
+        });
+    }
+    let from_env: Vec<PathBuf> = std::env::var_os("KUBECONFIG")
+        .map(|value| {
+            std::env::split_paths(&value)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !from_env.is_empty() {
+        return merge_skipping_missing(Origin::Env(from_env), printer);
+    }
+    let default = std::env::home_dir()
+        .map(|home| home.join(".kube").join("config"))
+        .unwrap_or_else(|| PathBuf::from(".kube/config"));
+    merge_skipping_missing(Origin::Default(default), printer)
+}
+
+/// kubectl skips files of KUBECONFIG that do not exist; the first file to set a value wins.
+fn merge_skipping_missing(origin: Origin, printer: &Printer) -> Result<Loaded> {
+    let paths = match &origin {
+        Origin::Env(paths) => paths.as_slice(),
+        Origin::Flag(path) | Origin::Default(path) => std::slice::from_ref(path),
+    };
+    let mut merged = Kubeconfig::default();
+    let mut any_file_read = false;
+    for path in paths {
+        if !path.exists() {
+            printer.debug(&format!(
+                "kubeconfig {} does not exist; skipped",
+                path.display()
+            ));
+            continue;
+        }
+        let next = read_file(path)?;
+        merged = merged.merge(next).map_err(|err| {
+            Error::new(
+                ExitCode::Cluster,
+                format!(
+                    "merging kubeconfig {} into the files before it",
+                    path.display()
+                ),
+            )
+            .with_source(err)
+        })?;
+        any_file_read = true;
+    }
+    Ok(Loaded {
+        merged,
+        origin,
+        any_file_read,
+    })
+}
+
+fn read_file(path: &Path) -> Result<Kubeconfig> {
+    Kubeconfig::read_from(path).map_err(|err| {
+        let message = format!("reading kubeconfig {}", path.display());
+        let error = match err {
+            KubeconfigError::ReadConfig(io, _) if io.kind() == ErrorKind::NotFound => {
+                return Error::new(ExitCode::Cluster, message)
+                    .with_source(io)
+                    .with_hint(format!("check the path, or unset --kubeconfig to use KUBECONFIG or ~/.kube/config; {SKIP_HINT}"));
+            }
+            KubeconfigError::ReadConfig(io, _) => Error::new(ExitCode::Cluster, message).with_source(io),
+            KubeconfigError::Parse(yaml) => {
+                // The bare parser message; its source snippet does not fit a `caused by:` line.
+                Error::new(ExitCode::Cluster, message).with_source(yaml.without_snippet().to_string())
+            }
+            other => Error::new(ExitCode::Cluster, message).with_source(other),
+        };
+        error.with_hint(format!("fix or replace that file, {SKIP_HINT}"))
+    })
+}
+
+fn select_context(loaded: Loaded, wanted: Option<&str>) -> Result<Selected> {
+    let Loaded {
+        merged,
+        origin,
+        any_file_read,
+    } = loaded;
+    if !any_file_read {
+        return Err(Error::new(ExitCode::Cluster, origin.nothing_there()).with_hint(format!(
+            "create a cluster (`kind create cluster` writes one) or point --kubeconfig at one, {SKIP_HINT}"
+        )));
+    }
+    let available: Vec<&str> = merged.contexts.iter().map(|c| c.name.as_str()).collect();
+    let choose_hint = || {
+        if available.is_empty() {
+            format!(
+                "the kubeconfig has no contexts: create a cluster or point --kubeconfig at another file, {SKIP_HINT}"
+            )
+        } else {
+            format!(
+                "contexts available: {}; choose one with --context NAME",
+                available.join(", ")
+            )
+        }
+    };
+    let name = match (wanted, merged.current_context.as_deref()) {
+        (Some(name), _) => name,
+        (None, Some(current)) if !current.is_empty() => current,
+        (None, _) if available.is_empty() => {
+            return Err(Error::new(
+                ExitCode::Cluster,
+                format!("kubeconfig {origin} has no contexts"),
+            )
+            .with_hint(choose_hint()));
+        }
+        (None, _) => {
+            return Err(Error::new(
+                ExitCode::Cluster,
+                format!("kubeconfig {origin} sets no current-context"),
+            )
+            .with_hint(choose_hint()));
+        }
+    };
+    let Some(context) = merged
+        .contexts
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| c.context.as_ref())
+    else {
+        return Err(Error::new(
+            ExitCode::Cluster,
+            format!("context {name:?} is not in kubeconfig {origin}"),
+        )
+        .with_hint(choose_hint()));
+    };
+    let cluster_name = context.cluster.clone();
+    let Some(cluster) = merged
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster_name)
+        .and_then(|c| c.cluster.as_ref())
+    else {
+        return Err(Error::new(
+            ExitCode::Cluster,
+            format!("context {name:?} names cluster {cluster_name:?}, which is not in kubeconfig {origin}"),
+        )
+        .with_hint(format!("fix the kubeconfig, or choose another context with --context NAME, {SKIP_HINT}")));
+    };
+    let facts = KubeconfigFacts {
+        context: Some(name.to_string()),
+        cluster: Some(cluster_name),
+        server: cluster.server.clone(),
+    };
+    Ok(Selected {
+        context: name.to_string(),
+        kubeconfig: merged,
+        facts,
+    })
+}

@@ -1,0 +1,555 @@
+//! A loopback stand-in for the Kubernetes API server: plain HTTP on a free port, std threads,
+//! serving the JSON a real one returns for discovery, the hosting ConfigMap, nodes and
+//! microk8s's registry Service; 403/404 as `Status` objects. Records what it served; stops on Drop.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// What the stand-in serves; build with [`ApiServer::builder`].
+#[derive(Debug, Clone, Default)]
+pub struct ApiServerBuilder {
+    hosting_configmap: Option<BTreeMap<String, String>>,
+    nodes: Vec<StandInNode>,
+    microk8s_node_port: Option<i32>,
+    forbidden: BTreeSet<String>,
+}
+
+/// One node, with the labels a kubelet sets by itself.
+#[derive(Debug, Clone)]
+pub struct StandInNode {
+    name: String,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    provider_id: Option<String>,
+}
+
+impl StandInNode {
+    pub fn new(name: &str) -> Self {
+        let labels = [
+            ("beta.kubernetes.io/arch", "amd64"),
+            ("beta.kubernetes.io/os", "linux"),
+            ("kubernetes.io/arch", "amd64"),
+            ("kubernetes.io/hostname", name),
+            ("kubernetes.io/os", "linux"),
+        ];
+        Self {
+            name: name.to_string(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            annotations: BTreeMap::new(),
+            provider_id: None,
+        }
+    }
+
+    pub fn label(mut self, key: &str, value: &str) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    pub fn annotation(mut self, key: &str, value: &str) -> Self {
+        self.annotations.insert(key.into(), value.into());
+        self
+    }
+
+    pub fn provider_id(mut self, id: &str) -> Self {
+        self.provider_id = Some(id.into());
+        self
+    }
+}
+
+impl ApiServerBuilder {
+    /// ConfigMap `kube-public/local-registry-hosting` with this data (absent: 404).
+    pub fn hosting_configmap(mut self, data: &[(&str, &str)]) -> Self {
+        self.hosting_configmap = Some(
+            data.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        self
+    }
+
+    /// The ConfigMap with one `localRegistryHosting.v1` key holding `yaml`.
+    pub fn hosting_v1(self, yaml: &str) -> Self {
+        self.hosting_configmap(&[("localRegistryHosting.v1", yaml)])
+    }
+
+    pub fn node(mut self, node: StandInNode) -> Self {
+        self.nodes.push(node);
+        self
+    }
+
+    /// microk8s's registry addon: Service `container-registry/registry` of type NodePort.
+    pub fn microk8s_registry_service(mut self, node_port: i32) -> Self {
+        self.microk8s_node_port = Some(node_port);
+        self
+    }
+
+    /// Answer 403 Forbidden for every request on this resource (`configmaps`, `nodes`, `services`).
+    pub fn forbid(mut self, resource: &str) -> Self {
+        self.forbidden.insert(resource.to_string());
+        self
+    }
+
+    pub fn start(self) -> ApiServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
+        let port = listener.local_addr().expect("local address").port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stopping = Arc::new(AtomicBool::new(false));
+        let state = Arc::new(Served { spec: self, port });
+        let accept = {
+            let requests = Arc::clone(&requests);
+            let stopping = Arc::clone(&stopping);
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stopping.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let state = Arc::clone(&state);
+                    let requests = Arc::clone(&requests);
+                    std::thread::spawn(move || serve_connection(stream, &state, &requests));
+                }
+            })
+        };
+        ApiServer {
+            port,
+            requests,
+            stopping,
+            accept: Some(accept),
+        }
+    }
+}
+
+/// A running stand-in; stops when dropped.
+pub struct ApiServer {
+    port: u16,
+    requests: Arc<Mutex<Vec<Logged>>>,
+    stopping: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl ApiServer {
+    pub fn builder() -> ApiServerBuilder {
+        ApiServerBuilder::default()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Every request served so far, as `METHOD /path` (query dropped), in arrival order.
+    pub fn requests(&self) -> Vec<String> {
+        let log = self.requests.lock().expect("request log");
+        log.iter().map(|r| r.request.clone()).collect()
+    }
+
+    /// The `Authorization` header of every request, in arrival order (None when absent).
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        let log = self.requests.lock().expect("request log");
+        log.iter().map(|r| r.authorization.clone()).collect()
+    }
+
+    /// Writes `dir/kubeconfig` whose only (and current) context points at this server.
+    pub fn write_kubeconfig(&self, dir: &Path, context: &str, cluster: &str) -> PathBuf {
+        let path = dir.join("kubeconfig");
+        std::fs::write(&path, kubeconfig_yaml(&self.url(), context, cluster))
+            .expect("writing kubeconfig");
+        path
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
+
+/// A kubeconfig as `kind create cluster` writes it (user named after the context), for any server.
+pub fn kubeconfig_yaml(server: &str, context: &str, cluster: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    server: {server}
+  name: {cluster}
+contexts:
+- context:
+    cluster: {cluster}
+    user: {context}
+  name: {context}
+current-context: {context}
+preferences: {{}}
+users:
+- name: {context}
+  user:
+    token: stand-in-token
+"
+    )
+}
+
+/// A loopback port nothing listens on (bound, then released).
+pub fn unused_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
+    listener.local_addr().expect("local address").port()
+}
+
+/// Replaces every `127.0.0.1:<digits>` with `127.0.0.1:PORT`, so outputs can be pinned whole.
+pub fn redact_ports(text: &str) -> String {
+    const LOOPBACK: &str = "127.0.0.1:";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(LOOPBACK) {
+        let after = &rest[i + LOOPBACK.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(&rest[..i + LOOPBACK.len()]);
+        out.push_str(if digits > 0 { "PORT" } else { "" });
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// One request as the log keeps it.
+struct Logged {
+    request: String,
+    authorization: Option<String>,
+}
+
+struct Served {
+    spec: ApiServerBuilder,
+    port: u16,
+}
+
+fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Logged>>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut reader = BufReader::new(&stream);
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+        return; // the Drop wake-up, or a client that gave up
+    }
+    let mut content_length = 0usize;
+    let mut authorization = None;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" || header == "\n" {
+            break;
+        }
+        let Some((name, value)) = header.split_once(':') else {
+            continue;
+        };
+        if name.eq_ignore_ascii_case("content-length") {
+            content_length = value.trim().parse().unwrap_or(0);
+        } else if name.eq_ignore_ascii_case("authorization") {
+            authorization = Some(value.trim().to_string());
+        }
+    }
+    let mut body = vec![0; content_length];
+    let _ = reader.read_exact(&mut body);
+
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let target = parts.next().unwrap_or("");
+    let path = target.split('?').next().unwrap_or("").to_string();
+    requests.lock().expect("request log").push(Logged {
+        request: format!("{method} {path}"),
+        authorization,
+    });
+
+    let (code, body) = respond(state, &method, &path);
+    let body = body.to_string();
+    let reason = match code {
+        200 => "OK",
+        403 => "Forbidden",
+        404 => "Not Found",
+        _ => "Method Not Allowed",
+    };
+    let response = format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nCache-Control: no-cache, private\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = &stream;
+    let _ = stream.write_all(response.as_bytes());
+    let _ = stream.flush();
+    let _ = stream.shutdown(Shutdown::Both);
+}
+
+/// Routes one GET like the API server: discovery, then the few objects discovery reads.
+fn respond(state: &Served, method: &str, path: &str) -> (u16, Value) {
+    if method != "GET" {
+        return (
+            405,
+            status(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+                json!({}),
+            ),
+        );
+    }
+    let spec = &state.spec;
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match segments.as_slice() {
+        ["version"] => (200, version()),
+        ["api"] => (200, api_versions(state.port)),
+        ["apis"] => (
+            200,
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []}),
+        ),
+        ["api", "v1"] => (200, core_v1_resources()),
+        ["api", "v1", "namespaces", name] => {
+            // kubectl asks after a 404 whether the namespace itself exists.
+            let exists = ["default", "kube-system", "kube-public", "kube-node-lease"]
+                .contains(name)
+                || (*name == "container-registry" && spec.microk8s_node_port.is_some());
+            lookup(
+                spec,
+                "namespaces",
+                "get",
+                None,
+                Some(name),
+                exists.then(|| namespace(name)),
+            )
+        }
+        ["api", "v1", "namespaces", namespace, "configmaps", name] => {
+            let found = (*namespace == "kube-public" && *name == "local-registry-hosting")
+                .then_some(spec.hosting_configmap.as_ref())
+                .flatten();
+            lookup(
+                spec,
+                "configmaps",
+                "get",
+                Some(namespace),
+                Some(name),
+                found.map(|data| configmap(namespace, name, data)),
+            )
+        }
+        ["api", "v1", "nodes"] => lookup(
+            spec,
+            "nodes",
+            "list",
+            None,
+            None,
+            Some(node_list(&spec.nodes)),
+        ),
+        ["api", "v1", "nodes", name] => {
+            let found = spec.nodes.iter().find(|n| n.name == *name).map(|n| {
+                let mut node = node(n);
+                node["kind"] = json!("Node");
+                node["apiVersion"] = json!("v1");
+                node
+            });
+            lookup(spec, "nodes", "get", None, Some(name), found)
+        }
+        ["api", "v1", "namespaces", namespace, "services", name] => {
+            let found = (*namespace == "container-registry" && *name == "registry")
+                .then_some(spec.microk8s_node_port)
+                .flatten()
+                .map(microk8s_registry_service);
+            lookup(spec, "services", "get", Some(namespace), Some(name), found)
+        }
+        _ => (
+            404,
+            status(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+                json!({}),
+            ),
+        ),
+    }
+}
+
+/// 403 when the resource is forbidden, else the object or a 404 naming it.
+fn lookup(
+    spec: &ApiServerBuilder,
+    resource: &str,
+    verb: &str,
+    namespace: Option<&str>,
+    name: Option<&str>,
+    found: Option<Value>,
+) -> (u16, Value) {
+    let mut details = json!({"kind": resource});
+    if let Some(name) = name {
+        details["name"] = json!(name);
+    }
+    if spec.forbidden.contains(resource) {
+        let subject = match name {
+            Some(name) => format!("{resource} {name:?}"),
+            None => resource.to_string(),
+        };
+        let scope = match namespace {
+            Some(ns) => format!("in the namespace {ns:?}"),
+            None => "at the cluster scope".to_string(),
+        };
+        let message = format!(
+            "{subject} is forbidden: User \"system:serviceaccount:default:dev\" cannot {verb} resource {resource:?} in API group \"\" {scope}"
+        );
+        return (403, status(403, "Forbidden", &message, details));
+    }
+    match found {
+        Some(object) => (200, object),
+        None => {
+            let message = format!("{resource} {:?} not found", name.unwrap_or_default());
+            (404, status(404, "NotFound", &message, details))
+        }
+    }
+}
+
+fn status(code: u16, reason: &str, message: &str, details: Value) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": details,
+        "code": code,
+    })
+}
+
+fn metadata(name: &str, namespace: Option<&str>) -> Value {
+    let mut meta = json!({
+        "name": name,
+        "uid": format!("00000000-0000-4000-8000-{:012x}", name.len()),
+        "resourceVersion": "1",
+        "creationTimestamp": "2025-01-01T00:00:00Z",
+    });
+    if let Some(ns) = namespace {
+        meta["namespace"] = json!(ns);
+    }
+    meta
+}
+
+fn namespace(name: &str) -> Value {
+    json!({
+        "kind": "Namespace",
+        "apiVersion": "v1",
+        "metadata": metadata(name, None),
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    })
+}
+
+fn configmap(namespace: &str, name: &str, data: &BTreeMap<String, String>) -> Value {
+    json!({
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": metadata(name, Some(namespace)),
+        "data": data,
+    })
+}
+
+fn node(n: &StandInNode) -> Value {
+    let mut meta = metadata(&n.name, None);
+    meta["labels"] = json!(n.labels);
+    if !n.annotations.is_empty() {
+        meta["annotations"] = json!(n.annotations);
+    }
+    let mut spec = json!({});
+    if let Some(id) = &n.provider_id {
+        spec["providerID"] = json!(id);
+    }
+    json!({
+        "metadata": meta,
+        "spec": spec,
+        "status": {
+            "nodeInfo": {
+                "kubeletVersion": "v1.32.0",
+                "containerRuntimeVersion": "containerd://1.7.24",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+        },
+    })
+}
+
+fn node_list(nodes: &[StandInNode]) -> Value {
+    json!({
+        "kind": "NodeList",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": "1"},
+        "items": nodes.iter().map(node).collect::<Vec<_>>(),
+    })
+}
+
+fn microk8s_registry_service(node_port: i32) -> Value {
+    json!({
+        "kind": "Service",
+        "apiVersion": "v1",
+        "metadata": metadata("registry", Some("container-registry")),
+        "spec": {
+            "type": "NodePort",
+            "clusterIP": "10.152.183.20",
+            "selector": {"app": "registry"},
+            "ports": [{"name": "registry", "protocol": "TCP", "port": 5000, "targetPort": 5000, "nodePort": node_port}],
+        },
+        "status": {"loadBalancer": {}},
+    })
+}
+
+fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "32",
+        "gitVersion": "v1.32.0",
+        "gitCommit": "70d3cc986aa8221cd1dfb1121852688902d3bf53",
+        "gitTreeState": "clean",
+        "buildDate": "2024-12-11T17:59:15Z",
+        "goVersion": "go1.23.3",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    })
+}
+
+fn api_versions(port: u16) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": format!("127.0.0.1:{port}")}],
+    })
+}
+
+fn core_v1_resources() -> Value {
+    let verbs = json!([
+        "create",
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "update",
+        "watch"
+    ]);
+    json!({
+        "kind": "APIResourceList",
+        "groupVersion": "v1",
+        "resources": [
+            {"name": "configmaps", "singularName": "configmap", "namespaced": true, "kind": "ConfigMap", "verbs": verbs, "shortNames": ["cm"], "storageVersionHash": "qFsyl6wFWjQ="},
+            {"name": "namespaces", "singularName": "namespace", "namespaced": false, "kind": "Namespace", "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ns"], "storageVersionHash": "Q3oi5N2YM8M="},
+            {"name": "nodes", "singularName": "node", "namespaced": false, "kind": "Node", "verbs": verbs, "shortNames": ["no"], "storageVersionHash": "XwShjMxG9Fs="},
+            {"name": "services", "singularName": "service", "namespaced": true, "kind": "Service", "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"], "shortNames": ["svc"], "categories": ["all"], "storageVersionHash": "0/CO1lhkEBI="},
+        ],
+    })
+}

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod completion;
 pub mod digest;
 pub mod error;
 pub mod hosting;
@@ -27,7 +28,8 @@ pub fn run(cli: Cli, printer: &Printer) -> Result<()> {
                 printer.result(env!("CARGO_PKG_VERSION"));
                 Ok(())
             }
-            Command::Info(_) | Command::Push(_) | Command::Completion(_) => {
+            Command::Completion(args) => completion::print_script(args.shell),
+            Command::Info(_) | Command::Push(_) => {
                 Err(error::Error::new(ExitCode::Failure, "not built yet"))
             }
         }

@@ -421,7 +421,8 @@ fn manifest_is_what_krew_accepts_for_this_plugin() {
 #[test]
 fn the_validation_here_rejects_what_krew_rejects() {
     let good = read_manifest(&repo().join("plugin.yaml"));
-    let broken: Vec<(&str, Box<dyn Fn(&mut Plugin)>)> = vec![
+    type Breakage = Box<dyn Fn(&mut Plugin)>;
+    let broken: Vec<(&str, Breakage)> = vec![
         (
             "version without v",
             Box::new(|p| p.spec.version = "0.1.0".into()),

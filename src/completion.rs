@@ -31,8 +31,37 @@ const LOCAL_IMAGES_TIMEOUT: Duration = Duration::from_millis(1000);
 /// The completion script for `shell`, completing `kubectl-registry` called directly.
 pub fn script(shell: Shell) -> Vec<u8> {
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), SCRIPT_BIN_NAME, &mut script);
+    let mut command = Cli::command();
+    // Building runs the derive's deferred setup, which sets the bin name "kubectl registry";
+    // only then can every level be renamed (clap_complete keys bash's states on these names).
+    command.build();
+    set_bin_names(&mut command, SCRIPT_BIN_NAME);
+    clap_complete::generate(shell, &mut command, SCRIPT_BIN_NAME, &mut script);
+    if shell == Shell::Bash {
+        script = fix_bash_states(&script);
+    }
     script
+}
+
+/// clap_complete's bash script names a subcommand's state `kubectl__registry__subcmd__push` in
+/// its dispatch loop but `kubectl__subcmd__registry__subcmd__push` in the case arm that offers
+/// the subcommand's flags, so no flag after a subcommand ever completes for a hyphenated
+/// binary (clap-rs/clap#6421). Spell the arms the way the loop does; a no-op once fixed.
+fn fix_bash_states(script: &[u8]) -> Vec<u8> {
+    const CMD_SEP: &str = "__subcmd__";
+    let arm = format!("{}{CMD_SEP}", SCRIPT_BIN_NAME.replace('-', CMD_SEP));
+    let state = format!("{}{CMD_SEP}", SCRIPT_BIN_NAME.replace('-', "__"));
+    String::from_utf8_lossy(script)
+        .replace(&arm, &state)
+        .into_bytes()
+}
+
+fn set_bin_names(command: &mut clap::Command, bin_name: &str) {
+    command.set_bin_name(bin_name);
+    for subcommand in command.get_subcommands_mut() {
+        let name = format!("{bin_name} {}", subcommand.get_name());
+        set_bin_names(subcommand, &name);
+    }
 }
 
 /// `kubectl registry completion SHELL`: prints the script on stdout.

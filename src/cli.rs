@@ -12,7 +12,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     bin_name = "kubectl registry",
     version,
     propagate_version = true,
-    disable_help_subcommand = true
+    disable_help_subcommand = true,
+    long_about = LONG_ABOUT,
+    after_help = ROOT_AFTER_HELP
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -50,12 +52,16 @@ pub struct ClusterArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Push an image archive (or a local engine's image) into the cluster and print its ref.
+    #[command(long_about = PUSH_LONG_ABOUT, after_help = PUSH_EXAMPLES)]
     Push(PushArgs),
     /// Show the cluster's local registry, where it was found, and what push would do.
+    #[command(after_help = INFO_EXAMPLES)]
     Info(InfoArgs),
     /// Print the version.
+    #[command(after_help = VERSION_EXAMPLES)]
     Version(OutputArgs),
     /// Print a shell completion script.
+    #[command(long_about = COMPLETION_LONG_ABOUT, after_help = COMPLETION_EXAMPLES)]
     Completion(CompletionArgs),
 }
 
@@ -144,3 +150,103 @@ pub enum Compression {
     /// Compress uncompressed layers with zstd.
     Zstd,
 }
+
+// Prose is one line per paragraph (clap wraps it to the terminal); example lines stay under 80
+// columns so that they are never wrapped and copy-paste as they are.
+
+const LONG_ABOUT: &str = "\
+Push an image into your local cluster and print the reference a pod spec must use.
+
+Finds the current cluster's local registry (the KEP-1755 ConfigMap \
+kube-public/local-registry-hosting, then older conventions), pushes the image there over the OCI \
+distribution API, and prints on stdout only the reference to put in a pod spec. Where the \
+cluster advertises no registry, loads the image into the nodes with the cluster's own CLI \
+(kind, k3d, minikube, microk8s). Progress, warnings and errors go to stderr.";
+
+const ROOT_AFTER_HELP: &str = "\
+Examples:
+  # Push an image archive and print the ref a pod spec must use
+  kubectl registry push ./myimg.tar
+
+  # Roll a deployment onto an image from the local engine
+  kubectl set image deploy/app app=$(kubectl registry push myimg:dev)
+
+  # Show the current cluster's local registry and what push would do
+  kubectl registry info
+
+Exit codes:
+  0  success
+  1  failure with no more specific code
+  2  the command line was wrong
+  3  the cluster (kubeconfig or API server) could not be read
+  4  the image input (archive or engine) is unreadable or invalid
+  5  the registry refused, failed or could not be reached
+  6  no way in: nothing advertised and no node loader, or the loader failed";
+
+const PUSH_LONG_ABOUT: &str = "\
+Push an image archive, or an image from the local docker or podman engine, into the cluster \
+and print the ref a pod spec must use.
+
+The image goes to the registry the cluster advertises (or --registry), blobs first and the \
+manifest last, so nothing is tagged until every blob is there. Where no registry is \
+advertised, the image is loaded into the nodes with the cluster's own CLI, unless --no-load. \
+stdout carries only the ref, or a JSON document with -o json.";
+
+const PUSH_EXAMPLES: &str = "\
+Examples:
+  # Push an archive made by docker save; print the ref a pod spec must use
+  kubectl registry push ./myimg.tar
+
+  # Push an image from the local docker or podman engine
+  kubectl registry push myimg:dev
+
+  # Roll a deployment onto the image just pushed
+  kubectl set image deploy/app app=$(kubectl registry push myimg:dev)
+
+  # Push from stdin under another name
+  docker save myimg:dev | kubectl registry push - --tag myapp:v1
+
+  # Push one image, for one platform, of a multi-image archive; print JSON
+  kubectl registry push ./all.tar --image web:dev --platform linux/arm64 -o json
+
+  # Push to a registry the cluster does not advertise
+  kubectl registry push ./myimg.tar --registry localhost:5001";
+
+const INFO_EXAMPLES: &str = "\
+Examples:
+  # Show the current cluster's local registry, where it was found, and what
+  # push would do
+  kubectl registry info
+
+  # The same for another kubeconfig context, as JSON
+  kubectl registry info --context kind-dev -o json";
+
+const VERSION_EXAMPLES: &str = "\
+Examples:
+  # Print the plugin's version
+  kubectl registry version";
+
+const COMPLETION_LONG_ABOUT: &str = "\
+Print a shell completion script for kubectl-registry, the plugin's binary called directly.
+
+`kubectl registry <TAB>` needs no script: kubectl 1.26+ (with its own completion enabled) asks \
+an executable named kubectl_complete-registry on PATH, and this binary answers under that \
+name. Link it once next to the plugin, as the first example shows.";
+
+const COMPLETION_EXAMPLES: &str = "\
+Examples:
+  # Complete `kubectl registry <TAB>`: link the helper next to the plugin
+  dir=\"$(dirname \"$(command -v kubectl-registry)\")\"
+  ln -s kubectl-registry \"$dir/kubectl_complete-registry\"
+
+  # Complete `kubectl-registry <TAB>` in bash (add this to ~/.bashrc)
+  source <(kubectl registry completion bash)
+
+  # ... in zsh, from a directory on $fpath
+  kubectl registry completion zsh > \"${fpath[1]}/_kubectl-registry\"
+
+  # ... in fish (add this to ~/.config/fish/config.fish)
+  kubectl registry completion fish | source
+
+  # ... in PowerShell (add this to $PROFILE)
+  kubectl registry completion powershell | Out-String | Invoke-Expression";

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod completion;
 pub mod digest;
 pub mod discovery;
 pub mod engine;
@@ -30,12 +31,16 @@ pub fn run(cli: Cli, printer: &Printer) -> Result<()> {
     runtime.block_on(async move {
         match cli.command {
             Command::Version(args) => {
-                let _ = args;
-                printer.result(env!("CARGO_PKG_VERSION"));
+                let version = env!("CARGO_PKG_VERSION");
+                printer.result(&match args.output {
+                    cli::OutputFormat::Text => version.to_string(),
+                    cli::OutputFormat::Json => serde_json::json!({ "version": version }).to_string(),
+                });
                 Ok(())
             }
             Command::Info(args) => info::run(&args, &cli.cluster, printer).await,
-            Command::Push(_) | Command::Completion(_) => {
+            Command::Completion(args) => completion::print_script(args.shell),
+            Command::Push(_) => {
                 Err(error::Error::new(ExitCode::Failure, "not built yet"))
             }
         }

@@ -4,6 +4,10 @@ use clap::Parser;
 use kubectl_registry::{cli::Cli, output::Printer};
 
 fn main() -> std::process::ExitCode {
+    // kubectl runs the same binary as `kubectl_complete-registry` to complete plugin arguments.
+    if let Some(words) = kubectl_registry::completion::kubectl_helper_words(std::env::args_os()) {
+        return kubectl_registry::completion::run_kubectl_helper(&words);
+    }
     let cli = Cli::parse();
     let printer = Printer::new(cli.verbose);
     match kubectl_registry::run(cli, &printer) {

@@ -1,0 +1,113 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'kubectl-registry' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'kubectl-registry'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'kubectl-registry' {
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--registry', '--registry', [CompletionResultType]::ParameterName, 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]')
+            [CompletionResult]::new('--registry-from-runtime', '--registry-from-runtime', [CompletionResultType]::ParameterName, 'How the nodes'' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Push an image archive (or a local engine''s image) into the cluster and print its ref')
+            [CompletionResult]::new('info', 'info', [CompletionResultType]::ParameterValue, 'Show the cluster''s local registry, where it was found, and what push would do')
+            [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the version')
+            [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            break
+        }
+        'kubectl-registry;push' {
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Name to push as, NAME[:TAG] (default: the name recorded in the archive)')
+            [CompletionResult]::new('--tag', '--tag', [CompletionResultType]::ParameterName, 'Name to push as, NAME[:TAG] (default: the name recorded in the archive)')
+            [CompletionResult]::new('--image', '--image', [CompletionResultType]::ParameterName, 'Which image of a multi-image archive to push, NAME[:TAG]')
+            [CompletionResult]::new('--platform', '--platform', [CompletionResultType]::ParameterName, 'Push only this platform of a multi-platform image, OS/ARCH[/VARIANT]')
+            [CompletionResult]::new('--compression', '--compression', [CompletionResultType]::ParameterName, 'How to send uncompressed layers')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Blobs uploaded at once')
+            [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Blobs uploaded at once')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Trust this PEM CA bundle for the registry''s TLS certificate')
+            [CompletionResult]::new('--load-command', '--load-command', [CompletionResultType]::ParameterName, 'Load with this command when no registry is advertised; `{archive}` is replaced by the archive''s path, e.g. ''mycluster load {archive}''')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--registry', '--registry', [CompletionResultType]::ParameterName, 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]')
+            [CompletionResult]::new('--registry-from-runtime', '--registry-from-runtime', [CompletionResultType]::ParameterName, 'How the nodes'' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]')
+            [CompletionResult]::new('--insecure', '--insecure', [CompletionResultType]::ParameterName, 'Allow plain HTTP to a registry that is not on loopback')
+            [CompletionResult]::new('--no-load', '--no-load', [CompletionResultType]::ParameterName, 'Fail instead of loading into the nodes when no registry is advertised')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kubectl-registry;info' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--registry', '--registry', [CompletionResultType]::ParameterName, 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]')
+            [CompletionResult]::new('--registry-from-runtime', '--registry-from-runtime', [CompletionResultType]::ParameterName, 'How the nodes'' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kubectl-registry;version' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--registry', '--registry', [CompletionResultType]::ParameterName, 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]')
+            [CompletionResult]::new('--registry-from-runtime', '--registry-from-runtime', [CompletionResultType]::ParameterName, 'How the nodes'' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kubectl-registry;completion' {
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--registry', '--registry', [CompletionResultType]::ParameterName, 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]')
+            [CompletionResult]::new('--registry-from-runtime', '--registry-from-runtime', [CompletionResultType]::ParameterName, 'How the nodes'' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

@@ -1,0 +1,83 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_kubectl_registry_global_optspecs
+    string join \n kubeconfig= context= registry= registry-from-runtime= v/verbose h/help V/version
+end
+
+function __fish_kubectl_registry_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_kubectl_registry_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_kubectl_registry_using_subcommand
+    set -l cmd (__fish_kubectl_registry_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s V -l version -d 'Print version'
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "push" -d 'Push an image archive (or a local engine\'s image) into the cluster and print its ref'
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "info" -d 'Show the cluster\'s local registry, where it was found, and what push would do'
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "version" -d 'Print the version'
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "completion" -d 'Print a shell completion script'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s t -l tag -d 'Name to push as, NAME[:TAG] (default: the name recorded in the archive)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l image -d 'Which image of a multi-image archive to push, NAME[:TAG]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l platform -d 'Push only this platform of a multi-platform image, OS/ARCH[/VARIANT]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l compression -d 'How to send uncompressed layers' -r -f -a "auto\t'No compression for loopback and cluster-advertised registries, gzip elsewhere'
+none\t'Send uncompressed layers as they are'
+gzip\t'Compress uncompressed layers with gzip'
+zstd\t'Compress uncompressed layers with zstd'"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s j -l jobs -d 'Blobs uploaded at once' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l ca-file -d 'Trust this PEM CA bundle for the registry\'s TLS certificate' -r -F
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l load-command -d 'Load with this command when no registry is advertised; `{archive}` is replaced by the archive\'s path, e.g. \'mycluster load {archive}\'' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s o -l output -d 'Output format' -r -f -a "text\t''
+json\t''"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l no-load -d 'Fail instead of loading into the nodes when no registry is advertised'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s V -l version -d 'Print version'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s o -l output -d 'Output format' -r -f -a "text\t''
+json\t''"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s h -l help -d 'Print help'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s V -l version -d 'Print version'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s o -l output -d 'Output format' -r -f -a "text\t''
+json\t''"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s h -l help -d 'Print help'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s V -l version -d 'Print version'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s V -l version -d 'Print version'

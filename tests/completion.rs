@@ -1,0 +1,332 @@
+//! Shell completion as users get it: the committed scripts are what the binary prints and bash
+//! runs the bash one; the real kubectl completes `kubectl registry ...` through this binary
+//! linked as `kubectl_complete-registry`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use assert_cmd::cargo::cargo_bin;
+
+const REGENERATE: &str = "run scripts/gen-completions and commit completions/";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn plugin() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("kubectl-registry").unwrap()
+}
+
+/// A directory put first on PATH, holding the plugin and its completion helper as a user links
+/// them, optionally a stand-in `docker`, and serving as the shell's current directory.
+struct PluginPath {
+    dir: tempfile::TempDir,
+}
+
+impl PluginPath {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(
+            cargo_bin("kubectl-registry"),
+            dir.path().join("kubectl-registry"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(
+            "kubectl-registry",
+            dir.path().join("kubectl_complete-registry"),
+        )
+        .unwrap();
+        Self { dir }
+    }
+
+    /// No docker daemon runs here: the engine is this script, standing in for the docker CLI.
+    fn with_docker(script: &str) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let path = Self::new();
+        let docker = path.dir.path().join("docker");
+        std::fs::write(&docker, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn env_path(&self) -> String {
+        format!(
+            "{}:{}",
+            self.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+
+    /// `kubectl __complete registry WORDS...`, what kubectl's shell scripts run on <TAB>: the
+    /// candidates (value, description) and the directive.
+    fn kubectl_complete(&self, words: &[&str]) -> (Vec<(String, Option<String>)>, String) {
+        let kubectl = find_on_path("kubectl").unwrap_or_else(|| {
+            panic!("kubectl is not on PATH: these tests drive the real kubectl (1.26+)")
+        });
+        let output = Command::new(kubectl)
+            .arg("__complete")
+            .arg("registry")
+            .args(words)
+            .current_dir(self.path())
+            .env("PATH", self.env_path())
+            .env("HOME", self.path())
+            .env("KUBECONFIG", self.path().join("no-kubeconfig"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            output.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        parse_cobra(&stdout)
+    }
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+}
+
+fn parse_cobra(stdout: &str) -> (Vec<(String, Option<String>)>, String) {
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    let directive = lines.pop().unwrap_or_default();
+    assert!(
+        directive.starts_with(':'),
+        "no directive line in {stdout:?}"
+    );
+    let candidates = lines
+        .into_iter()
+        .map(|line| match line.split_once('\t') {
+            Some((value, description)) => (value.to_string(), Some(description.to_string())),
+            None => (line.to_string(), None),
+        })
+        .collect();
+    (candidates, directive.to_string())
+}
+
+fn values(candidates: &[(String, Option<String>)]) -> Vec<&str> {
+    candidates.iter().map(|(value, _)| value.as_str()).collect()
+}
+
+#[test]
+fn committed_scripts_are_what_the_binary_prints() {
+    for (shell, file) in [
+        ("bash", "kubectl-registry.bash"),
+        ("zsh", "_kubectl-registry"),
+        ("fish", "kubectl-registry.fish"),
+        ("powershell", "_kubectl-registry.ps1"),
+    ] {
+        let output = plugin().args(["completion", shell]).output().unwrap();
+        assert!(output.status.success(), "completion {shell} failed");
+        assert!(
+            output.stderr.is_empty(),
+            "completion {shell} wrote to stderr"
+        );
+        let committed = std::fs::read(repo().join("completions").join(file))
+            .unwrap_or_else(|err| panic!("completions/{file}: {err}; {REGENERATE}"));
+        assert!(
+            output.stdout == committed,
+            "completions/{file} differs from `kubectl registry completion {shell}`: {REGENERATE}"
+        );
+    }
+}
+
+#[test]
+fn scripts_register_for_the_binary_not_for_kubectl() {
+    let expectations = [
+        ("bash", "-o default kubectl-registry\n"),
+        ("zsh", "#compdef kubectl-registry\n"),
+        ("fish", "complete -c kubectl-registry "),
+        ("powershell", "-CommandName 'kubectl-registry'"),
+        ("elvish", "edit:completion:arg-completer[kubectl-registry]"),
+    ];
+    for (shell, registration) in expectations {
+        let output = plugin().args(["completion", shell]).output().unwrap();
+        let script = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            script.contains(registration),
+            "{shell}: no {registration:?} in\n{script}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_shell_is_a_usage_error_naming_the_shells() {
+    let output = plugin().args(["completion", "tcsh"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("invalid value 'tcsh'"), "{stderr}");
+    assert!(
+        stderr.contains("[possible values: bash, elvish, fish, powershell, zsh]"),
+        "{stderr}"
+    );
+}
+
+/// What the committed bash script offers for `kubectl-registry WORDS...<TAB>`.
+fn bash_complete(words: &[&str]) -> Vec<String> {
+    let quoted: Vec<String> = words.iter().map(|word| format!("'{word}'")).collect();
+    let current = words.len() - 1;
+    let previous = if current > 0 { words[current - 1] } else { "" };
+    let script = format!(
+        "source completions/kubectl-registry.bash
+         COMP_WORDS=({words}); COMP_CWORD={current}
+         _kubectl__registry kubectl-registry '{cur}' '{previous}'
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        words = quoted.join(" "),
+        cur = words[current],
+    );
+    let output = Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .filter(|line| !line.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bash_script_completes_subcommands_their_flags_and_values() {
+    assert_eq!(bash_complete(&["kubectl-registry", "pu"]), ["push"]);
+    assert_eq!(
+        bash_complete(&["kubectl-registry", "push", "--comp"]),
+        ["--compression"]
+    );
+    assert_eq!(
+        bash_complete(&["kubectl-registry", "push", "--compression", ""]),
+        ["auto", "none", "gzip", "zstd"]
+    );
+    assert_eq!(
+        bash_complete(&["kubectl-registry", "info", "-o", ""]),
+        ["text", "json"]
+    );
+}
+
+#[test]
+fn kubectl_completes_subcommand_names() {
+    let path = PluginPath::new();
+    let (candidates, directive) = path.kubectl_complete(&["pu"]);
+    assert_eq!(values(&candidates), ["push"]);
+    assert_eq!(directive, ":4");
+    let (candidates, _) = path.kubectl_complete(&[""]);
+    assert_eq!(
+        values(&candidates),
+        ["push", "info", "version", "completion"]
+    );
+}
+
+#[test]
+fn kubectl_completes_the_current_subcommands_flags_with_descriptions() {
+    let path = PluginPath::new();
+    let (candidates, directive) = path.kubectl_complete(&["push", "--comp"]);
+    assert_eq!(
+        candidates,
+        [(
+            "--compression".to_string(),
+            Some("How to send uncompressed layers".to_string())
+        )]
+    );
+    assert_eq!(directive, ":4");
+    let (candidates, _) = path.kubectl_complete(&["info", "--"]);
+    let offered = values(&candidates);
+    assert!(
+        offered.contains(&"--output") && offered.contains(&"--context"),
+        "{offered:?}"
+    );
+    assert!(
+        !offered.contains(&"--compression"),
+        "push's flag offered for info"
+    );
+}
+
+#[test]
+fn kubectl_completes_flag_and_argument_values() {
+    let path = PluginPath::new();
+    let (candidates, directive) = path.kubectl_complete(&["push", "--compression", ""]);
+    assert_eq!(values(&candidates), ["auto", "none", "gzip", "zstd"]);
+    assert_eq!(directive, ":4");
+    let (candidates, _) = path.kubectl_complete(&["push", "./img.tar", "-o", ""]);
+    assert_eq!(values(&candidates), ["text", "json"]);
+    let (candidates, _) = path.kubectl_complete(&["completion", ""]);
+    assert_eq!(
+        values(&candidates),
+        ["bash", "elvish", "fish", "powershell", "zsh"]
+    );
+}
+
+#[test]
+fn push_source_is_left_to_file_completion_when_docker_fails() {
+    let path = PluginPath::with_docker("echo 'Cannot connect to the Docker daemon' >&2; exit 1");
+    let (candidates, directive) = path.kubectl_complete(&["push", ""]);
+    assert!(candidates.is_empty(), "{candidates:?}");
+    assert_eq!(directive, ":0", "the shell completes file names");
+}
+
+#[test]
+fn push_source_offers_local_images_and_the_files_beside_them() {
+    let path = PluginPath::with_docker(
+        r#"[ "$*" = 'image ls --format {{.Repository}}:{{.Tag}}' ] || exit 1
+printf 'myimg:dev\nmyimg:<none>\n<none>:<none>\nother:1\n'"#,
+    );
+    std::fs::write(path.path().join("myimg.tar"), b"").unwrap();
+    std::fs::create_dir(path.path().join("mydir")).unwrap();
+    let (candidates, directive) = path.kubectl_complete(&["push", "my"]);
+    assert_eq!(
+        candidates,
+        [
+            ("myimg:dev".to_string(), Some("local image".to_string())),
+            ("mydir/".to_string(), None),
+            ("myimg.tar".to_string(), None),
+        ]
+    );
+    assert_eq!(directive, ":4");
+    let (candidates, directive) = path.kubectl_complete(&["push", "./my"]);
+    assert!(
+        candidates.is_empty(),
+        "paths are the shell's: {candidates:?}"
+    );
+    assert_eq!(directive, ":0");
+}
+
+#[test]
+fn a_hanging_docker_does_not_hold_the_prompt() {
+    let path = PluginPath::with_docker("exec sleep 60");
+    // The helper gives docker a second; far less than this bound, which only stops a hang.
+    let output = assert_cmd::Command::new(path.path().join("kubectl_complete-registry"))
+        .args(["push", ""])
+        .env("PATH", path.env_path())
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), ":0\n");
+}
+
+#[test]
+fn the_helper_answers_under_its_windows_name_too() {
+    let path = PluginPath::new();
+    let exe = path.path().join("kubectl_complete-registry.exe");
+    std::os::unix::fs::symlink("kubectl-registry", &exe).unwrap();
+    let output = assert_cmd::Command::new(exe).arg("ver").output().unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "version\tPrint the version\n:4\n"
+    );
+}

@@ -1,0 +1,324 @@
+//! Image archives users hand us: recognise the format by content, index the tar once, list and
+//! select images and platforms, stream verified blobs, write a single-platform archive.
+//!
+//! Synchronous (std I/O): the push pipeline runs it on blocking threads.
+//!
+//! ```no_run
+//! # use kubectl_registry::archive::{Archive, Source};
+//! # fn main() -> Result<(), kubectl_registry::archive::ArchiveError> {
+//! let archive = Archive::open(&Source::from_arg("myimg.tar"))?;
+//! let image = archive.select(Some("myimg:dev"), None)?;
+//! for layer in &image.platforms[0].layers {
+//!     let mut reader = archive.layer_reader(layer).map_err(|e| e.to_string()).unwrap();
+//!     std::io::copy(&mut reader, &mut std::io::sink()).unwrap(); // upload instead
+//! }
+//! # Ok(()) }
+//! ```
+
+mod blob;
+mod config;
+mod docker;
+mod error;
+mod image;
+mod layer;
+mod members;
+mod names;
+mod oci;
+mod platform;
+mod select;
+mod spool;
+mod tar_index;
+mod verify;
+mod write;
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use blob::{BlobLocation, BlobReader};
+pub use error::{ArchiveError, archive_error_in};
+pub use image::{
+    AbsentPlatform, Compression, Image, Layer, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_LAYER_GZIP,
+    OCI_LAYER_ZSTD, OCI_MANIFEST, PlatformImage, RawBlob, oci_layer_type,
+};
+pub use platform::Platform;
+pub use verify::{VerifyingReader, is_verification_failure};
+
+use members::{Container, Members};
+use spool::Magic;
+use tar_index::TarIndex;
+
+/// Where an archive comes from: a file or directory, or standard input (`-`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Path(PathBuf),
+    Stdin,
+}
+
+impl Source {
+    /// The command-line argument: `-` is standard input, anything else a path.
+    pub fn from_arg(arg: &str) -> Self {
+        if arg == "-" {
+            Self::Stdin
+        } else {
+            Self::Path(PathBuf::from(arg))
+        }
+    }
+}
+
+/// How the archive lays out its images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `manifest.json` only: docker save up to 24, podman, skopeo, nix, jib, crane.
+    Docker,
+    /// An OCI layout (`index.json`), possibly with docker's `manifest.json` beside it
+    /// (docker 25+, containerd exports).
+    OciLayout,
+}
+
+/// What the input was wrapped in before we could read the tar inside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wrapping {
+    /// A tar file read in place.
+    None,
+    /// A layout directory.
+    Directory,
+    Gzip,
+    Zstd,
+    /// An uncompressed tar from standard input, copied to a temporary file.
+    Stdin,
+}
+
+/// An opened archive: its members indexed, its images resolved.
+pub struct Archive {
+    container: Container,
+    format: Format,
+    wrapping: Wrapping,
+    /// The tar file on disk when it is read in place (not spooled, not a directory).
+    in_place: Option<PathBuf>,
+    has_oci_layout_file: bool,
+    images: Vec<Image>,
+}
+
+impl std::fmt::Debug for Archive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Archive")
+            .field("name", &self.container.name)
+            .field("format", &self.format)
+            .field("wrapping", &self.wrapping)
+            .field("images", &self.images.len())
+            .finish()
+    }
+}
+
+impl Archive {
+    /// Opens a path (tar, gzip/zstd-wrapped tar, or OCI layout directory) or standard input.
+    pub fn open(source: &Source) -> Result<Self, ArchiveError> {
+        match source {
+            Source::Stdin => Self::from_reader(io::stdin().lock(), "standard input"),
+            Source::Path(path) => Self::open_path(path),
+        }
+    }
+
+    /// Reads an archive from a stream (a pipe), copying it to a temporary file first.
+    pub fn from_reader(mut stream: impl Read, name: &str) -> Result<Self, ArchiveError> {
+        let prefix = spool::read_prefix(&mut stream).map_err(|source| ArchiveError::Open {
+            archive: name.to_string(),
+            source,
+        })?;
+        let magic = spool::sniff(&prefix);
+        let wrapping = match magic {
+            Magic::Tar => Wrapping::Stdin,
+            Magic::Gzip => Wrapping::Gzip,
+            Magic::Zstd => Wrapping::Zstd,
+            other => return Err(unreadable(name, other)),
+        };
+        let (file, inner) = spool::spool(io::Cursor::new(prefix).chain(stream), magic, name)?;
+        Self::from_spooled(file, inner, name, wrapping)
+    }
+
+    fn open_path(path: &Path) -> Result<Self, ArchiveError> {
+        let name = path.display().to_string();
+        let open_error = |source| ArchiveError::Open {
+            archive: name.clone(),
+            source,
+        };
+        let metadata = std::fs::metadata(path).map_err(open_error)?;
+        if metadata.is_dir() {
+            return Self::from_directory(path, name);
+        }
+        let file = File::open(path).map_err(open_error)?;
+        let mut prefix = vec![0u8; spool::SNIFF_LEN.min(metadata.len() as usize)];
+        file.read_exact_at(&mut prefix, 0).map_err(open_error)?;
+        match spool::sniff(&prefix) {
+            Magic::Tar => Self::from_tar(file, &name, Wrapping::None, Some(path.to_path_buf())),
+            magic @ (Magic::Gzip | Magic::Zstd) => {
+                let wrapping = if magic == Magic::Gzip {
+                    Wrapping::Gzip
+                } else {
+                    Wrapping::Zstd
+                };
+                let (spooled, inner) = spool::spool(file, magic, &name)?;
+                Self::from_spooled(spooled, inner, &name, wrapping)
+            }
+            other => Err(unreadable(&name, other)),
+        }
+    }
+
+    fn from_spooled(
+        file: File,
+        inner: Magic,
+        name: &str,
+        wrapping: Wrapping,
+    ) -> Result<Self, ArchiveError> {
+        match inner {
+            Magic::Tar => Self::from_tar(file, name, wrapping, None),
+            Magic::Empty if wrapping == Wrapping::Stdin => Err(ArchiveError::Empty {
+                archive: name.to_string(),
+            }),
+            _ => Err(ArchiveError::NotAnArchive {
+                archive: name.to_string(),
+                reason: "its decompressed content is not a tar file".to_string(),
+            }),
+        }
+    }
+
+    fn from_tar(
+        file: File,
+        name: &str,
+        wrapping: Wrapping,
+        in_place: Option<PathBuf>,
+    ) -> Result<Self, ArchiveError> {
+        let len = file
+            .metadata()
+            .map_err(|source| ArchiveError::Open {
+                archive: name.to_string(),
+                source,
+            })?
+            .len();
+        let index = TarIndex::build(&file, len, name)?;
+        if index.is_empty() {
+            return Err(ArchiveError::NotAnArchive {
+                archive: name.to_string(),
+                reason: "the tar holds no files".to_string(),
+            });
+        }
+        let container = Container {
+            name: Arc::from(name),
+            members: Members::Tar {
+                file: Arc::new(file),
+                index,
+            },
+        };
+        Self::discover(container, wrapping, in_place)
+    }
+
+    fn from_directory(root: &Path, name: String) -> Result<Self, ArchiveError> {
+        let container = Container {
+            name: Arc::from(name.as_str()),
+            members: Members::Directory {
+                root: root.to_path_buf(),
+            },
+        };
+        if container.find(oci::INDEX_JSON).is_none()
+            && container.find(docker::MANIFEST_JSON).is_none()
+        {
+            return Err(ArchiveError::NotAnArchive {
+                archive: name,
+                reason: "it is a directory without index.json, so not an OCI layout".to_string(),
+            });
+        }
+        Self::discover(container, Wrapping::Directory, None)
+    }
+
+    /// Reads the metadata members and resolves every image.
+    fn discover(
+        container: Container,
+        wrapping: Wrapping,
+        in_place: Option<PathBuf>,
+    ) -> Result<Self, ArchiveError> {
+        let has_index = container.find(oci::INDEX_JSON).is_some();
+        let has_manifest = container.find(docker::MANIFEST_JSON).is_some();
+        let (format, images) = match (has_index, has_manifest) {
+            (true, _) => (Format::OciLayout, oci::images(&container)?),
+            (false, true) => {
+                let entries = docker::read_manifest_json(&container)?;
+                (Format::Docker, docker::images(&container, &entries)?)
+            }
+            (false, false) => return Err(no_metadata(&container)),
+        };
+        if images.is_empty() {
+            return Err(ArchiveError::NoImages {
+                archive: container.name.to_string(),
+                looks_truncated: container.looks_truncated(),
+            });
+        }
+        let has_oci_layout_file = container.find(oci::OCI_LAYOUT).is_some();
+        Ok(Self {
+            container,
+            format,
+            wrapping,
+            in_place,
+            has_oci_layout_file,
+            images,
+        })
+    }
+
+    /// The archive's display name: its path, or "standard input".
+    pub fn name(&self) -> &str {
+        &self.container.name
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    pub fn wrapping(&self) -> Wrapping {
+        self.wrapping
+    }
+
+    /// Every image in the archive, in the order the archive lists them.
+    pub fn images(&self) -> &[Image] {
+        &self.images
+    }
+
+    /// A reader over a blob's stored bytes, unverified. Readers share the open file through
+    /// positioned reads, so several can run in parallel on blocking threads.
+    pub fn blob_reader(&self, location: &BlobLocation) -> io::Result<BlobReader> {
+        location.open()
+    }
+}
+
+fn unreadable(name: &str, magic: Magic) -> ArchiveError {
+    match magic {
+        Magic::Empty => ArchiveError::Empty {
+            archive: name.to_string(),
+        },
+        other => ArchiveError::NotAnArchive {
+            archive: name.to_string(),
+            reason: spool::not_an_archive_reason(other),
+        },
+    }
+}
+
+fn no_metadata(container: &Container) -> ArchiveError {
+    if container.looks_truncated() {
+        return ArchiveError::MissingMember {
+            archive: container.name.to_string(),
+            member: "manifest.json or index.json".to_string(),
+            listed_by: "every image archive".to_string(),
+            looks_truncated: true,
+        };
+    }
+    let reason = if container.find("repositories").is_some() {
+        "it is in docker's pre-1.10 save format (no manifest.json), which is not supported"
+    } else {
+        "it has neither manifest.json (docker) nor index.json (OCI)"
+    };
+    ArchiveError::NotAnArchive {
+        archive: container.name.to_string(),
+        reason: reason.to_string(),
+    }
+}

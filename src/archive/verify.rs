@@ -27,6 +27,8 @@ pub struct VerifyingReader<R> {
     expected_diff_id: Option<Digest>,
     /// Decompresses a compressed layer on the side, hashing its output.
     side: Option<SideDecoder>,
+    /// Why the side decompressor gave up; reported at the end unless the digest explains it.
+    side_failure: Option<String>,
     /// What errors call the blob, and the archive it is in.
     label: String,
     archive: String,
@@ -89,6 +91,7 @@ impl<R: Read> VerifyingReader<R> {
             expected_digest,
             expected_diff_id,
             side,
+            side_failure: None,
             label,
             archive: location.archive.to_string(),
             state: State::Reading,
@@ -116,54 +119,68 @@ impl<R: Read> VerifyingReader<R> {
         error.into_io()
     }
 
-    fn corrupt(&mut self, compression: &str, cause: &io::Error) -> io::Error {
+    fn corrupt(&mut self, failure: &str) -> io::Error {
         let error = ArchiveError::invalid(
             &self.archive,
             &self.label,
-            format!("its {compression} data is corrupt: {cause}"),
+            format!("its compressed data is corrupt: {failure}"),
         );
         self.fail(error)
     }
 
     /// Runs once every byte has passed: compares digests, finishes the side decompressor.
+    /// The stored digest is checked first (it explains a corrupt compressed stream), except
+    /// for an uncompressed layer, whose digest is its diff_id and is reported as such.
     fn finish(&mut self) -> io::Result<()> {
         let digest = Digest::from_sha256(std::mem::take(&mut self.hasher));
-        if let Some(expected) = self.expected_digest.clone()
-            && expected != digest
-        {
-            let error = ArchiveError::digest_mismatch(
-                &self.archive,
-                &self.label,
-                "digest",
-                &expected,
-                &digest,
-            );
-            return Err(self.fail(error));
+        let uncompressed_layer = self.side.is_none() && self.expected_diff_id.is_some();
+        if !uncompressed_layer {
+            self.check("digest", self.expected_digest.clone(), &digest)?;
         }
         let diff_id = match self.side.take() {
-            Some(side) => {
-                let name = side.name();
-                match side.finish() {
-                    Ok(diff_id) => Some(diff_id),
-                    Err(cause) => return Err(self.corrupt(name, &cause)),
+            Some(side) => match side.finish() {
+                Ok(diff_id) => Some(diff_id),
+                Err(cause) => {
+                    let failure = self.side_failure.take().unwrap_or(cause.to_string());
+                    return Err(self.corrupt(&failure));
                 }
+            },
+            None if self.side_failure.is_some() => {
+                let failure = self.side_failure.take().unwrap_or_default();
+                return Err(self.corrupt(&failure));
             }
             None => self.expected_diff_id.as_ref().map(|_| digest.clone()),
         };
-        if let (Some(expected), Some(actual)) = (self.expected_diff_id.clone(), &diff_id)
-            && expected != *actual
-        {
-            let error = ArchiveError::digest_mismatch(
-                &self.archive,
-                &self.label,
-                "diff_id (the uncompressed content's digest)",
-                &expected,
-                actual,
-            );
-            return Err(self.fail(error));
+        if let Some(actual) = &diff_id {
+            let what = "diff_id (the uncompressed content's digest)";
+            self.check(what, self.expected_diff_id.clone(), actual)?;
+        }
+        if uncompressed_layer {
+            self.check("digest", self.expected_digest.clone(), &digest)?;
         }
         self.state = State::Verified { digest, diff_id };
         Ok(())
+    }
+
+    fn check(
+        &mut self,
+        what: &'static str,
+        expected: Option<Digest>,
+        actual: &Digest,
+    ) -> io::Result<()> {
+        match expected {
+            Some(expected) if expected != *actual => {
+                let error = ArchiveError::digest_mismatch(
+                    &self.archive,
+                    &self.label,
+                    what,
+                    &expected,
+                    actual,
+                );
+                Err(self.fail(error))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -204,8 +221,9 @@ impl<R: Read> Read for VerifyingReader<R> {
         if let Some(side) = &mut self.side
             && let Err(cause) = side.write_all(chunk)
         {
-            let name = side.name();
-            return Err(self.corrupt(name, &cause));
+            // Keep hashing: at the end a digest mismatch, if any, is the clearer report.
+            self.side_failure = Some(format!("{} stream: {cause}", side.name()));
+            self.side = None;
         }
         self.position += read as u64;
         if self.position == self.len {

@@ -380,7 +380,7 @@ fn a_stream_is_spooled_whether_plain_or_gzip() {
     let (dir, plain) = write(Format::DockerLegacy, &image, &["piped:1"]);
     let gzipped = dir.path().join("image.tar.gz");
     fixtures::wrap(&plain, Wrap::Gzip, &gzipped);
-    for (path, wrapping) in [(&plain, Wrapping::Stdin), (&gzipped, Wrapping::Gzip)] {
+    for (path, wrapping) in [(&plain, Wrapping::Piped), (&gzipped, Wrapping::Gzip)] {
         let stream = std::fs::File::open(path).unwrap();
         let archive = Archive::from_reader(stream, "standard input").unwrap();
         assert_eq!(archive.wrapping(), wrapping);
@@ -396,6 +396,34 @@ fn a_stream_is_spooled_whether_plain_or_gzip() {
     }
     assert_eq!(Source::from_arg("-"), Source::Stdin);
     assert_eq!(Source::from_arg("x.tar"), Source::Path("x.tar".into()));
+}
+
+#[test]
+fn a_named_pipe_is_spooled_like_standard_input() {
+    let image = fixtures::Image::sample(16);
+    let (dir, path) = write(Format::Docker25, &image, &["fifo:1"]);
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(fifo, std::fs::read(path).unwrap()).unwrap())
+    };
+    let archive = open(&fifo);
+    writer.join().unwrap();
+    assert_eq!(archive.wrapping(), Wrapping::Piped);
+    assert_eq!(archive.loadable_as_is(&["fifo:1".to_string()]), None);
+    let found = only_image(&archive);
+    assert_eq!(found.names, ["fifo:1"]);
+    assert_platform_is(
+        &archive,
+        only_platform(found),
+        &image,
+        LayerCompression::None,
+    );
 }
 
 #[test]
@@ -538,6 +566,8 @@ fn a_multi_platform_export_pushes_the_platforms_present_and_selects_one() {
     );
     let err = archive.select(None, Some("linux")).unwrap_err();
     assert!(matches!(err, ArchiveError::BadPlatform(_)), "{err:?}");
+    let cli: Error = err.into();
+    assert_eq!(cli.exit_code(), ExitCode::Usage);
 }
 
 #[test]
@@ -590,6 +620,16 @@ fn an_export_without_any_platform_blobs_says_what_is_missing() {
 
 // ---------------------------------------------------------------------------------------------
 // Streaming
+
+#[test]
+fn archives_and_readers_move_to_blocking_threads() {
+    fn send_sync_static<T: Send + Sync + 'static>() {}
+    fn send_static<T: Send + 'static>() {}
+    send_sync_static::<Archive>();
+    send_static::<kubectl_registry::archive::VerifyingReader<kubectl_registry::archive::BlobReader>>(
+    );
+    send_static::<kubectl_registry::archive::BlobReader>();
+}
 
 #[test]
 fn layers_of_one_archive_stream_in_parallel() {
@@ -1013,6 +1053,16 @@ fn a_written_archive_reopens_as_a_named_single_platform_oci_layout() {
     );
     assert_eq!(written.loadable_as_is(&names), Some(out.as_path()));
     assert_eq!(written.loadable_as_is(&["other:1".to_string()]), None);
+    let onto_itself = written.write_docker_archive(reopened, &names, &out);
+    assert!(
+        matches!(onto_itself, Err(ArchiveError::Write { .. })),
+        "{onto_itself:?}"
+    );
+    assert_eq!(
+        open(&out).loadable_as_is(&names),
+        Some(out.as_path()),
+        "left intact"
+    );
 
     let index: serde_json::Value =
         serde_json::from_slice(&read_member(&out, "index.json")).unwrap();

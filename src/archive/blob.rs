@@ -75,6 +75,7 @@ impl BlobLocation {
 }
 
 /// Reads a byte range of a file with `pread`, so it shares the file with other readers.
+/// Unbuffered: each `read` is one system call, so read with large buffers (256 KiB or more).
 #[derive(Debug)]
 pub struct BlobReader {
     file: Arc<File>,

@@ -234,11 +234,18 @@ impl ArchiveError {
     }
 }
 
+/// Archive errors are input errors (exit code 4), except a malformed `--platform` (usage) and
+/// a failure to write our own output file.
 impl From<ArchiveError> for Error {
     fn from(err: ArchiveError) -> Self {
         let message = err.to_string();
         let hint = err.hint();
-        let mut error = Error::new(ExitCode::Input, message);
+        let exit = match err {
+            ArchiveError::BadPlatform(_) => ExitCode::Usage,
+            ArchiveError::Write { .. } => ExitCode::Failure,
+            _ => ExitCode::Input,
+        };
+        let mut error = Error::new(exit, message);
         if let Some(hint) = hint {
             error = error.with_hint(hint);
         }
@@ -252,4 +259,22 @@ impl From<ArchiveError> for Error {
 /// Finds the `ArchiveError` inside an `io::Error`, as verifying readers report mismatches.
 pub fn archive_error_in(err: &io::Error) -> Option<&ArchiveError> {
     err.get_ref()?.downcast_ref::<ArchiveError>()
+}
+
+/// The `ArchiveError` an `io::Error` carries, or `otherwise(err)` for a plain I/O failure.
+pub(crate) fn unwrap_io(
+    err: io::Error,
+    otherwise: impl FnOnce(io::Error) -> ArchiveError,
+) -> ArchiveError {
+    if archive_error_in(&err).is_none() {
+        return otherwise(err);
+    }
+    match err
+        .into_inner()
+        .map(|inner| inner.downcast::<ArchiveError>())
+    {
+        Some(Ok(archive_error)) => *archive_error,
+        Some(Err(other)) => otherwise(io::Error::other(other)),
+        None => otherwise(io::Error::other("unknown I/O failure")),
+    }
 }

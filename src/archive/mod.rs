@@ -5,12 +5,16 @@
 //!
 //! ```no_run
 //! # use kubectl_registry::archive::{Archive, Source};
-//! # fn main() -> Result<(), kubectl_registry::archive::ArchiveError> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let archive = Archive::open(&Source::from_arg("myimg.tar"))?;
 //! let image = archive.select(Some("myimg:dev"), None)?;
-//! for layer in &image.platforms[0].layers {
-//!     let mut reader = archive.layer_reader(layer).map_err(|e| e.to_string()).unwrap();
-//!     std::io::copy(&mut reader, &mut std::io::sink()).unwrap(); // upload instead
+//! for platform in &image.platforms {
+//!     for layer in &platform.layers {
+//!         let mut reader = archive.layer_reader(layer)?; // fails at the end on a bad digest
+//!         std::io::copy(&mut reader, &mut std::io::sink())?; // upload instead
+//!     }
+//!     let manifest = archive.manifest(platform)?; // push last
+//! #   let _ = manifest;
 //! }
 //! # Ok(()) }
 //! ```
@@ -21,6 +25,7 @@ mod docker;
 mod error;
 mod image;
 mod layer;
+mod manifest;
 mod members;
 mod names;
 mod oci;
@@ -87,8 +92,9 @@ pub enum Wrapping {
     Directory,
     Gzip,
     Zstd,
-    /// An uncompressed tar from standard input, copied to a temporary file.
-    Stdin,
+    /// An uncompressed tar from a pipe (standard input, `<(docker save ..)`), copied to a
+    /// temporary file.
+    Piped,
 }
 
 /// An opened archive: its members indexed, its images resolved.
@@ -130,7 +136,7 @@ impl Archive {
         })?;
         let magic = spool::sniff(&prefix);
         let wrapping = match magic {
-            Magic::Tar => Wrapping::Stdin,
+            Magic::Tar => Wrapping::Piped,
             Magic::Gzip => Wrapping::Gzip,
             Magic::Zstd => Wrapping::Zstd,
             other => return Err(unreadable(name, other)),
@@ -150,6 +156,10 @@ impl Archive {
             return Self::from_directory(path, name);
         }
         let file = File::open(path).map_err(open_error)?;
+        if !metadata.is_file() {
+            // A pipe such as `<(docker save img)`: it cannot be read at offsets.
+            return Self::from_reader(file, &name);
+        }
         let mut prefix = vec![0u8; spool::SNIFF_LEN.min(metadata.len() as usize)];
         file.read_exact_at(&mut prefix, 0).map_err(open_error)?;
         match spool::sniff(&prefix) {
@@ -175,9 +185,6 @@ impl Archive {
     ) -> Result<Self, ArchiveError> {
         match inner {
             Magic::Tar => Self::from_tar(file, name, wrapping, None),
-            Magic::Empty if wrapping == Wrapping::Stdin => Err(ArchiveError::Empty {
-                archive: name.to_string(),
-            }),
             _ => Err(ArchiveError::NotAnArchive {
                 archive: name.to_string(),
                 reason: "its decompressed content is not a tar file".to_string(),

@@ -10,29 +10,36 @@ use sha2::{Digest as _, Sha256};
 use super::Archive;
 use super::blob::{BlobLocation, BlobReader};
 use super::error::{ArchiveError, archive_error_in};
-use super::image::{Compression, Layer, PlatformImage, RawBlob, oci_manifest};
+use super::image::{Compression, Layer};
 use crate::digest::Digest;
 
-/// Buffer used when hashing a whole blob without a consumer (`resolve_digests`).
-const DRAIN_BUFFER: usize = 1 << 20;
-
-/// Reads `inner` (exactly `len` bytes), checking what passes against the expected digests.
+/// Reads `inner` (exactly the location's `len` bytes), checking what passes against the
+/// expected digests. The check runs as the last byte arrives; on a mismatch that read fails
+/// with `InvalidData` carrying an `ArchiveError::Mismatch`, and so does every later read.
 pub struct VerifyingReader<R> {
     inner: R,
     len: u64,
     position: u64,
     hasher: Sha256,
     expected_digest: Option<Digest>,
-    /// The uncompressed bytes' expected digest (a layer's diff_id).
-    expected_diff_id: Option<Digest>,
-    /// Decompresses a compressed layer on the side, hashing its output.
-    side: Option<SideDecoder>,
-    /// Why the side decompressor gave up; reported at the end unless the digest explains it.
-    side_failure: Option<String>,
+    diff_id: DiffIdCheck,
     /// What errors call the blob, and the archive it is in.
     label: String,
     archive: String,
     state: State,
+}
+
+/// How the uncompressed content is checked against a layer's diff_id.
+enum DiffIdCheck {
+    /// A blob that is not a layer.
+    NotALayer,
+    /// An uncompressed layer: the stored bytes are the content, one hash serves both.
+    StoredBytes(Digest),
+    /// A compressed layer, decompressed on the side; `Err` holds why decompressing failed.
+    Decompressed {
+        expected: Digest,
+        decoder: Result<SideDecoder, String>,
+    },
 }
 
 enum State {
@@ -47,51 +54,49 @@ enum State {
 impl<R: Read> VerifyingReader<R> {
     /// Checks a blob's size and, when given, its digest.
     pub fn for_blob(inner: R, location: &BlobLocation, digest: Option<&Digest>) -> Self {
+        let label = location.member.clone();
         Self::new(
             inner,
             location,
             digest.cloned(),
-            None,
-            Compression::None,
-            location.member.clone(),
+            DiffIdCheck::NotALayer,
+            label,
         )
     }
 
     /// Checks a layer: its stored digest when known, and its diff_id (decompressing gzip or
     /// zstd on the side; for an uncompressed layer one hash serves both).
     pub fn for_layer(inner: R, layer: &Layer) -> Self {
-        Self::new(
-            inner,
-            &layer.location,
-            layer.digest.clone(),
-            Some(layer.diff_id.clone()),
-            layer.compression,
-            layer.describe(),
-        )
+        let expected = layer.diff_id.clone();
+        let diff_id = match layer.compression {
+            Compression::None => DiffIdCheck::StoredBytes(expected),
+            Compression::Gzip => DiffIdCheck::Decompressed {
+                expected,
+                decoder: Ok(SideDecoder::gzip()),
+            },
+            Compression::Zstd => DiffIdCheck::Decompressed {
+                expected,
+                decoder: SideDecoder::zstd().map_err(|err| err.to_string()),
+            },
+        };
+        let digest = layer.digest.clone();
+        Self::new(inner, &layer.location, digest, diff_id, layer.describe())
     }
 
     fn new(
         inner: R,
         location: &BlobLocation,
         expected_digest: Option<Digest>,
-        expected_diff_id: Option<Digest>,
-        compression: Compression,
+        diff_id: DiffIdCheck,
         label: String,
     ) -> Self {
-        let side = match (compression, expected_diff_id.is_some()) {
-            (Compression::Gzip, true) => Some(SideDecoder::gzip()),
-            (Compression::Zstd, true) => SideDecoder::zstd().ok(),
-            _ => None,
-        };
         Self {
             inner,
             len: location.len,
             position: 0,
             hasher: Sha256::new(),
             expected_digest,
-            expected_diff_id,
-            side,
-            side_failure: None,
+            diff_id,
             label,
             archive: location.archive.to_string(),
             state: State::Reading,
@@ -119,45 +124,29 @@ impl<R: Read> VerifyingReader<R> {
         error.into_io()
     }
 
-    fn corrupt(&mut self, failure: &str) -> io::Error {
-        let error = ArchiveError::invalid(
-            &self.archive,
-            &self.label,
-            format!("its compressed data is corrupt: {failure}"),
-        );
-        self.fail(error)
-    }
-
-    /// Runs once every byte has passed: compares digests, finishes the side decompressor.
-    /// The stored digest is checked first (it explains a corrupt compressed stream), except
-    /// for an uncompressed layer, whose digest is its diff_id and is reported as such.
+    /// Runs as the last byte arrives. The stored digest is checked first, as it explains a
+    /// corrupt compressed stream; an uncompressed layer's single hash is reported as its
+    /// diff_id, the digest users know it by.
     fn finish(&mut self) -> io::Result<()> {
         let digest = Digest::from_sha256(std::mem::take(&mut self.hasher));
-        let uncompressed_layer = self.side.is_none() && self.expected_diff_id.is_some();
-        if !uncompressed_layer {
-            self.check("digest", self.expected_digest.clone(), &digest)?;
-        }
-        let diff_id = match self.side.take() {
-            Some(side) => match side.finish() {
-                Ok(diff_id) => Some(diff_id),
-                Err(cause) => {
-                    let failure = self.side_failure.take().unwrap_or(cause.to_string());
-                    return Err(self.corrupt(&failure));
-                }
-            },
-            None if self.side_failure.is_some() => {
-                let failure = self.side_failure.take().unwrap_or_default();
-                return Err(self.corrupt(&failure));
+        let diff_id = match std::mem::replace(&mut self.diff_id, DiffIdCheck::NotALayer) {
+            DiffIdCheck::NotALayer => {
+                self.check("digest", self.expected_digest.clone(), &digest)?;
+                None
             }
-            None => self.expected_diff_id.as_ref().map(|_| digest.clone()),
+            DiffIdCheck::StoredBytes(expected) => {
+                self.check(DIFF_ID, Some(expected), &digest)?;
+                self.check("digest", self.expected_digest.clone(), &digest)?;
+                Some(digest.clone())
+            }
+            DiffIdCheck::Decompressed { expected, decoder } => {
+                self.check("digest", self.expected_digest.clone(), &digest)?;
+                let actual = decoder.and_then(|decoder| decoder.finish());
+                let actual = actual.map_err(|failure| self.corrupt(&failure))?;
+                self.check(DIFF_ID, Some(expected), &actual)?;
+                Some(actual)
+            }
         };
-        if let Some(actual) = &diff_id {
-            let what = "diff_id (the uncompressed content's digest)";
-            self.check(what, self.expected_diff_id.clone(), actual)?;
-        }
-        if uncompressed_layer {
-            self.check("digest", self.expected_digest.clone(), &digest)?;
-        }
         self.state = State::Verified { digest, diff_id };
         Ok(())
     }
@@ -182,7 +171,18 @@ impl<R: Read> VerifyingReader<R> {
             _ => Ok(()),
         }
     }
+
+    fn corrupt(&mut self, failure: &str) -> io::Error {
+        let error = ArchiveError::invalid(
+            &self.archive,
+            &self.label,
+            format!("its compressed data is corrupt: {failure}"),
+        );
+        self.fail(error)
+    }
 }
+
+const DIFF_ID: &str = "diff_id (the uncompressed content's digest)";
 
 impl<R: Read> Read for VerifyingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -218,12 +218,12 @@ impl<R: Read> Read for VerifyingReader<R> {
         }
         let chunk = &buf[..read];
         self.hasher.update(chunk);
-        if let Some(side) = &mut self.side
+        if let DiffIdCheck::Decompressed { decoder, .. } = &mut self.diff_id
+            && let Ok(side) = decoder
             && let Err(cause) = side.write_all(chunk)
         {
             // Keep hashing: at the end a digest mismatch, if any, is the clearer report.
-            self.side_failure = Some(format!("{} stream: {cause}", side.name()));
-            self.side = None;
+            *decoder = Err(format!("{} stream: {cause}", side.name()));
         }
         self.position += read as u64;
         if self.position == self.len {
@@ -250,6 +250,8 @@ impl Write for HashSink {
     }
 }
 
+/// Push-style decompressors: compressed bytes are written in as they pass, the output is
+/// hashed and dropped.
 enum SideDecoder {
     Gzip(Box<flate2::write::MultiGzDecoder<HashSink>>),
     Zstd(Box<zstd::stream::write::Decoder<'static, HashSink>>),
@@ -263,9 +265,8 @@ impl SideDecoder {
     }
 
     fn zstd() -> io::Result<Self> {
-        Ok(Self::Zstd(Box::new(zstd::stream::write::Decoder::new(
-            HashSink::default(),
-        )?)))
+        let decoder = zstd::stream::write::Decoder::new(HashSink::default())?;
+        Ok(Self::Zstd(Box::new(decoder)))
     }
 
     fn name(&self) -> &'static str {
@@ -283,12 +284,14 @@ impl SideDecoder {
     }
 
     /// Ends the stream (a truncated one is an error) and returns the uncompressed digest.
-    fn finish(self) -> io::Result<Digest> {
+    fn finish(self) -> Result<Digest, String> {
+        let name = self.name();
         let sink = match self {
-            Self::Gzip(decoder) => decoder.finish()?,
-            Self::Zstd(decoder) => decoder.finish()?,
+            Self::Gzip(decoder) => decoder.finish(),
+            Self::Zstd(decoder) => decoder.finish(),
         };
-        Ok(Digest::from_sha256(sink.0))
+        sink.map(|sink| Digest::from_sha256(sink.0))
+            .map_err(|err| format!("{name} stream: {err}"))
     }
 }
 
@@ -310,82 +313,6 @@ impl Archive {
     /// diff_id in the same pass; the error at the end names the layer and both digests.
     pub fn layer_reader(&self, layer: &Layer) -> io::Result<VerifyingReader<BlobReader>> {
         Ok(VerifyingReader::for_layer(layer.location.open()?, layer))
-    }
-
-    /// Hashes (and verifies) every layer whose stored digest is not known yet: jib's and
-    /// crane's gzip layers in docker archives.
-    pub fn resolve_digests(&self, image: &mut PlatformImage) -> Result<(), ArchiveError> {
-        for layer in image
-            .layers
-            .iter_mut()
-            .filter(|layer| layer.digest.is_none())
-        {
-            let digest = self.hash_layer(layer)?;
-            layer.digest = Some(digest);
-        }
-        Ok(())
-    }
-
-    fn hash_layer(&self, layer: &Layer) -> Result<Digest, ArchiveError> {
-        let read_error = |source: io::Error| match source.into_inner() {
-            Some(inner) => match inner.downcast::<ArchiveError>() {
-                Ok(archive_error) => *archive_error,
-                Err(other) => ArchiveError::Read {
-                    archive: self.name().to_string(),
-                    member: layer.location.member.clone(),
-                    source: io::Error::other(other),
-                },
-            },
-            None => ArchiveError::invalid(self.name(), &layer.describe(), "read failed"),
-        };
-        let mut reader = self.layer_reader(layer).map_err(read_error)?;
-        drain(&mut reader).map_err(read_error)?;
-        reader.digest().cloned().ok_or_else(|| {
-            ArchiveError::invalid(
-                self.name(),
-                &layer.describe(),
-                "the layer was not fully read",
-            )
-        })
-    }
-
-    /// The manifest to push for a platform: the archive's own, byte for byte, when it has
-    /// one; else an OCI manifest built from the config and layers (every layer digest must be
-    /// known: see `resolve_digests`).
-    pub fn manifest(&self, image: &PlatformImage) -> Result<RawBlob, ArchiveError> {
-        if let Some(original) = &image.manifest {
-            return Ok(original.clone());
-        }
-        let layers = image
-            .layers
-            .iter()
-            .map(|layer| {
-                let digest =
-                    layer
-                        .digest
-                        .as_ref()
-                        .ok_or_else(|| ArchiveError::UnresolvedDigest {
-                            archive: self.name().to_string(),
-                            member: layer.location.member.clone(),
-                        })?;
-                Ok((layer.media_type_or_default(), digest, layer.size()))
-            })
-            .collect::<Result<Vec<_>, ArchiveError>>()?;
-        Ok(oci_manifest(&image.config, &layers))
-    }
-}
-
-/// Reads `reader` to its end with a fixed buffer, discarding the bytes.
-pub(crate) fn drain(reader: &mut impl Read) -> io::Result<u64> {
-    let mut buffer = vec![0u8; DRAIN_BUFFER];
-    let mut total = 0u64;
-    loop {
-        match reader.read(&mut buffer) {
-            Ok(0) => return Ok(total),
-            Ok(read) => total += read as u64,
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => return Err(err),
-        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::error::ArchiveError;
+use super::error::{ArchiveError, unwrap_io};
 use super::image::{OCI_INDEX, PlatformImage, RawBlob};
 use super::names::{Reference, same_image};
 use super::oci::{IMAGE_NAME, REF_NAME};
@@ -71,6 +71,15 @@ impl Archive {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        if self.is_read_from(out) {
+            return Err(ArchiveError::Write {
+                path: out.to_path_buf(),
+                source: io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    "this is the archive being read",
+                ),
+            });
+        }
         let mut image = image.clone();
         self.resolve_digests(&mut image)?;
         let manifest = self.manifest(&image)?;
@@ -80,22 +89,12 @@ impl Archive {
             self.append_all(&mut builder, &image, &manifest, &references)?;
             builder.into_inner()?.flush()
         });
-        written.map_err(|source| {
+        written.map_err(|err| {
             let _ = std::fs::remove_file(out);
-            match source
-                .into_inner()
-                .map(|inner| inner.downcast::<ArchiveError>())
-            {
-                Some(Ok(archive_error)) => *archive_error,
-                Some(Err(other)) => ArchiveError::Write {
-                    path: out.to_path_buf(),
-                    source: io::Error::other(other),
-                },
-                None => ArchiveError::Write {
-                    path: out.to_path_buf(),
-                    source: io::Error::other("write failed"),
-                },
-            }
+            unwrap_io(err, |source| ArchiveError::Write {
+                path: out.to_path_buf(),
+                source,
+            })
         })
     }
 
@@ -179,6 +178,19 @@ impl Archive {
             .iter()
             .all(|wanted| recorded.iter().any(|name| same_image(name, wanted)));
         (all_this_manifest && all_named).then_some(path)
+    }
+}
+
+impl Archive {
+    /// Whether `path` is the file this archive reads in place (writing there would destroy it).
+    fn is_read_from(&self, path: &Path) -> bool {
+        let Some(input) = &self.in_place else {
+            return false;
+        };
+        match (std::fs::canonicalize(input), std::fs::canonicalize(path)) {
+            (Ok(input), Ok(path)) => input == path,
+            _ => false,
+        }
     }
 }
 

@@ -158,7 +158,7 @@ impl Archive {
     /// whose index names it every one of `names`. Otherwise `None`: write a copy.
     pub fn loadable_as_is(&self, names: &[String]) -> Option<&Path> {
         let path = self.in_place.as_deref()?;
-        if self.format != Format::OciLayout || !self.has_oci_layout_file {
+        if self.format != Format::OciLayout || self.container.find(oci::OCI_LAYOUT).is_none() {
             return None;
         }
         let [image] = self.images.as_slice() else {

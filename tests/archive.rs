@@ -816,16 +816,20 @@ fn a_truncated_archive_is_refused_wherever_it_is_cut() {
     copy_truncated(&path, manifest_header, &cut);
     let err = open_error(&cut);
     assert!(
-        matches!(
-            &err,
-            ArchiveError::MissingMember {
-                looks_truncated: true,
-                ..
-            }
-        ),
+        matches!(&err, ArchiveError::TruncatedBeforeMetadata { .. }),
         "{err:?}"
     );
     assert!(err.to_string().contains("looks truncated"), "{err}");
+
+    let last_layer = only_platform(only_image(&archive)).layers[2]
+        .location
+        .clone();
+    copy_truncated(&path, last_layer.offset - 512, &cut);
+    let err = open_error(&cut);
+    assert!(
+        matches!(&err, ArchiveError::TruncatedBeforeMetadata { .. }),
+        "cut at a member boundary: {err:?}"
+    );
 
     copy_truncated(&path, manifest_header + 100, &cut);
     let err = open_error(&cut);

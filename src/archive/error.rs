@@ -63,6 +63,9 @@ pub enum ArchiveError {
         looks_truncated: bool,
     },
 
+    #[error("{archive} ends before its manifest.json or index.json: it looks truncated")]
+    TruncatedBeforeMetadata { archive: String },
+
     #[error("reading {member} in {archive}")]
     Read {
         archive: String,
@@ -209,6 +212,7 @@ impl ArchiveError {
             | Self::Tar { .. }
             | Self::Decompress { .. }
             | Self::Mismatch { .. }
+            | Self::TruncatedBeforeMetadata { .. }
             | Self::MissingMember { .. } => Some(
                 "the archive is damaged or incomplete; write it again (e.g. docker save -o FILE IMAGE)",
             ),

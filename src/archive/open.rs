@@ -180,11 +180,8 @@ fn unreadable(name: &str, magic: Magic) -> ArchiveError {
 
 fn no_metadata(container: &Container) -> ArchiveError {
     if container.looks_truncated() {
-        return ArchiveError::MissingMember {
+        return ArchiveError::TruncatedBeforeMetadata {
             archive: container.name.to_string(),
-            member: "manifest.json or index.json".to_string(),
-            listed_by: "every image archive".to_string(),
-            looks_truncated: true,
         };
     }
     let reason = if container.find("repositories").is_some() {

@@ -200,7 +200,8 @@ impl Image {
             .collect()
     }
 
-    /// The OCI (or docker, for `DockerTypes`) manifest an OCI layout of this image holds.
+    /// The manifest an OCI layout of this image holds with `compression` (docker media types
+    /// for gzip, as `Format::ContainerdExport` writes; OCI ones otherwise).
     pub fn manifest(&self, compression: LayerCompression) -> Vec<u8> {
         let docker_types = compression == LayerCompression::Gzip;
         self.manifest_with(compression, docker_types)

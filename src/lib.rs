@@ -1,6 +1,7 @@
 //! kubectl-registry: find a cluster's local registry (KEP-1755), push images to it or load them
 //! into the nodes, and name the ref a pod spec must use.
 
+pub mod archive;
 pub mod cli;
 pub mod cluster;
 pub mod completion;

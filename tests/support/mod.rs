@@ -1,5 +1,7 @@
-//! Test support shared by the integration tests.
+//! Test support shared by the integration tests; each test binary uses a part of it.
+#![allow(dead_code)]
 
 pub mod apiserver;
 pub mod containerd;
+pub mod fixtures;
 pub mod standins;

@@ -1,0 +1,115 @@
+//! The files an archive holds, by path: members of an indexed tar, or files under a layout
+//! directory. Finds blobs and reads small metadata members with a size cap.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+
+use super::blob::{BlobFile, BlobLocation};
+use super::error::ArchiveError;
+use super::tar_index::{TarIndex, clean_path};
+
+/// Largest metadata member (manifest, config, index) read into memory.
+pub(crate) const METADATA_LIMIT: u64 = 16 << 20;
+
+pub(crate) enum Members {
+    Tar { file: Arc<File>, index: TarIndex },
+    Directory { root: PathBuf },
+}
+
+/// A source of member files plus the archive's display name for errors.
+pub(crate) struct Container {
+    pub name: Arc<str>,
+    pub members: Members,
+}
+
+impl Container {
+    /// Where `path`'s bytes are, if the archive has such a member.
+    pub(crate) fn find(&self, path: &str) -> Option<BlobLocation> {
+        let member = clean_path(path);
+        match &self.members {
+            Members::Tar { file, index } => index.find(&member).map(|data| BlobLocation {
+                archive: Arc::clone(&self.name),
+                member,
+                offset: data.offset,
+                len: data.len,
+                file: BlobFile::Shared(Arc::clone(file)),
+            }),
+            Members::Directory { root } => {
+                if member.is_empty() {
+                    return None;
+                }
+                let full = root.join(Path::new(&member));
+                let metadata = std::fs::metadata(&full).ok()?;
+                metadata.is_file().then(|| BlobLocation {
+                    archive: Arc::clone(&self.name),
+                    member,
+                    offset: 0,
+                    len: metadata.len(),
+                    file: BlobFile::Path(Arc::new(full)),
+                })
+            }
+        }
+    }
+
+    /// Like `find`, but a missing member is an error naming who listed it.
+    pub(crate) fn require(
+        &self,
+        path: &str,
+        listed_by: &str,
+    ) -> Result<BlobLocation, ArchiveError> {
+        self.find(path).ok_or_else(|| ArchiveError::MissingMember {
+            archive: self.name.to_string(),
+            member: clean_path(path),
+            listed_by: listed_by.to_string(),
+            looks_truncated: self.looks_truncated(),
+        })
+    }
+
+    /// True when the tar stops without its end marker.
+    pub(crate) fn looks_truncated(&self) -> bool {
+        match &self.members {
+            Members::Tar { index, .. } => !index.ends_cleanly,
+            Members::Directory { .. } => false,
+        }
+    }
+
+    /// Reads a small member whole, refusing anything over `METADATA_LIMIT`.
+    pub(crate) fn read_small(
+        &self,
+        location: &BlobLocation,
+        what: &'static str,
+    ) -> Result<Vec<u8>, ArchiveError> {
+        if location.len > METADATA_LIMIT {
+            return Err(ArchiveError::TooLarge {
+                archive: self.name.to_string(),
+                member: location.member.clone(),
+                what,
+                size: location.len,
+                limit: METADATA_LIMIT,
+            });
+        }
+        location.read_small().map_err(|source| ArchiveError::Read {
+            archive: self.name.to_string(),
+            member: location.member.clone(),
+            source,
+        })
+    }
+
+    /// Parses JSON already read from `member`.
+    pub(crate) fn parse_json<T: DeserializeOwned>(
+        &self,
+        bytes: &[u8],
+        member: &str,
+        what: &'static str,
+    ) -> Result<T, ArchiveError> {
+        serde_json::from_slice(bytes).map_err(|source| ArchiveError::Json {
+            archive: self.name.to_string(),
+            member: member.to_string(),
+            what,
+            source,
+        })
+    }
+}

@@ -1,0 +1,196 @@
+//! Opening an input: a tar file read in place, a gzip/zstd-wrapped tar or a pipe spooled to a
+//! temporary file, or a layout directory; recognised by content, then its images resolved.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::error::ArchiveError;
+use super::members::{Container, Members};
+use super::spool::{self, Magic};
+use super::tar_index::TarIndex;
+use super::{Archive, Format, Source, Wrapping, docker, oci};
+
+impl Archive {
+    /// Opens a path (tar, gzip/zstd-wrapped tar, or OCI layout directory) or standard input.
+    pub fn open(source: &Source) -> Result<Self, ArchiveError> {
+        match source {
+            Source::Stdin => Self::from_reader(io::stdin().lock(), "standard input"),
+            Source::Path(path) => Self::open_path(path),
+        }
+    }
+
+    /// Reads an archive from a stream (a pipe), copying it to a temporary file first.
+    pub fn from_reader(mut stream: impl Read, name: &str) -> Result<Self, ArchiveError> {
+        let prefix = spool::read_prefix(&mut stream).map_err(|source| ArchiveError::Open {
+            archive: name.to_string(),
+            source,
+        })?;
+        let magic = spool::sniff(&prefix);
+        let wrapping = match magic {
+            Magic::Tar => Wrapping::Piped,
+            Magic::Gzip => Wrapping::Gzip,
+            Magic::Zstd => Wrapping::Zstd,
+            other => return Err(unreadable(name, other)),
+        };
+        let (file, inner) = spool::spool(io::Cursor::new(prefix).chain(stream), magic, name)?;
+        Self::from_spooled(file, inner, name, wrapping)
+    }
+
+    fn open_path(path: &Path) -> Result<Self, ArchiveError> {
+        let name = path.display().to_string();
+        let open_error = |source| ArchiveError::Open {
+            archive: name.clone(),
+            source,
+        };
+        let metadata = std::fs::metadata(path).map_err(open_error)?;
+        if metadata.is_dir() {
+            return Self::from_directory(path, name);
+        }
+        let file = File::open(path).map_err(open_error)?;
+        if !metadata.is_file() {
+            // A pipe such as `<(docker save img)`: it cannot be read at offsets.
+            return Self::from_reader(file, &name);
+        }
+        let mut prefix = vec![0u8; spool::SNIFF_LEN.min(metadata.len() as usize)];
+        file.read_exact_at(&mut prefix, 0).map_err(open_error)?;
+        match spool::sniff(&prefix) {
+            Magic::Tar => Self::from_tar(file, &name, Wrapping::None, Some(path.to_path_buf())),
+            magic @ (Magic::Gzip | Magic::Zstd) => {
+                let wrapping = if magic == Magic::Gzip {
+                    Wrapping::Gzip
+                } else {
+                    Wrapping::Zstd
+                };
+                let (spooled, inner) = spool::spool(file, magic, &name)?;
+                Self::from_spooled(spooled, inner, &name, wrapping)
+            }
+            other => Err(unreadable(&name, other)),
+        }
+    }
+
+    fn from_spooled(
+        file: File,
+        inner: Magic,
+        name: &str,
+        wrapping: Wrapping,
+    ) -> Result<Self, ArchiveError> {
+        match inner {
+            Magic::Tar => Self::from_tar(file, name, wrapping, None),
+            _ => Err(ArchiveError::NotAnArchive {
+                archive: name.to_string(),
+                reason: "its decompressed content is not a tar file".to_string(),
+            }),
+        }
+    }
+
+    fn from_tar(
+        file: File,
+        name: &str,
+        wrapping: Wrapping,
+        in_place: Option<PathBuf>,
+    ) -> Result<Self, ArchiveError> {
+        let len = file
+            .metadata()
+            .map_err(|source| ArchiveError::Open {
+                archive: name.to_string(),
+                source,
+            })?
+            .len();
+        let index = TarIndex::build(&file, len, name)?;
+        if index.is_empty() {
+            return Err(ArchiveError::NotAnArchive {
+                archive: name.to_string(),
+                reason: "the tar holds no files".to_string(),
+            });
+        }
+        let container = Container {
+            name: Arc::from(name),
+            members: Members::Tar {
+                file: Arc::new(file),
+                index,
+            },
+        };
+        Self::discover(container, wrapping, in_place)
+    }
+
+    fn from_directory(root: &Path, name: String) -> Result<Self, ArchiveError> {
+        let container = Container {
+            name: Arc::from(name.as_str()),
+            members: Members::Directory {
+                root: root.to_path_buf(),
+            },
+        };
+        if container.find(oci::INDEX_JSON).is_none()
+            && container.find(docker::MANIFEST_JSON).is_none()
+        {
+            return Err(ArchiveError::NotAnArchive {
+                archive: name,
+                reason: "it is a directory without index.json, so not an OCI layout".to_string(),
+            });
+        }
+        Self::discover(container, Wrapping::Directory, None)
+    }
+
+    /// Reads the metadata members and resolves every image.
+    fn discover(
+        container: Container,
+        wrapping: Wrapping,
+        in_place: Option<PathBuf>,
+    ) -> Result<Self, ArchiveError> {
+        let has_index = container.find(oci::INDEX_JSON).is_some();
+        let has_manifest = container.find(docker::MANIFEST_JSON).is_some();
+        let (format, images) = match (has_index, has_manifest) {
+            (true, _) => (Format::OciLayout, oci::images(&container)?),
+            (false, true) => {
+                let entries = docker::read_manifest_json(&container)?;
+                (Format::Docker, docker::images(&container, &entries)?)
+            }
+            (false, false) => return Err(no_metadata(&container)),
+        };
+        if images.is_empty() {
+            return Err(ArchiveError::NoImages {
+                archive: container.name.to_string(),
+                looks_truncated: container.looks_truncated(),
+            });
+        }
+        Ok(Self {
+            container,
+            format,
+            wrapping,
+            in_place,
+            images,
+        })
+    }
+}
+
+fn unreadable(name: &str, magic: Magic) -> ArchiveError {
+    match magic {
+        Magic::Empty => ArchiveError::Empty {
+            archive: name.to_string(),
+        },
+        other => ArchiveError::NotAnArchive {
+            archive: name.to_string(),
+            reason: spool::not_an_archive_reason(other),
+        },
+    }
+}
+
+fn no_metadata(container: &Container) -> ArchiveError {
+    if container.looks_truncated() {
+        return ArchiveError::TruncatedBeforeMetadata {
+            archive: container.name.to_string(),
+        };
+    }
+    let reason = if container.find("repositories").is_some() {
+        "it is in docker's pre-1.10 save format (no manifest.json), which is not supported"
+    } else {
+        "it has neither manifest.json (docker) nor index.json (OCI)"
+    };
+    ArchiveError::NotAnArchive {
+        archive: container.name.to_string(),
+        reason: reason.to_string(),
+    }
+}

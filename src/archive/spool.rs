@@ -1,0 +1,183 @@
+//! Recognising what a file or stream is by its first bytes, and spooling pipes and gzip/zstd
+//! wrapped archives to an anonymous temporary file so the tar inside can be read at offsets.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, Write};
+
+use super::error::ArchiveError;
+
+/// How many leading bytes `sniff` needs: one tar header.
+pub(crate) const SNIFF_LEN: usize = 512;
+
+/// Copy buffer for spooling; fixed, whatever the archive's size.
+const SPOOL_BUFFER: usize = 1 << 20;
+
+/// What the leading bytes say a stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Magic {
+    Empty,
+    Tar,
+    Gzip,
+    Zstd,
+    Bzip2,
+    Xz,
+    Unknown,
+}
+
+/// Classifies a stream by its first bytes (up to `SNIFF_LEN`).
+pub(crate) fn sniff(prefix: &[u8]) -> Magic {
+    if prefix.is_empty() {
+        Magic::Empty
+    } else if prefix.starts_with(&[0x1f, 0x8b]) {
+        Magic::Gzip
+    } else if prefix.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Magic::Zstd
+    } else if prefix.starts_with(b"BZh") {
+        Magic::Bzip2
+    } else if prefix.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        Magic::Xz
+    } else if is_tar_header(prefix) {
+        Magic::Tar
+    } else {
+        Magic::Unknown
+    }
+}
+
+/// A tar header: the ustar magic, or (old v7 tars) a valid header checksum.
+fn is_tar_header(block: &[u8]) -> bool {
+    if block.len() < SNIFF_LEN {
+        return false;
+    }
+    if &block[257..262] == b"ustar" {
+        return true;
+    }
+    let stored = std::str::from_utf8(&block[148..156])
+        .ok()
+        .map(|field| field.trim_matches(|c: char| c == '\0' || c == ' '))
+        .and_then(|field| u32::from_str_radix(field, 8).ok());
+    let computed: u32 = block[..148]
+        .iter()
+        .chain(&block[156..SNIFF_LEN])
+        .map(|&b| u32::from(b))
+        .sum::<u32>()
+        + 8 * u32::from(b' ');
+    stored == Some(computed)
+}
+
+/// Reads up to `SNIFF_LEN` bytes, however the reader splits them (pipes deliver in pieces).
+pub(crate) fn read_prefix(reader: &mut impl Read) -> io::Result<Vec<u8>> {
+    let mut prefix = Vec::with_capacity(SNIFF_LEN);
+    reader
+        .by_ref()
+        .take(SNIFF_LEN as u64)
+        .read_to_end(&mut prefix)?;
+    Ok(prefix)
+}
+
+/// The reason text for a stream that is none of the formats we read.
+pub(crate) fn not_an_archive_reason(magic: Magic) -> String {
+    match magic {
+        Magic::Bzip2 => {
+            "it is bzip2-compressed, which is not supported; decompress it first".into()
+        }
+        Magic::Xz => "it is xz-compressed, which is not supported; decompress it first".into(),
+        _ => "it is not a tar file, nor gzip or zstd compressed".into(),
+    }
+}
+
+/// Copies `stream` (whose first bytes `magic` describes) into an anonymous temporary file,
+/// decompressing gzip or zstd on the way, and returns that file rewound.
+pub(crate) fn spool(
+    stream: impl Read,
+    magic: Magic,
+    archive: &str,
+) -> Result<(File, Magic), ArchiveError> {
+    let mut file = tempfile::tempfile().map_err(|source| ArchiveError::Spool {
+        archive: archive.to_string(),
+        source,
+    })?;
+    let (copied, compression) = match magic {
+        Magic::Gzip => (
+            copy(flate2::read::MultiGzDecoder::new(stream), &mut file),
+            Some("gzip"),
+        ),
+        Magic::Zstd => match zstd::stream::read::Decoder::new(stream) {
+            Ok(decoder) => (copy(decoder, &mut file), Some("zstd")),
+            Err(source) => {
+                return Err(ArchiveError::Decompress {
+                    archive: archive.to_string(),
+                    compression: "zstd",
+                    source,
+                });
+            }
+        },
+        _ => (copy(stream, &mut file), None),
+    };
+    copied.map_err(|failure| match (failure, compression) {
+        (CopyFailure::Read(source), Some(compression)) => ArchiveError::Decompress {
+            archive: archive.to_string(),
+            compression,
+            source,
+        },
+        (CopyFailure::Read(source) | CopyFailure::Write(source), _) => ArchiveError::Spool {
+            archive: archive.to_string(),
+            source,
+        },
+    })?;
+    file.rewind().map_err(|source| ArchiveError::Spool {
+        archive: archive.to_string(),
+        source,
+    })?;
+    let inner = read_prefix(&mut file)
+        .and_then(|prefix| file.rewind().map(|()| sniff(&prefix)))
+        .map_err(|source| ArchiveError::Spool {
+            archive: archive.to_string(),
+            source,
+        })?;
+    Ok((file, inner))
+}
+
+enum CopyFailure {
+    Read(io::Error),
+    Write(io::Error),
+}
+
+/// `io::copy` with a fixed 1 MiB buffer, telling read failures (bad compressed data) from write
+/// failures (a full temporary directory).
+fn copy(mut from: impl Read, to: &mut File) -> Result<(), CopyFailure> {
+    let mut buffer = vec![0u8; SPOOL_BUFFER];
+    loop {
+        let read = match from.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(CopyFailure::Read(err)),
+        };
+        to.write_all(&buffer[..read]).map_err(CopyFailure::Write)?;
+    }
+    to.flush().map_err(CopyFailure::Write)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_compression_and_tar_magic() {
+        assert_eq!(sniff(b""), Magic::Empty);
+        assert_eq!(sniff(&[0x1f, 0x8b, 8, 0]), Magic::Gzip);
+        assert_eq!(sniff(&[0x28, 0xb5, 0x2f, 0xfd, 0]), Magic::Zstd);
+        assert_eq!(sniff(b"BZh91AY"), Magic::Bzip2);
+        assert_eq!(sniff(b"hello world"), Magic::Unknown);
+        let mut header = tar::Header::new_gnu();
+        header.set_path("manifest.json").unwrap();
+        header.set_size(3);
+        header.set_cksum();
+        assert_eq!(sniff(header.as_bytes()), Magic::Tar);
+        let mut old = tar::Header::new_old();
+        old.set_path("x").unwrap();
+        old.set_cksum();
+        assert_eq!(sniff(old.as_bytes()), Magic::Tar);
+        assert_eq!(sniff(&[7u8; 512]), Magic::Unknown);
+    }
+}

@@ -1,0 +1,257 @@
+//! Writing one platform of an image as a tar that `ctr images import` (kind, k3d, minikube load)
+//! names correctly: an OCI layout whose index names the image the way docker 25+ does, plus
+//! docker's `manifest.json`. Blobs are copied by streaming, layers verified on the way.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::error::{ArchiveError, unwrap_io};
+use super::image::{OCI_INDEX, PlatformImage, RawBlob};
+use super::names::{Reference, same_image};
+use super::oci::{IMAGE_NAME, REF_NAME};
+use super::{Archive, Format, oci};
+use crate::digest::Digest;
+
+const WRITE_BUFFER: usize = 1 << 20;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct IndexOut<'a> {
+    schema_version: u32,
+    media_type: &'a str,
+    manifests: Vec<ManifestDescriptorOut<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ManifestDescriptorOut<'a> {
+    media_type: &'a str,
+    digest: &'a Digest,
+    size: u64,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    annotations: BTreeMap<&'static str, String>,
+    platform: PlatformOut<'a>,
+}
+
+#[derive(Serialize)]
+struct PlatformOut<'a> {
+    architecture: &'a str,
+    os: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    variant: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct DockerManifestOut {
+    config: String,
+    repo_tags: Vec<String>,
+    layers: Vec<String>,
+}
+
+impl Archive {
+    /// Writes `image` as a single-platform archive at `out`, named `names` (full references,
+    /// e.g. `kind-registry:5000/myimg:dev`). The manifest inside is the one `manifest()` gives,
+    /// so what the nodes import is what a push would send. On failure `out` is removed.
+    pub fn write_docker_archive(
+        &self,
+        image: &PlatformImage,
+        names: &[String],
+        out: &Path,
+    ) -> Result<(), ArchiveError> {
+        let references = names
+            .iter()
+            .map(|name| {
+                Reference::parse(name).ok_or_else(|| {
+                    ArchiveError::invalid(self.name(), name, "this is not a valid image name")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if self.is_read_from(out) {
+            return Err(ArchiveError::Write {
+                path: out.to_path_buf(),
+                source: io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    "this is the archive being read",
+                ),
+            });
+        }
+        let mut image = image.clone();
+        self.resolve_digests(&mut image)?;
+        let manifest = self.manifest(&image)?;
+
+        let written = File::create(out).and_then(|file| {
+            let mut builder = tar::Builder::new(BufWriter::with_capacity(WRITE_BUFFER, file));
+            self.append_all(&mut builder, &image, &manifest, &references)?;
+            builder.into_inner()?.flush()
+        });
+        written.map_err(|err| {
+            let _ = std::fs::remove_file(out);
+            unwrap_io(err, |source| ArchiveError::Write {
+                path: out.to_path_buf(),
+                source,
+            })
+        })
+    }
+
+    fn append_all(
+        &self,
+        builder: &mut tar::Builder<impl Write>,
+        image: &PlatformImage,
+        manifest: &RawBlob,
+        references: &[Reference],
+    ) -> io::Result<()> {
+        append(
+            builder,
+            "oci-layout",
+            br#"{"imageLayoutVersion":"1.0.0"}"#.as_slice(),
+            31,
+        )?;
+        append_bytes(builder, &image.config.digest, &image.config.bytes)?;
+        let mut written: Vec<&Digest> = vec![&image.config.digest];
+        let mut layer_paths = Vec::with_capacity(image.layers.len());
+        for layer in &image.layers {
+            let digest = layer.digest.as_ref().ok_or_else(|| {
+                io::Error::other(ArchiveError::UnresolvedDigest {
+                    archive: self.name().to_string(),
+                    member: layer.location.member.clone(),
+                })
+            })?;
+            layer_paths.push(blob_path(digest));
+            if written.contains(&digest) {
+                continue;
+            }
+            let reader = self.layer_reader(layer)?;
+            append(builder, &blob_path(digest), reader, layer.size())?;
+            written.push(digest);
+        }
+        append_bytes(builder, &manifest.digest, &manifest.bytes)?;
+
+        let index = index_json(image, manifest, references);
+        append(
+            builder,
+            oci::INDEX_JSON,
+            index.as_slice(),
+            index.len() as u64,
+        )?;
+        let docker_manifest = serde_json::to_vec(&[DockerManifestOut {
+            config: blob_path(&image.config.digest),
+            repo_tags: references.iter().map(Reference::familiar).collect(),
+            layers: layer_paths,
+        }])?;
+        append(
+            builder,
+            "manifest.json",
+            docker_manifest.as_slice(),
+            docker_manifest.len() as u64,
+        )?;
+        builder.finish()
+    }
+
+    /// The tar to hand a node loader unchanged, when the input already is what
+    /// `write_docker_archive` would write for `names`: a tar file on disk (not compressed, not
+    /// piped) holding an OCI layout with exactly one image of one platform, all blobs present,
+    /// whose index names it every one of `names`. Otherwise `None`: write a copy.
+    pub fn loadable_as_is(&self, names: &[String]) -> Option<&Path> {
+        let path = self.in_place.as_deref()?;
+        if self.format != Format::OciLayout || self.container.find(oci::OCI_LAYOUT).is_none() {
+            return None;
+        }
+        let [image] = self.images.as_slice() else {
+            return None;
+        };
+        let [platform] = image.platforms.as_slice() else {
+            return None;
+        };
+        let manifest = platform.manifest.as_ref()?;
+        if !image.absent_platforms.is_empty() {
+            return None;
+        }
+        let entries = oci::named_entries(&self.container).ok()?;
+        let all_this_manifest = entries.iter().all(|(digest, _)| *digest == manifest.digest);
+        let recorded: Vec<&String> = entries.iter().flat_map(|(_, names)| names).collect();
+        let all_named = names
+            .iter()
+            .all(|wanted| recorded.iter().any(|name| same_image(name, wanted)));
+        (all_this_manifest && all_named).then_some(path)
+    }
+}
+
+impl Archive {
+    /// Whether `path` is the file this archive reads in place (writing there would destroy it).
+    fn is_read_from(&self, path: &Path) -> bool {
+        let Some(input) = &self.in_place else {
+            return false;
+        };
+        match (std::fs::canonicalize(input), std::fs::canonicalize(path)) {
+            (Ok(input), Ok(path)) => input == path,
+            _ => false,
+        }
+    }
+}
+
+fn blob_path(digest: &Digest) -> String {
+    format!("blobs/sha256/{}", digest.hex())
+}
+
+/// The index docker 25+ writes: one manifest entry per name, with the full name for containerd
+/// and the tag as the OCI ref name.
+fn index_json(image: &PlatformImage, manifest: &RawBlob, references: &[Reference]) -> Vec<u8> {
+    let descriptor = |annotations| ManifestDescriptorOut {
+        media_type: &manifest.media_type,
+        digest: &manifest.digest,
+        size: manifest.size(),
+        annotations,
+        platform: PlatformOut {
+            architecture: &image.platform.architecture,
+            os: &image.platform.os,
+            variant: image.platform.variant.as_deref(),
+        },
+    };
+    let manifests = if references.is_empty() {
+        vec![descriptor(BTreeMap::new())]
+    } else {
+        references
+            .iter()
+            .map(|reference| {
+                descriptor(BTreeMap::from([
+                    (IMAGE_NAME, reference.normalized()),
+                    (REF_NAME, reference.tag().to_string()),
+                ]))
+            })
+            .collect()
+    };
+    let index = IndexOut {
+        schema_version: 2,
+        media_type: OCI_INDEX,
+        manifests,
+    };
+    // Serialising strings and numbers cannot fail.
+    serde_json::to_vec(&index).unwrap_or_default()
+}
+
+fn append_bytes(
+    builder: &mut tar::Builder<impl Write>,
+    digest: &Digest,
+    bytes: &[u8],
+) -> io::Result<()> {
+    append(builder, &blob_path(digest), bytes, bytes.len() as u64)
+}
+
+fn append(
+    builder: &mut tar::Builder<impl Write>,
+    path: &str,
+    data: impl Read,
+    size: u64,
+) -> io::Result<()> {
+    let mut header = tar::Header::new_ustar();
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_mode(0o644);
+    header.set_size(size);
+    header.set_mtime(0);
+    builder.append_data(&mut header, path, data)
+}

@@ -1,0 +1,884 @@
+//! Deterministic test images and writers for every archive format users hand us (docker save
+//! old and new, containerd exports, OCI archives and layouts, podman, nix, jib, crane), built in
+//! Rust from a seed, plus archives written by the real skopeo.
+//!
+//! ```ignore
+//! let image = fixtures::Image::sample(1);
+//! image.write(Format::DockerLegacy, &dir.join("img.tar"), &["myimg:dev"]);
+//! assert_eq!(archive_layers_diff_ids, image.diff_ids());
+//! ```
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+use sha2::{Digest as _, Sha256};
+
+pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+pub const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+pub const OCI_LAYER: &str = "application/vnd.oci.image.layer.v1.tar";
+pub const OCI_LAYER_GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+pub const OCI_LAYER_ZSTD: &str = "application/vnd.oci.image.layer.v1.tar+zstd";
+pub const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+pub const DOCKER_MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+pub const DOCKER_CONFIG: &str = "application/vnd.docker.container.image.v1+json";
+pub const DOCKER_LAYER_GZIP: &str = "application/vnd.docker.image.rootfs.diff.tar.gzip";
+
+/// `sha256:<hex>` of some bytes.
+pub fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+fn hex_of(digest: &str) -> &str {
+    digest.trim_start_matches("sha256:")
+}
+
+/// splitmix64: a tiny seeded generator, so fixtures are the same on every run.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x1234_5678)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let bytes = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+    }
+}
+
+/// How a layer is stored in an archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerCompression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+/// The archive formats the writers produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// docker save up to 24: `<id>/layer.tar`, `<hex>.json`, `repositories`; a repeated layer
+    /// is a symlink to the first one's file.
+    DockerLegacy,
+    /// As `DockerLegacy`, but a repeated layer is a hardlink.
+    DockerLegacyHardlinks,
+    /// docker 25+: OCI layout + `manifest.json`, uncompressed layers named by diff_id.
+    Docker25,
+    /// `ctr export` / nerdctl / docker 29: OCI layout + `manifest.json`, compressed layers.
+    /// Gzip uses docker media types (as pulled from Docker Hub), zstd and none OCI ones.
+    ContainerdExport(LayerCompression),
+    /// A tar of an OCI layout; each tag given becomes `org.opencontainers.image.ref.name` as is
+    /// (`dev` as skopeo writes it, or `gcr.io/p/app:1` as jib and rules_oci do).
+    OciArchive,
+    /// podman save / skopeo docker-archive: `<diff_id hex>.tar` layers, `<hex>.json` config.
+    Podman,
+    /// nix dockerTools: a legacy docker archive wrapped in gzip.
+    NixGzip,
+    /// jib: `<digest hex>.tar.gz` layers, `config.json`.
+    Jib,
+    /// crane: `sha256:<hex>` config file, `<digest hex>.tar.gz` layers.
+    Crane,
+}
+
+/// A test image: uncompressed layer tars and a config naming their diff_ids.
+#[derive(Debug, Clone)]
+pub struct Image {
+    pub os: String,
+    pub architecture: String,
+    pub variant: Option<String>,
+    layers: Vec<Vec<u8>>,
+    config: Vec<u8>,
+}
+
+impl Image {
+    /// linux/amd64, three layers of a few hundred KiB.
+    pub fn sample(seed: u64) -> Self {
+        Self::with_layers(seed, "linux/amd64", &[300 << 10, 200 << 10, 120 << 10])
+    }
+
+    /// Like `sample` for another platform (`os/arch[/variant]`).
+    pub fn sample_for(seed: u64, platform: &str) -> Self {
+        Self::with_layers(seed, platform, &[260 << 10, 150 << 10])
+    }
+
+    /// Four layers where the third repeats the first (same content, same diff_id), which
+    /// docker save writes as a link.
+    pub fn with_repeated_layer(seed: u64) -> Self {
+        let mut image = Self::with_layers(seed, "linux/amd64", &[200 << 10, 100 << 10, 80 << 10]);
+        let first = image.layers[0].clone();
+        image.layers.insert(2, first);
+        image.rebuild_config();
+        image
+    }
+
+    /// Layers holding files of about these sizes, half random, half text (so they compress).
+    pub fn with_layers(seed: u64, platform: &str, sizes: &[usize]) -> Self {
+        let mut rng = Rng::new(seed);
+        let layers = sizes
+            .iter()
+            .enumerate()
+            .map(|(index, &size)| layer_tar(&mut rng, seed, index, size))
+            .collect();
+        let parts: Vec<&str> = platform.split('/').collect();
+        let mut image = Self {
+            os: parts[0].to_string(),
+            architecture: parts[1].to_string(),
+            variant: parts.get(2).map(|v| v.to_string()),
+            layers,
+            config: Vec::new(),
+        };
+        image.rebuild_config();
+        image
+    }
+
+    fn rebuild_config(&mut self) {
+        let mut config = json!({
+            "architecture": self.architecture,
+            "os": self.os,
+            "created": "1970-01-01T00:00:00Z",
+            "config": {"Env": ["PATH=/usr/local/bin:/usr/bin:/bin"], "Cmd": ["/bin/fixture"]},
+            "rootfs": {"type": "layers", "diff_ids": self.diff_ids()},
+            "history": self.layers.iter().map(|_| json!({"created_by": "fixture"})).collect::<Vec<_>>(),
+        });
+        if let Some(variant) = &self.variant {
+            config["variant"] = json!(variant);
+        }
+        self.config = serde_json::to_vec(&config).unwrap();
+    }
+
+    pub fn platform(&self) -> String {
+        match &self.variant {
+            Some(variant) => format!("{}/{}/{variant}", self.os, self.architecture),
+            None => format!("{}/{}", self.os, self.architecture),
+        }
+    }
+
+    pub fn config_bytes(&self) -> &[u8] {
+        &self.config
+    }
+
+    pub fn config_digest(&self) -> String {
+        sha256(&self.config)
+    }
+
+    pub fn layer_count(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// The uncompressed tar of layer `index`.
+    pub fn layer(&self, index: usize) -> &[u8] {
+        &self.layers[index]
+    }
+
+    pub fn diff_ids(&self) -> Vec<String> {
+        self.layers.iter().map(|layer| sha256(layer)).collect()
+    }
+
+    /// Layer `index` as stored with `compression` (deterministic: gzip level 1, zstd level 1).
+    pub fn stored_layer(&self, index: usize, compression: LayerCompression) -> Vec<u8> {
+        compress(&self.layers[index], compression)
+    }
+
+    /// The digests of the layers as stored with `compression`.
+    pub fn layer_digests(&self, compression: LayerCompression) -> Vec<String> {
+        (0..self.layers.len())
+            .map(|i| sha256(&self.stored_layer(i, compression)))
+            .collect()
+    }
+
+    /// The manifest an OCI layout of this image holds with `compression` (docker media types
+    /// for gzip, as `Format::ContainerdExport` writes; OCI ones otherwise).
+    pub fn manifest(&self, compression: LayerCompression) -> Vec<u8> {
+        let docker_types = compression == LayerCompression::Gzip;
+        self.manifest_with(compression, docker_types)
+    }
+
+    fn manifest_with(&self, compression: LayerCompression, docker_types: bool) -> Vec<u8> {
+        let layer_type = match (compression, docker_types) {
+            (LayerCompression::Gzip, true) => DOCKER_LAYER_GZIP,
+            (LayerCompression::Gzip, false) => OCI_LAYER_GZIP,
+            (LayerCompression::Zstd, _) => OCI_LAYER_ZSTD,
+            (LayerCompression::None, _) => OCI_LAYER,
+        };
+        let layers: Vec<_> = (0..self.layers.len())
+            .map(|i| {
+                let stored = self.stored_layer(i, compression);
+                json!({"mediaType": layer_type, "digest": sha256(&stored), "size": stored.len()})
+            })
+            .collect();
+        let (manifest_type, config_type) = if docker_types {
+            (DOCKER_MANIFEST, DOCKER_CONFIG)
+        } else {
+            (OCI_MANIFEST, OCI_CONFIG)
+        };
+        serde_json::to_vec(&json!({
+            "schemaVersion": 2,
+            "mediaType": manifest_type,
+            "config": {"mediaType": config_type, "digest": self.config_digest(), "size": self.config.len()},
+            "layers": layers,
+        }))
+        .unwrap()
+    }
+
+    /// The manifest's media type in an OCI layout written with `compression`.
+    pub fn manifest_media_type(&self, compression: LayerCompression) -> &'static str {
+        if compression == LayerCompression::Gzip {
+            DOCKER_MANIFEST
+        } else {
+            OCI_MANIFEST
+        }
+    }
+
+    /// Writes this image alone in `format` at `path`, named `tags`.
+    pub fn write(&self, format: Format, path: &Path, tags: &[&str]) {
+        write_images(format, path, &[(self, tags)]);
+    }
+
+    /// Writes an OCI layout directory (uncompressed OCI layers); each tag becomes a `ref.name`.
+    pub fn layout_dir(&self, dir: &Path, tags: &[&str]) {
+        let entries = oci_layout_entries(
+            &[(self, tags)],
+            LayerCompression::None,
+            false,
+            RefNames::AsGiven,
+        );
+        for entry in entries {
+            let target = dir.join(&entry.path);
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            match entry.kind {
+                Kind::File(bytes) => std::fs::write(target, bytes).unwrap(),
+                Kind::Symlink(_) | Kind::Hardlink(_) => unreachable!("layouts have no links"),
+            }
+        }
+    }
+}
+
+/// A layer tar: a folder and two files, one random, one text, about `size` bytes in all.
+fn layer_tar(rng: &mut Rng, seed: u64, index: usize, size: usize) -> Vec<u8> {
+    let mut random = vec![0u8; size / 2];
+    rng.fill(&mut random);
+    let line =
+        format!("fixture seed {seed} layer {index}: the quick brown fox jumps over the lazy dog\n");
+    let text: Vec<u8> = line
+        .as_bytes()
+        .iter()
+        .copied()
+        .cycle()
+        .take(size - size / 2)
+        .collect();
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut dir = tar::Header::new_ustar();
+    dir.set_entry_type(tar::EntryType::Directory);
+    dir.set_mode(0o755);
+    dir.set_size(0);
+    dir.set_mtime(0);
+    builder
+        .append_data(&mut dir, format!("opt/layer{index}/"), io::empty())
+        .unwrap();
+    for (name, data) in [("random.bin", &random), ("notes.txt", &text)] {
+        let mut header = tar::Header::new_ustar();
+        header.set_mode(0o644);
+        header.set_size(data.len() as u64);
+        header.set_mtime(0);
+        builder
+            .append_data(
+                &mut header,
+                format!("opt/layer{index}/{name}"),
+                data.as_slice(),
+            )
+            .unwrap();
+    }
+    builder.into_inner().unwrap()
+}
+
+pub fn compress(bytes: &[u8], compression: LayerCompression) -> Vec<u8> {
+    match compression {
+        LayerCompression::None => bytes.to_vec(),
+        LayerCompression::Gzip => {
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            encoder.write_all(bytes).unwrap();
+            encoder.finish().unwrap()
+        }
+        LayerCompression::Zstd => zstd::stream::encode_all(bytes, 1).unwrap(),
+    }
+}
+
+/// The full name containerd records for a docker-style name: `myimg:dev` is
+/// `docker.io/library/myimg:dev`.
+pub fn full_name(name: &str) -> String {
+    let (first, rest) = name.split_once('/').unwrap_or(("", name));
+    let has_domain = first.contains(['.', ':']) || first == "localhost";
+    let mut full = if has_domain {
+        name.to_string()
+    } else if first.is_empty() {
+        format!("docker.io/library/{rest}")
+    } else {
+        format!("docker.io/{name}")
+    };
+    let last = full.rsplit('/').next().unwrap();
+    if !last.contains(':') {
+        full.push_str(":latest");
+    }
+    full
+}
+
+fn tag_of(name: &str) -> &str {
+    let last = name.rsplit('/').next().unwrap();
+    last.split_once(':').map_or("latest", |(_, tag)| tag)
+}
+
+/// One member of an archive being written.
+pub struct Entry {
+    pub path: String,
+    pub kind: Kind,
+}
+
+pub enum Kind {
+    File(Vec<u8>),
+    Symlink(String),
+    Hardlink(String),
+}
+
+fn file(path: impl Into<String>, bytes: Vec<u8>) -> Entry {
+    Entry {
+        path: path.into(),
+        kind: Kind::File(bytes),
+    }
+}
+
+/// Writes entries as a tar, in order.
+pub fn write_tar(path: &Path, entries: &[Entry]) {
+    let mut builder = tar::Builder::new(BufWriter::new(File::create(path).unwrap()));
+    for entry in entries {
+        let mut header = tar::Header::new_ustar();
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        match &entry.kind {
+            Kind::File(bytes) => {
+                header.set_size(bytes.len() as u64);
+                builder
+                    .append_data(&mut header, &entry.path, bytes.as_slice())
+                    .unwrap();
+            }
+            Kind::Symlink(target) | Kind::Hardlink(target) => {
+                let kind = if matches!(entry.kind, Kind::Symlink(_)) {
+                    tar::EntryType::Symlink
+                } else {
+                    tar::EntryType::Link
+                };
+                header.set_entry_type(kind);
+                header.set_size(0);
+                builder
+                    .append_link(&mut header, &entry.path, target)
+                    .unwrap();
+            }
+        }
+    }
+    builder.into_inner().unwrap().flush().unwrap();
+}
+
+/// Writes several images into one archive of `format`, each with its tags.
+pub fn write_images(format: Format, path: &Path, images: &[(&Image, &[&str])]) {
+    let entries = match format {
+        Format::DockerLegacy => docker_legacy_entries(images, false),
+        Format::DockerLegacyHardlinks => docker_legacy_entries(images, true),
+        Format::Docker25 => docker25_entries(images),
+        Format::ContainerdExport(compression) => containerd_entries(images, compression),
+        Format::OciArchive => {
+            oci_layout_entries(images, LayerCompression::None, false, RefNames::AsGiven)
+        }
+        Format::Podman => named_layer_entries(images, NamedLayers::Podman),
+        Format::Jib => named_layer_entries(images, NamedLayers::Jib),
+        Format::Crane => named_layer_entries(images, NamedLayers::Crane),
+        Format::NixGzip => {
+            let plain = path.with_extension("plain.tar");
+            write_tar(&plain, &docker_legacy_entries(images, false));
+            wrap(&plain, Wrap::Gzip, path);
+            std::fs::remove_file(plain).unwrap();
+            return;
+        }
+    };
+    write_tar(path, &entries);
+}
+
+fn docker_legacy_entries(images: &[(&Image, &[&str])], hardlinks: bool) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    let mut manifest = Vec::new();
+    let mut repositories = serde_json::Map::new();
+    for (image, tags) in images {
+        let mut layer_paths = Vec::new();
+        let mut written: Vec<(String, String)> = Vec::new(); // (diff_id, path)
+        let mut parent = String::new();
+        for (index, diff_id) in image.diff_ids().iter().enumerate() {
+            let id = hex_of(&sha256(format!("{parent}{diff_id}{index}").as_bytes())).to_string();
+            let path = format!("{id}/layer.tar");
+            entries.push(file(format!("{id}/VERSION"), b"1.0".to_vec()));
+            entries.push(file(
+                format!("{id}/json"),
+                serde_json::to_vec(&json!({"id": id, "parent": parent})).unwrap(),
+            ));
+            match written.iter().find(|(known, _)| known == diff_id) {
+                Some((_, first)) if hardlinks => entries.push(Entry {
+                    path: path.clone(),
+                    kind: Kind::Hardlink(first.clone()),
+                }),
+                Some((_, first)) => entries.push(Entry {
+                    path: path.clone(),
+                    kind: Kind::Symlink(format!("../{first}")),
+                }),
+                None => {
+                    entries.push(file(path.clone(), image.layer(index).to_vec()));
+                    written.push((diff_id.clone(), path.clone()));
+                }
+            }
+            layer_paths.push(path);
+            parent = id;
+        }
+        let config_path = format!("{}.json", hex_of(&image.config_digest()));
+        entries.push(file(config_path.clone(), image.config_bytes().to_vec()));
+        manifest.push(json!({"Config": config_path, "RepoTags": tags, "Layers": layer_paths}));
+        for tag in *tags {
+            let (repo, tag) = tag.rsplit_once(':').unwrap_or((tag, "latest"));
+            repositories
+                .entry(repo.to_string())
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+                .unwrap()
+                .insert(tag.to_string(), json!(parent));
+        }
+    }
+    entries.push(file(
+        "manifest.json",
+        serde_json::to_vec(&manifest).unwrap(),
+    ));
+    entries.push(file(
+        "repositories",
+        serde_json::to_vec(&repositories).unwrap(),
+    ));
+    entries
+}
+
+/// How `ref.name` annotations are written in an OCI layout.
+#[derive(Clone, Copy)]
+enum RefNames {
+    /// `ref.name` is the tag string as given (skopeo, jib); no image name annotation.
+    AsGiven,
+    /// docker 25+ and containerd: the full name in `io.containerd.image.name`, the tag in
+    /// `ref.name`.
+    ContainerdStyle,
+}
+
+/// The blobs of one image in an OCI layout; returns the manifest bytes.
+fn push_image_blobs(
+    entries: &mut Vec<Entry>,
+    image: &Image,
+    compression: LayerCompression,
+    docker_types: bool,
+) -> Vec<u8> {
+    for index in 0..image.layer_count() {
+        let stored = image.stored_layer(index, compression);
+        let path = format!("blobs/sha256/{}", hex_of(&sha256(&stored)));
+        if !entries.iter().any(|entry| entry.path == path) {
+            entries.push(file(path, stored));
+        }
+    }
+    entries.push(file(
+        format!("blobs/sha256/{}", hex_of(&image.config_digest())),
+        image.config_bytes().to_vec(),
+    ));
+    let manifest = image.manifest_with(compression, docker_types);
+    entries.push(file(
+        format!("blobs/sha256/{}", hex_of(&sha256(&manifest))),
+        manifest.clone(),
+    ));
+    manifest
+}
+
+fn annotations(tag: &str, style: RefNames) -> serde_json::Value {
+    match style {
+        RefNames::AsGiven => json!({"org.opencontainers.image.ref.name": tag}),
+        RefNames::ContainerdStyle => json!({
+            "io.containerd.image.name": full_name(tag),
+            "org.opencontainers.image.ref.name": tag_of(tag),
+        }),
+    }
+}
+
+fn oci_layout_entries(
+    images: &[(&Image, &[&str])],
+    compression: LayerCompression,
+    docker_types: bool,
+    style: RefNames,
+) -> Vec<Entry> {
+    let mut entries = vec![file(
+        "oci-layout",
+        br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec(),
+    )];
+    let mut descriptors = Vec::new();
+    for (image, tags) in images {
+        let manifest = push_image_blobs(&mut entries, image, compression, docker_types);
+        let descriptor = json!({
+            "mediaType": if docker_types { DOCKER_MANIFEST } else { OCI_MANIFEST },
+            "digest": sha256(&manifest),
+            "size": manifest.len(),
+        });
+        if tags.is_empty() {
+            descriptors.push(descriptor.clone());
+        }
+        for tag in *tags {
+            let mut named = descriptor.clone();
+            named["annotations"] = annotations(tag, style);
+            descriptors.push(named);
+        }
+    }
+    entries.push(file(
+        "index.json",
+        serde_json::to_vec(
+            &json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": descriptors}),
+        )
+        .unwrap(),
+    ));
+    entries
+}
+
+/// docker's `manifest.json` for images whose blobs are in an OCI layout.
+fn layout_docker_manifest(images: &[(&Image, &[&str])], compression: LayerCompression) -> Entry {
+    let manifest: Vec<_> = images
+        .iter()
+        .map(|(image, tags)| {
+            json!({
+                "Config": format!("blobs/sha256/{}", hex_of(&image.config_digest())),
+                "RepoTags": tags,
+                "Layers": image.layer_digests(compression).iter().map(|d| format!("blobs/sha256/{}", hex_of(d))).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    file("manifest.json", serde_json::to_vec(&manifest).unwrap())
+}
+
+fn docker25_entries(images: &[(&Image, &[&str])]) -> Vec<Entry> {
+    let mut entries = oci_layout_entries(
+        images,
+        LayerCompression::None,
+        false,
+        RefNames::ContainerdStyle,
+    );
+    entries.push(layout_docker_manifest(images, LayerCompression::None));
+    entries.push(file("repositories", b"{}".to_vec()));
+    entries
+}
+
+fn containerd_entries(images: &[(&Image, &[&str])], compression: LayerCompression) -> Vec<Entry> {
+    let docker_types = compression == LayerCompression::Gzip;
+    let mut entries =
+        oci_layout_entries(images, compression, docker_types, RefNames::ContainerdStyle);
+    entries.push(layout_docker_manifest(images, compression));
+    entries
+}
+
+#[derive(Clone, Copy)]
+enum NamedLayers {
+    Podman,
+    Jib,
+    Crane,
+}
+
+/// Docker archives whose layers are named by digest: podman, jib, crane.
+fn named_layer_entries(images: &[(&Image, &[&str])], style: NamedLayers) -> Vec<Entry> {
+    let compression = match style {
+        NamedLayers::Podman => LayerCompression::None,
+        NamedLayers::Jib | NamedLayers::Crane => LayerCompression::Gzip,
+    };
+    let mut entries = Vec::new();
+    let mut manifest = Vec::new();
+    for (image, tags) in images {
+        let mut layer_paths = Vec::new();
+        for index in 0..image.layer_count() {
+            let stored = image.stored_layer(index, compression);
+            let path = match style {
+                NamedLayers::Podman => format!("{}.tar", hex_of(&sha256(&stored))),
+                NamedLayers::Jib | NamedLayers::Crane => {
+                    format!("{}.tar.gz", hex_of(&sha256(&stored)))
+                }
+            };
+            if !entries.iter().any(|entry: &Entry| entry.path == path) {
+                entries.push(file(path.clone(), stored));
+            }
+            layer_paths.push(path);
+        }
+        let config_path = match style {
+            NamedLayers::Podman => format!("{}.json", hex_of(&image.config_digest())),
+            NamedLayers::Jib => "config.json".to_string(),
+            NamedLayers::Crane => image.config_digest(),
+        };
+        entries.push(file(config_path.clone(), image.config_bytes().to_vec()));
+        manifest.push(json!({"Config": config_path, "RepoTags": tags, "Layers": layer_paths}));
+    }
+    entries.push(file(
+        "manifest.json",
+        serde_json::to_vec(&manifest).unwrap(),
+    ));
+    entries
+}
+
+/// A containerd export of a multi-platform image named `name`: an index naming every
+/// platform in `present` and `absent`, with blobs only for `present` (as `ctr export
+/// --platform` writes when the store holds only some platforms).
+pub fn write_multi_platform(
+    path: &Path,
+    name: &str,
+    present: &[&Image],
+    absent: &[&Image],
+    compression: LayerCompression,
+) {
+    let docker_types = compression == LayerCompression::Gzip;
+    let mut entries = vec![file(
+        "oci-layout",
+        br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec(),
+    )];
+    for image in present {
+        push_image_blobs(&mut entries, image, compression, docker_types);
+    }
+    let index = multi_platform_index(present, absent, compression);
+    entries.push(file(
+        format!("blobs/sha256/{}", hex_of(&sha256(&index))),
+        index.clone(),
+    ));
+    let index_type = if docker_types {
+        DOCKER_MANIFEST_LIST
+    } else {
+        OCI_INDEX
+    };
+    entries.push(file(
+        "index.json",
+        serde_json::to_vec(
+            &json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [{
+                "mediaType": index_type,
+                "digest": sha256(&index),
+                "size": index.len(),
+                "annotations": annotations(name, RefNames::ContainerdStyle),
+            }]}),
+        )
+        .unwrap(),
+    ));
+    if let Some(first) = present.first() {
+        entries.push(layout_docker_manifest(&[(first, &[name])], compression));
+    }
+    write_tar(path, &entries);
+}
+
+/// The multi-platform index `write_multi_platform` stores, byte for byte.
+pub fn multi_platform_index(
+    present: &[&Image],
+    absent: &[&Image],
+    compression: LayerCompression,
+) -> Vec<u8> {
+    let docker_types = compression == LayerCompression::Gzip;
+    let children: Vec<_> = present
+        .iter()
+        .chain(absent)
+        .map(|image| {
+            let manifest = image.manifest_with(compression, docker_types);
+            let mut platform = json!({"architecture": image.architecture, "os": image.os});
+            if let Some(variant) = &image.variant {
+                platform["variant"] = json!(variant);
+            }
+            json!({
+                "mediaType": if docker_types { DOCKER_MANIFEST } else { OCI_MANIFEST },
+                "digest": sha256(&manifest),
+                "size": manifest.len(),
+                "platform": platform,
+            })
+        })
+        .collect();
+    let index_type = if docker_types {
+        DOCKER_MANIFEST_LIST
+    } else {
+        OCI_INDEX
+    };
+    serde_json::to_vec(&json!({"schemaVersion": 2, "mediaType": index_type, "manifests": children}))
+        .unwrap()
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Wrap {
+    Gzip,
+    Zstd,
+}
+
+/// Compresses the file `from` into `to`, streaming.
+pub fn wrap(from: &Path, wrap: Wrap, to: &Path) {
+    let mut input = File::open(from).unwrap();
+    let output = BufWriter::new(File::create(to).unwrap());
+    match wrap {
+        Wrap::Gzip => {
+            let mut encoder = flate2::write::GzEncoder::new(output, flate2::Compression::fast());
+            io::copy(&mut input, &mut encoder).unwrap();
+            encoder.finish().unwrap().flush().unwrap();
+        }
+        Wrap::Zstd => {
+            let mut encoder = zstd::stream::write::Encoder::new(output, 1).unwrap();
+            io::copy(&mut input, &mut encoder).unwrap();
+            encoder.finish().unwrap().flush().unwrap();
+        }
+    }
+}
+
+/// Runs the real skopeo: `skopeo copy oci:LAYOUT:TAG DEST` (e.g. `docker-archive:x.tar:myimg:dev`).
+pub fn skopeo_copy(layout: &Path, tag: &str, dest: &str) {
+    let output = Command::new("skopeo")
+        .args([
+            "copy",
+            "--quiet",
+            &format!("oci:{}:{tag}", layout.display()),
+            dest,
+        ])
+        .output()
+        .expect("running skopeo (scripts/install-test-deps installs it)");
+    assert!(
+        output.status.success(),
+        "skopeo copy to {dest} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A large image written straight to disk, never whole in memory: one layer of `size` bytes
+/// inside a legacy docker archive.
+pub struct BigImage {
+    pub archive: PathBuf,
+    pub diff_id: String,
+    pub layer_size: u64,
+}
+
+/// Writes a docker-legacy archive at `path` with one uncompressed layer whose file holds
+/// `size` bytes, streaming (a temporary layer file sits next to `path` while writing).
+pub fn write_big_image(path: &Path, size: u64) -> BigImage {
+    let layer_path = path.with_extension("layer.tar");
+    let mut hashing = HashingWriter {
+        inner: BufWriter::new(File::create(&layer_path).unwrap()),
+        hasher: Sha256::new(),
+    };
+    {
+        let mut builder = tar::Builder::new(&mut hashing);
+        let mut header = tar::Header::new_ustar();
+        header.set_mode(0o644);
+        header.set_size(size);
+        header.set_mtime(0);
+        builder
+            .append_data(&mut header, "data/big.bin", PatternReader::new(size))
+            .unwrap();
+        builder.finish().unwrap();
+    }
+    hashing.inner.flush().unwrap();
+    let diff_id = format!("sha256:{}", hex::encode(hashing.hasher.finalize()));
+    let layer_size = std::fs::metadata(&layer_path).unwrap().len();
+
+    let config = serde_json::to_vec(&json!({
+        "architecture": "amd64", "os": "linux",
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+    }))
+    .unwrap();
+    let config_name = format!("{}.json", hex_of(&sha256(&config)));
+    let manifest = serde_json::to_vec(
+        &json!([{"Config": config_name, "RepoTags": ["big:1"], "Layers": ["big/layer.tar"]}]),
+    )
+    .unwrap();
+
+    let mut builder = tar::Builder::new(BufWriter::new(File::create(path).unwrap()));
+    builder
+        .append_path_with_name(&layer_path, "big/layer.tar")
+        .unwrap();
+    for (name, bytes) in [
+        (config_name.as_str(), &config),
+        ("manifest.json", &manifest),
+    ] {
+        let mut header = tar::Header::new_ustar();
+        header.set_mode(0o644);
+        header.set_size(bytes.len() as u64);
+        header.set_mtime(0);
+        builder
+            .append_data(&mut header, name, bytes.as_slice())
+            .unwrap();
+    }
+    builder.into_inner().unwrap().flush().unwrap();
+    std::fs::remove_file(&layer_path).unwrap();
+    BigImage {
+        archive: path.to_path_buf(),
+        diff_id,
+        layer_size,
+    }
+}
+
+struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let written = self.inner.write(bytes)?;
+        self.hasher.update(&bytes[..written]);
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// `len` bytes of a cheap repeating pattern, each 64 KiB block stamped with its number.
+struct PatternReader {
+    remaining: u64,
+    block: Vec<u8>,
+    counter: u64,
+    offset: usize,
+}
+
+impl PatternReader {
+    fn new(len: u64) -> Self {
+        let mut block = vec![0u8; 64 << 10];
+        Rng::new(99).fill(&mut block);
+        Self {
+            remaining: len,
+            block,
+            counter: 0,
+            offset: 0,
+        }
+    }
+}
+
+impl Read for PatternReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.remaining == 0 {
+            return Ok(0);
+        }
+        if self.offset == self.block.len() {
+            self.offset = 0;
+            self.counter += 1;
+            self.block[..8].copy_from_slice(&self.counter.to_le_bytes());
+        }
+        let n = buf
+            .len()
+            .min(self.block.len() - self.offset)
+            .min(self.remaining as usize);
+        buf[..n].copy_from_slice(&self.block[self.offset..self.offset + n]);
+        self.offset += n;
+        self.remaining -= n as u64;
+        Ok(n)
+    }
+}

@@ -46,6 +46,7 @@ pub use image::{
     AbsentPlatform, Compression, Image, Layer, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_LAYER_GZIP,
     OCI_LAYER_ZSTD, OCI_MANIFEST, PlatformImage, RawBlob, oci_layer_type,
 };
+pub(crate) use image::oci_manifest;
 pub use platform::Platform;
 pub use verify::{VerifyingReader, is_verification_failure};
 

@@ -44,7 +44,7 @@ pub fn manifest_for(
             .zip(&platform.layers)
             .all(|(sent, layer)| layer.digest.as_ref() == Some(&sent.digest));
     if unchanged {
-        return archive.manifest(platform).map_err(super::to_registry::archive_failure);
+        return archive.manifest(platform).map_err(crate::error::Error::from);
     }
     let layers: Vec<(&str, &Digest, u64)> = as_sent
         .iter()

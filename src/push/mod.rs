@@ -24,7 +24,6 @@ use crate::reference::{ImageName, Target};
 use crate::registry::TransportOptions;
 use stream::Encoding;
 use summary::{Method, PushReport};
-pub use to_registry::archive_failure;
 
 pub async fn run(args: &PushArgs, cluster_args: &ClusterArgs, printer: &Printer) -> Result<()> {
     let started = Instant::now();
@@ -38,7 +37,7 @@ pub async fn run(args: &PushArgs, cluster_args: &ClusterArgs, printer: &Printer)
     )?;
     let image = archive
         .select(args.image.as_deref(), args.platform.as_deref())
-        .map_err(archive_failure)?;
+        .map_err(Error::from)?;
     let name = image_name(args.tag.as_deref(), &image)?;
     let tag = name.tag.clone().unwrap_or_else(|| {
         printer.warn(
@@ -71,7 +70,7 @@ async fn open_source(raw: &str, scratch: &Path, printer: &Printer) -> Result<Arc
     let archive = tokio::task::spawn_blocking(move || Archive::open(&source))
         .await
         .context(ExitCode::Failure, || "opening the archive")?
-        .map_err(archive_failure)?;
+        .map_err(Error::from)?;
     Ok(Arc::new(archive))
 }
 

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::summary::{Method, PushReport, Transfer};
-use super::to_registry::archive_failure;
 use crate::archive::{Archive, Image, Platform, PlatformImage};
 use crate::cluster::NodeFacts;
 use crate::error::{Error, ExitCode, Result};
@@ -40,7 +39,7 @@ pub async fn load(
         format!("{}:{}", plan.repository, plan.tag),
         format!("{}:{content_tag}", plan.repository),
     ];
-    let manifest = archive.manifest(&platform).map_err(archive_failure)?;
+    let manifest = archive.manifest(&platform).map_err(Error::from)?;
     let path = single_platform_archive(Arc::clone(&archive), platform.clone(), names, scratch).await?;
     let load_plan = match plan.load_command {
         Some(template) => LoadPlan::from_template(template, &path)?,
@@ -122,6 +121,6 @@ async fn single_platform_archive(
     tokio::task::spawn_blocking(move || archive.write_docker_archive(&platform, &names, &written))
         .await
         .map_err(|err| Error::new(ExitCode::Failure, "writing the archive for the nodes").with_source(err))?
-        .map_err(archive_failure)?;
+        .map_err(Error::from)?;
     Ok(out)
 }

@@ -128,7 +128,7 @@ async fn resolve_unknown_digests(archive: &Arc<Archive>, image: &mut Image) -> R
     })
     .await
     .map_err(|err| Error::new(ExitCode::Failure, "hashing layers").with_source(err))?
-    .map_err(archive_failure)?;
+    .map_err(Error::from)?;
     Ok(())
 }
 
@@ -215,18 +215,4 @@ fn corrupt_input_or(err: Error, layer: &Layer) -> Error {
 fn reading(layer: &Layer, err: std::io::Error) -> Error {
     Error::new(ExitCode::Input, format!("reading {} from {}", layer.describe(), layer.location.archive))
         .with_source(err)
-}
-
-pub fn archive_failure(err: archive::ArchiveError) -> Error {
-    let hint = err.hint();
-    let error = Error::new(ExitCode::Input, err.to_string());
-    match hint {
-        Some(hint) => error.with_hint(hint),
-        None => error,
-    }
-}
-
-#[allow(dead_code)]
-fn describe(digest: &Digest) -> String {
-    short_digest(digest)
 }

@@ -7,6 +7,7 @@ pub mod digest;
 pub mod error;
 pub mod hosting;
 pub mod output;
+pub mod registry;
 
 use cli::{Cli, Command};
 use error::{Context, ExitCode, Result};

@@ -210,14 +210,13 @@ pub fn connect_failure(err: &reqwest::Error) -> Option<ConnectFailure> {
     }
 }
 
-/// rustls errors travel inside `io::Error`s, whose `source()` skips the wrapped error itself.
+/// rustls errors travel inside (nested) `io::Error`s, whose `source()` skips the wrapped error itself.
 fn as_rustls_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
     if let Some(tls) = err.downcast_ref::<rustls::Error>() {
         return Some(tls);
     }
-    err.downcast_ref::<std::io::Error>()
-        .and_then(|io| io.get_ref())
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    let inner = err.downcast_ref::<std::io::Error>()?.get_ref()?;
+    as_rustls_error(inner)
 }
 
 /// The cause to show for a request that never got an answer.

@@ -1,0 +1,3 @@
+//! Test support shared by the integration tests.
+
+pub mod registry;

@@ -18,6 +18,7 @@ use kubectl_registry::registry::{
     CredentialSources, RegistryClient, TransportOptions, is_retryable,
 };
 use support::registry::TestRegistry;
+use support::token_server::TokenAuth;
 
 const HELP: &str = "https://example.test/local-registry-guide";
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -686,4 +687,119 @@ async fn a_registry_answering_another_manifest_digest_is_an_error() {
     );
     assert!(err.message().contains(&format!("to {host}/app")), "{text}");
     server.join().unwrap();
+}
+
+fn token_auth() -> TokenAuth {
+    TokenAuth {
+        user: "alice".into(),
+        password: "s3cret".into(),
+        refresh_token: "refresh-me".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_bearer_challenge_is_met_with_a_token_for_the_push_scope() {
+    let registry = TestRegistry::with_token_auth(token_auth());
+    let host = registry.host();
+    let dir = tempfile::tempdir().unwrap();
+    let options = TransportOptions {
+        credentials: Some(docker_config(dir.path(), &auths(&host, "alice", "s3cret"))),
+        ..options()
+    };
+    let client = client(&host, &options);
+    client.ping().await.unwrap();
+    let config = image_config();
+    let layer = generated(1024 * 1024, 12);
+    push(&client, "team/app", &config).await;
+    push(&client, "team/app", &layer).await;
+    let manifest = manifest_for(&config, &[&layer]);
+    client
+        .put_manifest(
+            "team/app",
+            "v1",
+            OCI_MANIFEST,
+            Bytes::from(manifest.clone()),
+        )
+        .await
+        .unwrap();
+
+    let asked: Vec<Vec<String>> = registry
+        .token_requests()
+        .into_iter()
+        .map(|r| r.scopes)
+        .collect();
+    // One token for the ping, then one for the repository, reused by every later request.
+    assert_eq!(
+        asked,
+        vec![vec![], vec!["repository:team/app:pull,push".to_string()]]
+    );
+    assert_eq!(registry.skopeo_raw_manifest("team/app:v1"), manifest);
+}
+
+#[tokio::test]
+async fn an_identity_token_is_exchanged_for_an_access_token() {
+    let registry = TestRegistry::with_token_auth(token_auth());
+    let host = registry.host();
+    let dir = tempfile::tempdir().unwrap();
+    let json = format!(r#"{{"auths":{{"{host}":{{"identitytoken":"refresh-me"}}}}}}"#);
+    let options = TransportOptions {
+        credentials: Some(docker_config(dir.path(), &json)),
+        ..options()
+    };
+    let client = client(&host, &options);
+    let digest = push(&client, "app", b"identity").await;
+    assert_eq!(client.blob_exists("app", &digest).await.unwrap(), Some(8));
+    let requests = registry.token_requests();
+    assert!(
+        requests.iter().all(|r| r.method == "POST" && r.granted),
+        "{requests:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_token_server_refusing_the_password_names_the_host_and_docker_login() {
+    let registry = TestRegistry::with_token_auth(token_auth());
+    let host = registry.host();
+    let dir = tempfile::tempdir().unwrap();
+    let options = TransportOptions {
+        credentials: Some(docker_config(dir.path(), &auths(&host, "alice", "nope"))),
+        ..options()
+    };
+    let blob = b"layer";
+    let err = client(&host, &options)
+        .push_blob("app", &Digest::of_bytes(blob), 5, chunked(blob))
+        .await
+        .unwrap_err();
+    let text = causes_and_hints(&err);
+    assert!(
+        text.contains(&format!("wrong or missing credentials for {host}")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("docker login {host}")), "{text}");
+    assert!(!registry.token_requests()[0].granted);
+}
+
+#[tokio::test]
+async fn a_non_loopback_plain_http_registry_needs_insecure() {
+    let registry = TestRegistry::start();
+    // 0.0.0.0 is not a loopback address by our rules (so HTTPS is expected), yet Linux delivers a
+    // connection to it to the local listener: a non-loopback host without DNS.
+    let host = registry.host().replace("127.0.0.1", "0.0.0.0");
+
+    let err = client(&host, &options()).ping().await.unwrap_err();
+    let text = causes_and_hints(&err);
+    assert!(
+        text.contains(&format!("{host} answered in plain HTTP, not HTTPS")),
+        "{text}"
+    );
+    assert!(text.contains("--insecure"), "{text}");
+
+    let insecure = TransportOptions {
+        insecure: true,
+        ..options()
+    };
+    let client = client(&host, &insecure);
+    client.ping().await.unwrap();
+    let digest = push(&client, "app", b"over plain http").await;
+    assert_eq!(registry.blob_status("app", digest.as_str()), 200);
 }

@@ -9,7 +9,9 @@ use reqwest::{Method, Response, StatusCode, Url};
 
 use super::auth::{Auth, Scope};
 use super::errors::{RegistryResponse, Retryable, is_transient_status};
-use super::transport::{ConnectFailure, Transport, connect_failure, explain_send_error};
+use super::transport::{
+    ConnectFailure, SendFailure, Transport, connect_failure, explain_send_error,
+};
 use crate::error::{Error, ExitCode, Result};
 
 /// Attempts for a request we may send again (the first one included).
@@ -151,12 +153,12 @@ async fn backoff(attempt: u32) {
     tokio::time::sleep(FIRST_BACKOFF * 3u32.pow(attempt - 1)).await;
 }
 
-/// The connection-level reason under `error`, if a reqwest error is in its chain.
+/// The connection-level reason under `error`, if a request in it got no answer.
 pub fn failure_in(error: &Error) -> Option<ConnectFailure> {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(err) = next {
-        if let Some(reqwest_error) = err.downcast_ref::<reqwest::Error>() {
-            return connect_failure(reqwest_error);
+        if let Some(send_failure) = err.downcast_ref::<SendFailure>() {
+            return send_failure.failure;
         }
         next = err.source();
     }

@@ -259,12 +259,44 @@ pub fn explain_send_error(transport: &Transport, err: reqwest::Error) -> Error {
         ),
         None => (format!("the request to {host} failed"), None),
     };
-    let error = Error::new(ExitCode::Registry, message).with_source(err);
+    let error = Error::new(ExitCode::Registry, message).with_source(SendFailure {
+        failure,
+        error: err,
+    });
     match hint {
         Some(hint) => error.with_hint(hint),
         None => error,
     }
 }
+
+/// A request that got no answer. Shows only the innermost reason ("Connection refused (os error
+/// 111)"): reqwest's layers above it ("client error (Connect)", ...) say nothing to a user.
+#[derive(Debug)]
+pub struct SendFailure {
+    pub failure: Option<ConnectFailure>,
+    pub error: reqwest::Error,
+}
+
+impl std::fmt::Display for SendFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut innermost: &(dyn std::error::Error + 'static) = &self.error;
+        loop {
+            let inner = innermost
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref());
+            match inner
+                .map(|e| e as &(dyn std::error::Error + 'static))
+                .or_else(|| innermost.source())
+            {
+                Some(next) => innermost = next,
+                None => break,
+            }
+        }
+        write!(f, "{innermost}")
+    }
+}
+
+impl std::error::Error for SendFailure {}
 
 /// Go's HTTP server answers a plain request on a TLS port with this 400 body.
 pub fn is_plain_http_to_tls_answer(status: reqwest::StatusCode, body: &[u8]) -> bool {

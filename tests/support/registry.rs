@@ -1,5 +1,5 @@
 //! The real CNCF distribution registry (`docker-registry`) for tests: a free loopback port, data in
-//! a temp dir, optional htpasswd Basic auth and TLS; read back what landed; stopped on Drop.
+//! a temp dir, optional htpasswd Basic auth, token auth or TLS; read back what landed; stopped on Drop.
 #![allow(dead_code)] // each test binary uses its own part of the support code
 
 use std::io::{Read, Write};
@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 
+use super::token_server::{self, TokenAuth, TokenServer};
+
 /// What the registry is started with.
 #[derive(Debug, Clone, Default)]
 pub struct RegistryConfig {
@@ -17,6 +19,8 @@ pub struct RegistryConfig {
     pub basic_auth: Option<(String, String)>,
     /// Serve HTTPS with a certificate signed by a CA made for this registry.
     pub tls: bool,
+    /// Bearer token auth, with tokens from a stand-in token server.
+    pub token_auth: Option<TokenAuth>,
 }
 
 /// A running registry; killed and its files removed on Drop.
@@ -25,6 +29,7 @@ pub struct TestRegistry {
     dir: tempfile::TempDir,
     port: u16,
     config: RegistryConfig,
+    token_server: Option<TokenServer>,
 }
 
 /// A plain HTTP answer.
@@ -52,14 +57,21 @@ impl TestRegistry {
     pub fn with_basic_auth(user: &str, password: &str) -> Self {
         Self::start_with(RegistryConfig {
             basic_auth: Some((user.to_string(), password.to_string())),
-            tls: false,
+            ..RegistryConfig::default()
         })
     }
 
     pub fn with_tls() -> Self {
         Self::start_with(RegistryConfig {
-            basic_auth: None,
             tls: true,
+            ..RegistryConfig::default()
+        })
+    }
+
+    pub fn with_token_auth(auth: TokenAuth) -> Self {
+        Self::start_with(RegistryConfig {
+            token_auth: Some(auth),
+            ..RegistryConfig::default()
         })
     }
 
@@ -74,6 +86,17 @@ impl TestRegistry {
                 htpasswd.display()
             ));
         }
+        let token_server = config.token_auth.clone().map(|auth| {
+            let server = TokenServer::start(dir.path(), auth);
+            extra.push_str(&format!(
+                "auth: {{token: {{realm: \"{}\", service: {}, issuer: {}, rootcertbundle: {}}}}}\n",
+                server.realm(),
+                token_server::SERVICE,
+                token_server::ISSUER,
+                TokenServer::certificate(dir.path()).display()
+            ));
+            server
+        });
         let tls = if config.tls {
             make_certificates(dir.path());
             format!(
@@ -118,6 +141,7 @@ impl TestRegistry {
                     dir,
                     port,
                     config,
+                    token_server,
                 };
             }
             let _ = child.kill();
@@ -134,6 +158,14 @@ impl TestRegistry {
 
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
+    }
+
+    /// What the token server was asked, in order.
+    pub fn token_requests(&self) -> Vec<token_server::TokenRequest> {
+        self.token_server
+            .as_ref()
+            .expect("a token-auth registry")
+            .requests()
     }
 
     /// The PEM CA that signed a TLS registry's certificate.
@@ -181,6 +213,9 @@ impl TestRegistry {
         if let Some((user, password)) = &self.config.basic_auth {
             command.arg(format!("--creds={user}:{password}"));
         }
+        if let Some(auth) = &self.config.token_auth {
+            command.arg(format!("--creds={}:{}", auth.user, auth.password));
+        }
         command.arg(format!("docker://{}/{repo_and_tag}", self.host()));
         let output = command.output().expect("running skopeo");
         assert!(
@@ -211,11 +246,8 @@ fn wait_until_ready(child: &mut Child, port: u16, config: &RegistryConfig) -> bo
             }
             // With auth configured, the answer is a 401 challenge; use no credentials to see it.
             let anonymous = RegistryConfig::default();
-            let expected = if config.basic_auth.is_some() {
-                401
-            } else {
-                200
-            };
+            let has_auth = config.basic_auth.is_some() || config.token_auth.is_some();
+            let expected = if has_auth { 401 } else { 200 };
             if raw_request(port, &anonymous, "GET", "/v2/", &[]).status == expected {
                 return true;
             }

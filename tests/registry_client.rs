@@ -803,3 +803,69 @@ async fn a_non_loopback_plain_http_registry_needs_insecure() {
     let digest = push(&client, "app", b"over plain http").await;
     assert_eq!(registry.blob_status("app", digest.as_str()), 200);
 }
+
+#[tokio::test]
+async fn many_uploads_share_one_client_concurrently() {
+    let registry = TestRegistry::start();
+    let client = client(&registry.host(), &options());
+    let blobs: Vec<Vec<u8>> = (0..8)
+        .map(|seed| generated(1024 * 1024 + seed as usize, 100 + seed))
+        .collect();
+    let uploads = blobs.iter().map(|blob| {
+        let client = client.clone();
+        let digest = Digest::of_bytes(blob);
+        let body = chunked(blob);
+        let size = blob.len() as u64;
+        tokio::spawn(async move { client.push_blob("app", &digest, size, body).await })
+    });
+    for finished in futures_util::future::join_all(uploads).await {
+        finished.unwrap().unwrap();
+    }
+    for blob in &blobs {
+        let answer = registry.get(&format!("/v2/app/blobs/{}", Digest::of_bytes(blob)));
+        assert_eq!(answer.status, 200);
+        assert_eq!(&answer.body, blob);
+    }
+}
+
+#[tokio::test]
+async fn an_upload_cut_off_by_the_registry_dying_is_retryable() {
+    let registry = TestRegistry::start();
+    let client = client(&registry.host(), &options());
+    let content = generated(16 * 1024 * 1024, 13);
+    let digest = Digest::of_bytes(&content);
+    let pid = registry.pid().to_string();
+    let chunks: Vec<Bytes> = content
+        .chunks(64 * 1024)
+        .map(Bytes::copy_from_slice)
+        .collect();
+    // After 1 MiB has gone out, the registry is killed; the rest of the body has nowhere to go.
+    let body = stream::iter(chunks.into_iter().enumerate()).then(move |(index, chunk)| {
+        let pid = pid.clone();
+        async move {
+            if index == 16 {
+                let killed = std::process::Command::new("kill")
+                    .args(["-9", &pid])
+                    .status()
+                    .unwrap();
+                assert!(killed.success());
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            Ok(chunk)
+        }
+    });
+
+    let err = client
+        .push_blob("app", &digest, content.len() as u64, body)
+        .await
+        .unwrap_err();
+
+    let text = causes_and_hints(&err);
+    assert!(is_retryable(&err), "{text}");
+    assert_eq!(err.exit_code(), ExitCode::Registry);
+    assert!(
+        err.message().contains(&format!("{}/app", registry.host())),
+        "{text}"
+    );
+    assert!(text.contains(HELP), "{text}");
+}

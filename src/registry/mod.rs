@@ -42,12 +42,10 @@ struct Inner {
 impl RegistryClient {
     pub fn new(host: &RegistryHost, options: &TransportOptions) -> Result<Self> {
         let transport = Transport::new(host, options).map_err(|cause| {
+            let exit = cause.exit_code();
             with_help(
-                Error::new(
-                    ExitCode::Registry,
-                    format!("preparing to talk to the registry {host}"),
-                )
-                .with_source(cause),
+                Error::new(exit, format!("preparing to talk to the registry {host}"))
+                    .with_source(cause),
                 options.help.as_deref(),
             )
         })?;

@@ -205,6 +205,10 @@ pub fn connect_failure(err: &reqwest::Error) -> Option<ConnectFailure> {
         Some(ConnectFailure::TimedOut)
     } else if err.is_connect() {
         Some(ConnectFailure::Unreachable)
+    } else if err.is_request() || err.is_body() {
+        // Sent, at least in part, and no answer came back: hyper's "connection closed before
+        // message completed" and its kin.
+        Some(ConnectFailure::Dropped)
     } else {
         None
     }

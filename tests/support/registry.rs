@@ -151,6 +151,11 @@ impl TestRegistry {
         panic!("docker-registry did not start; its log:\n{last_log}");
     }
 
+    /// The registry's process id (to kill it in the middle of something).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `127.0.0.1:PORT`.
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)

@@ -17,6 +17,9 @@ use crate::error::{Error, ExitCode, Result};
 /// Attempts for a request we may send again (the first one included).
 const MAX_ATTEMPTS: u32 = 3;
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+/// Bound on a request without a streamed body: they are small, so a silent registry is a stuck one.
+/// Streamed uploads get none; a dead peer still ends them with a connection error.
+const SMALL_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What a request carries.
 pub enum Payload {
@@ -84,6 +87,9 @@ pub async fn send(transport: &Transport, auth: &Auth, mut request: Request) -> R
             && let Some(authorization) = auth.header(transport, &request.scope).await?
         {
             builder = builder.header(AUTHORIZATION, authorization);
+        }
+        if may_resend {
+            builder = builder.timeout(SMALL_REQUEST_TIMEOUT);
         }
         if let Some(body) = request.payload.for_attempt() {
             builder = builder.body(body);

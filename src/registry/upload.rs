@@ -206,9 +206,10 @@ impl RegistryClient {
 
     /// Best effort: tells the registry to drop an unfinished upload.
     async fn cancel_upload(&self, repo: &str, location: Url) {
-        let _ = self
-            .send(Request::new(Method::DELETE, location, Scope::push(repo)))
-            .await;
+        let mut request = Request::new(Method::DELETE, location, Scope::push(repo));
+        // Not worth a retry's wait: the registry expires abandoned uploads anyway.
+        request.idempotent = false;
+        let _ = self.send(request).await;
     }
 
     /// Turns a streamed request's outcome into the answer or the reason it failed, looking first at

@@ -15,7 +15,9 @@ pub mod kubeconfig;
 pub mod nodeload;
 pub mod output;
 pub mod product;
+pub mod push;
 pub mod reference;
+pub mod registry;
 
 use cli::{Cli, Command};
 use error::{Context, ExitCode, Result};
@@ -35,15 +37,15 @@ pub fn run(cli: Cli, printer: &Printer) -> Result<()> {
                 let version = env!("CARGO_PKG_VERSION");
                 printer.result(&match args.output {
                     cli::OutputFormat::Text => version.to_string(),
-                    cli::OutputFormat::Json => serde_json::json!({ "version": version }).to_string(),
+                    cli::OutputFormat::Json => {
+                        serde_json::json!({ "version": version }).to_string()
+                    }
                 });
                 Ok(())
             }
             Command::Info(args) => info::run(&args, &cli.cluster, printer).await,
             Command::Completion(args) => completion::print_script(args.shell),
-            Command::Push(_) => {
-                Err(error::Error::new(ExitCode::Failure, "not built yet"))
-            }
+            Command::Push(args) => push::run(&args, &cli.cluster, printer).await,
         }
     })
 }

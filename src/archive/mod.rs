@@ -42,11 +42,11 @@ use std::path::PathBuf;
 
 pub use blob::{BlobLocation, BlobReader};
 pub use error::{ArchiveError, archive_error_in};
+pub(crate) use image::oci_manifest;
 pub use image::{
     AbsentPlatform, Compression, Image, Layer, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_LAYER_GZIP,
     OCI_LAYER_ZSTD, OCI_MANIFEST, PlatformImage, RawBlob, oci_layer_type,
 };
-pub(crate) use image::oci_manifest;
 pub use platform::Platform;
 pub use verify::{VerifyingReader, is_verification_failure};
 

@@ -44,7 +44,9 @@ pub fn manifest_for(
             .zip(&platform.layers)
             .all(|(sent, layer)| layer.digest.as_ref() == Some(&sent.digest));
     if unchanged {
-        return archive.manifest(platform).map_err(crate::error::Error::from);
+        return archive
+            .manifest(platform)
+            .map_err(crate::error::Error::from);
     }
     let layers: Vec<(&str, &Digest, u64)> = as_sent
         .iter()
@@ -56,12 +58,16 @@ pub fn manifest_for(
 /// The index to tag for a multi-platform image: the archive's own when every manifest went
 /// unchanged, else a new OCI index of the platforms pushed.
 pub fn index_for(image: &Image, manifests: &[RawBlob]) -> RawBlob {
-    let unchanged = image.platforms.iter().zip(manifests).all(|(platform, sent)| {
-        platform
-            .manifest
-            .as_ref()
-            .is_some_and(|original| original.digest == sent.digest)
-    });
+    let unchanged = image
+        .platforms
+        .iter()
+        .zip(manifests)
+        .all(|(platform, sent)| {
+            platform
+                .manifest
+                .as_ref()
+                .is_some_and(|original| original.digest == sent.digest)
+        });
     if let Some(index) = image.index.as_ref().filter(|_| unchanged) {
         return index.clone();
     }

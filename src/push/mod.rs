@@ -54,7 +54,19 @@ pub async fn run(args: &PushArgs, cluster_args: &ClusterArgs, printer: &Printer)
             );
             push_to_registry(args, registry, &target, archive, image, printer).await?
         }
-        None => load_into_nodes(args, &discovered, &name, &tag, archive, image, scratch.path(), printer).await?,
+        None => {
+            load_into_nodes(
+                args,
+                &discovered,
+                &name,
+                &tag,
+                archive,
+                image,
+                scratch.path(),
+                printer,
+            )
+            .await?
+        }
     };
     report.print(args.output.output, printer, started.elapsed().as_secs_f64());
     Ok(())
@@ -65,7 +77,9 @@ async fn open_source(raw: &str, scratch: &Path, printer: &Printer) -> Result<Arc
     let source = match Source::classify(raw) {
         Source::Stdin => archive::Source::Stdin,
         Source::Path(path) => archive::Source::Path(path),
-        Source::EngineImage(image) => archive::Source::Path(engine::save(&image, scratch, printer).await?),
+        Source::EngineImage(image) => {
+            archive::Source::Path(engine::save(&image, scratch, printer).await?)
+        }
     };
     let archive = tokio::task::spawn_blocking(move || Archive::open(&source))
         .await
@@ -88,9 +102,12 @@ fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
         }
     };
     ImageName::parse(raw).map_err(|err| {
-        Error::new(ExitCode::Input, format!("the image name from {from} is not usable"))
-            .with_source(err)
-            .with_hint("pass a valid name with --tag NAME[:TAG]")
+        Error::new(
+            ExitCode::Input,
+            format!("the image name from {from} is not usable"),
+        )
+        .with_source(err)
+        .with_hint("pass a valid name with --tag NAME[:TAG]")
     })
 }
 
@@ -171,7 +188,10 @@ async fn load_into_nodes(
         None => Vec::new(),
     };
     let product = product::detect(&discovered.kubeconfig, &nodes);
-    printer.debug(&format!("no registry advertised; the cluster is {}", product.target_phrase()));
+    printer.debug(&format!(
+        "no registry advertised; the cluster is {}",
+        product.target_phrase()
+    ));
     let plan = to_nodes::NodeLoad {
         product: &product,
         nodes: &nodes,

@@ -124,7 +124,9 @@ mod tests {
     }
 
     fn sample() -> Vec<u8> {
-        (0..1_000_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect()
+        (0..1_000_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect()
     }
 
     fn no_progress() -> BlobProgress {
@@ -134,20 +136,35 @@ mod tests {
     #[tokio::test]
     async fn as_stored_passes_bytes_through() {
         let data = sample();
-        let out = collect(body(Cursor::new(data.clone()), Encoding::AsStored, no_progress())).await;
+        let out = collect(body(
+            Cursor::new(data.clone()),
+            Encoding::AsStored,
+            no_progress(),
+        ))
+        .await;
         assert_eq!(out.unwrap(), data);
     }
 
     #[tokio::test]
     async fn gzip_and_zstd_round_trip() {
         let data = sample();
-        let gz = collect(body(Cursor::new(data.clone()), Encoding::Gzip, no_progress())).await;
+        let gz = collect(body(
+            Cursor::new(data.clone()),
+            Encoding::Gzip,
+            no_progress(),
+        ))
+        .await;
         let mut unzipped = Vec::new();
         flate2::read::GzDecoder::new(&gz.unwrap()[..])
             .read_to_end(&mut unzipped)
             .unwrap();
         assert_eq!(unzipped, data);
-        let zst = collect(body(Cursor::new(data.clone()), Encoding::Zstd, no_progress())).await;
+        let zst = collect(body(
+            Cursor::new(data.clone()),
+            Encoding::Zstd,
+            no_progress(),
+        ))
+        .await;
         assert_eq!(zstd::decode_all(&zst.unwrap()[..]).unwrap(), data);
     }
 
@@ -156,10 +173,15 @@ mod tests {
         struct Failing;
         impl Read for Failing {
             fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
-                Err(io::Error::new(io::ErrorKind::InvalidData, "diff_id mismatch"))
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "diff_id mismatch",
+                ))
             }
         }
-        let err = collect(body(Failing, Encoding::Gzip, no_progress())).await.unwrap_err();
+        let err = collect(body(Failing, Encoding::Gzip, no_progress()))
+            .await
+            .unwrap_err();
         assert_eq!(err.to_string(), "diff_id mismatch");
     }
 }

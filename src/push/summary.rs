@@ -80,7 +80,9 @@ impl PushReport {
         match format {
             OutputFormat::Text => printer.result(&self.reference),
             // A struct of strings and numbers always serialises.
-            OutputFormat::Json => printer.result(&serde_json::to_string_pretty(self).unwrap_or_default()),
+            OutputFormat::Json => {
+                printer.result(&serde_json::to_string_pretty(self).unwrap_or_default())
+            }
         }
     }
 }
@@ -117,6 +119,14 @@ mod tests {
         t.count(Outcome::Pushed, 10);
         t.count(Outcome::AlreadyThere, 5);
         t.count(Outcome::Pushed, 1);
-        assert_eq!((t.blobs_pushed, t.bytes_pushed, t.blobs_skipped, t.bytes_skipped), (2, 11, 1, 5));
+        assert_eq!(
+            (
+                t.blobs_pushed,
+                t.bytes_pushed,
+                t.blobs_skipped,
+                t.bytes_skipped
+            ),
+            (2, 11, 1, 5)
+        );
     }
 }

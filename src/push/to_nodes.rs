@@ -40,7 +40,8 @@ pub async fn load(
         format!("{}:{content_tag}", plan.repository),
     ];
     let manifest = archive.manifest(&platform).map_err(Error::from)?;
-    let path = single_platform_archive(Arc::clone(&archive), platform.clone(), names, scratch).await?;
+    let path =
+        single_platform_archive(Arc::clone(&archive), platform.clone(), names, scratch).await?;
     let load_plan = match plan.load_command {
         Some(template) => LoadPlan::from_template(template, &path)?,
         None => plan
@@ -65,7 +66,11 @@ pub async fn load(
 
 /// Nodes import one platform (a multi-platform index fails `ctr import`, kind#3795): the one
 /// the nodes run, else the only one there is.
-fn platform_for_nodes(image: Image, nodes: &[NodeFacts], printer: &Printer) -> Result<PlatformImage> {
+fn platform_for_nodes(
+    image: Image,
+    nodes: &[NodeFacts],
+    printer: &Printer,
+) -> Result<PlatformImage> {
     if let [only] = image.platforms.as_slice() {
         return Ok(only.clone());
     }
@@ -87,9 +92,13 @@ fn platform_for_nodes(image: Image, nodes: &[NodeFacts], printer: &Printer) -> R
                 ExitCode::Input,
                 format!("the image has no {wanted} platform for the nodes (it has {available})"),
             )
-            .with_hint("pick one with --platform OS/ARCH, or build the image for the nodes' platform")
+            .with_hint(
+                "pick one with --platform OS/ARCH, or build the image for the nodes' platform",
+            )
         })?;
-    printer.status(&format!("loading the {wanted} platform, the one the nodes run"));
+    printer.status(&format!(
+        "loading the {wanted} platform, the one the nodes run"
+    ));
     Ok(chosen)
 }
 
@@ -120,7 +129,9 @@ async fn single_platform_archive(
     let written = out.clone();
     tokio::task::spawn_blocking(move || archive.write_docker_archive(&platform, &names, &written))
         .await
-        .map_err(|err| Error::new(ExitCode::Failure, "writing the archive for the nodes").with_source(err))?
+        .map_err(|err| {
+            Error::new(ExitCode::Failure, "writing the archive for the nodes").with_source(err)
+        })?
         .map_err(Error::from)?;
     Ok(out)
 }

@@ -17,7 +17,7 @@ use crate::error::{Error, ExitCode, Result};
 use crate::hosting::LocalRegistry;
 use crate::output::Printer;
 use crate::reference::Target;
-use crate::registry::{RegistryClient, TransportOptions, short_digest};
+use crate::registry::{RegistryClient, TransportOptions};
 
 /// How the push reaches the registry, resolved from flags and the registry's nature.
 pub struct RegistryPush<'a> {
@@ -60,7 +60,13 @@ pub async fn push(
 
     let mut manifests = Vec::new();
     for platform in &image.platforms {
-        let outcome = send_small_blob(&client, repo, &platform.config.digest, &platform.config.bytes).await?;
+        let outcome = send_small_blob(
+            &client,
+            repo,
+            &platform.config.digest,
+            &platform.config.bytes,
+        )
+        .await?;
         transfer.count(outcome, platform.config.size());
         manifests.push(manifest_for(&archive, platform, &sent_layers)?);
     }
@@ -71,7 +77,12 @@ pub async fn push(
             for manifest in &manifests {
                 let reference = manifest.digest.to_string();
                 client
-                    .put_manifest(repo, &reference, &manifest.media_type, Bytes::from(manifest.bytes.clone()))
+                    .put_manifest(
+                        repo,
+                        &reference,
+                        &manifest.media_type,
+                        Bytes::from(manifest.bytes.clone()),
+                    )
                     .await?;
             }
             let index = index_for(&image, &manifests);
@@ -145,7 +156,9 @@ async fn send_layer(
     let key = layer_key(&layer).clone();
     let reencode = layer.compression == Compression::None && encoding != Encoding::AsStored;
     let result = if reencode {
-        let reader = archive.layer_reader(&layer).map_err(|err| reading(&layer, err))?;
+        let reader = archive
+            .layer_reader(&layer)
+            .map_err(|err| reading(&layer, err))?;
         client
             .push_blob_unknown_digest(repo, stream::body(reader, encoding, bar.clone()))
             .await
@@ -161,7 +174,9 @@ async fn send_layer(
         match client.blob_exists(repo, &key).await? {
             Some(_) => Ok((descriptor, Outcome::AlreadyThere)),
             None => {
-                let reader = archive.layer_reader(&layer).map_err(|err| reading(&layer, err))?;
+                let reader = archive
+                    .layer_reader(&layer)
+                    .map_err(|err| reading(&layer, err))?;
                 let body = stream::body(reader, Encoding::AsStored, bar.clone());
                 client
                     .push_blob(repo, &key, layer.size(), body)
@@ -186,12 +201,19 @@ async fn send_layer(
 }
 
 /// Configs are small and already in memory.
-async fn send_small_blob(client: &RegistryClient, repo: &str, digest: &Digest, bytes: &[u8]) -> Result<Outcome> {
+async fn send_small_blob(
+    client: &RegistryClient,
+    repo: &str,
+    digest: &Digest,
+    bytes: &[u8],
+) -> Result<Outcome> {
     if client.blob_exists(repo, digest).await?.is_some() {
         return Ok(Outcome::AlreadyThere);
     }
     let body = futures_util::stream::once(std::future::ready(Ok(Bytes::copy_from_slice(bytes))));
-    client.push_blob(repo, digest, bytes.len() as u64, body).await?;
+    client
+        .push_blob(repo, digest, bytes.len() as u64, body)
+        .await?;
     Ok(Outcome::Pushed)
 }
 
@@ -213,6 +235,13 @@ fn corrupt_input_or(err: Error, layer: &Layer) -> Error {
 }
 
 fn reading(layer: &Layer, err: std::io::Error) -> Error {
-    Error::new(ExitCode::Input, format!("reading {} from {}", layer.describe(), layer.location.archive))
-        .with_source(err)
+    Error::new(
+        ExitCode::Input,
+        format!(
+            "reading {} from {}",
+            layer.describe(),
+            layer.location.archive
+        ),
+    )
+    .with_source(err)
 }

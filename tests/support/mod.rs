@@ -4,4 +4,6 @@
 pub mod apiserver;
 pub mod containerd;
 pub mod fixtures;
+pub mod registry;
 pub mod standins;
+pub mod token_server;

@@ -1,0 +1,245 @@
+//! Our OCI distribution client: one per registry host, cheap to clone, safe to share between
+//! concurrent uploads. Every error names the operation and `host/repo` and carries the cluster's guide.
+
+mod auth;
+mod credentials;
+mod errors;
+mod manifest;
+mod request;
+mod transport;
+mod upload;
+
+use std::sync::Arc;
+
+use reqwest::{Method, Response, Url};
+
+pub use self::credentials::CredentialSources;
+pub use self::errors::{RegistryResponse, is_retryable};
+pub use self::transport::TransportOptions;
+
+use self::auth::{Auth, Scope};
+use self::errors::unexpected_answer;
+use self::request::{Request, failure_in, send};
+use self::transport::{
+    ConnectFailure, Scheme, Transport, is_plain_http_to_tls_answer, plain_http_to_tls_error,
+};
+use crate::digest::Digest;
+use crate::error::{Error, ExitCode, Result};
+use crate::hosting::RegistryHost;
+
+/// A client for one registry host.
+#[derive(Debug, Clone)]
+pub struct RegistryClient {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    transport: Transport,
+    auth: Auth,
+}
+
+impl RegistryClient {
+    pub fn new(host: &RegistryHost, options: &TransportOptions) -> Result<Self> {
+        let transport = Transport::new(host, options).map_err(|cause| {
+            let exit = cause.exit_code();
+            with_help(
+                Error::new(exit, format!("preparing to talk to the registry {host}"))
+                    .with_source(cause),
+                options.help.as_deref(),
+            )
+        })?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                transport,
+                auth: Auth::new(options.credentials.clone()),
+            }),
+        })
+    }
+
+    pub fn host(&self) -> &RegistryHost {
+        &self.inner.transport.host
+    }
+
+    /// `GET /v2/`: checks that the registry answers, settles HTTP or HTTPS, and answers its auth
+    /// challenge so that wrong credentials show up before any upload.
+    pub async fn ping(&self) -> Result<()> {
+        let what = || format!("reaching the registry {}", self.host());
+        // At most one switch of scheme: the server speaks the other one and the rules allow it.
+        let mut switched = false;
+        loop {
+            let transport = &self.inner.transport;
+            let url = transport
+                .url("")
+                .map_err(|cause| self.failed(what(), cause))?;
+            let sent = send(
+                transport,
+                &self.inner.auth,
+                Request::new(Method::GET, url, Scope::registry()),
+            )
+            .await;
+            let response = match sent {
+                Ok(response) => response,
+                Err(cause) => {
+                    let speaks_http = failure_in(&cause) == Some(ConnectFailure::ServerSpeaksHttp);
+                    if speaks_http && !switched && transport.may_switch_to(Scheme::Http) {
+                        transport.set_scheme(Scheme::Http);
+                        switched = true;
+                        continue;
+                    }
+                    return Err(self.failed(what(), cause));
+                }
+            };
+            if response.status().is_success() {
+                return Ok(());
+            }
+            let answer = RegistryResponse::read(response).await;
+            let status = answer.status;
+            if transport.scheme() == Scheme::Http
+                && is_plain_http_to_tls_answer(status, answer.body())
+            {
+                if !switched && transport.may_switch_to(Scheme::Https) {
+                    transport.set_scheme(Scheme::Https);
+                    switched = true;
+                    continue;
+                }
+                return Err(self.failed(what(), plain_http_to_tls_error(transport)));
+            }
+            let cause = unexpected_answer(answer);
+            let cause = if status == reqwest::StatusCode::NOT_FOUND {
+                cause.with_hint(format!(
+                    "{} may not be an OCI registry (GET /v2/ answered 404)",
+                    self.host()
+                ))
+            } else {
+                cause
+            };
+            return Err(self.failed(what(), cause));
+        }
+    }
+
+    fn transport(&self) -> &Transport {
+        &self.inner.transport
+    }
+
+    async fn send(&self, request: Request) -> Result<Response> {
+        send(&self.inner.transport, &self.inner.auth, request).await
+    }
+
+    /// `scheme://host/v2/<repo>/<rest>` after checking the names cannot break out of the path.
+    fn repo_url(&self, repo: &str, rest: &str) -> Result<Url> {
+        check_repository(repo)?;
+        self.transport().url(&format!("{repo}/{rest}"))
+    }
+
+    /// The cause for a non-success answer: the registry's own words, or the HTTPS/HTTP mismatch.
+    async fn answer_error(&self, response: Response) -> Error {
+        let answer = RegistryResponse::read(response).await;
+        if self.transport().scheme() == Scheme::Http
+            && is_plain_http_to_tls_answer(answer.status, answer.body())
+        {
+            return plain_http_to_tls_error(self.transport());
+        }
+        unexpected_answer(answer)
+    }
+
+    /// The error for a failed operation: what we did, to what, the cause, and the cluster's guide.
+    fn failed(&self, what: String, cause: Error) -> Error {
+        let exit = cause.exit_code();
+        with_help(
+            Error::new(exit, what).with_source(cause),
+            self.transport().help.as_deref(),
+        )
+    }
+
+    fn target(&self, repo: &str) -> String {
+        format!("{}/{repo}", self.host())
+    }
+}
+
+fn with_help(error: Error, help: Option<&str>) -> Error {
+    match help {
+        Some(help) => error.with_hint(format!("this cluster's registry guide: {help}")),
+        None => error,
+    }
+}
+
+/// `sha256:0123456789ab…`: enough to tell blobs apart in a message.
+pub fn short_digest(digest: &Digest) -> String {
+    format!("sha256:{}…", &digest.hex()[..12])
+}
+
+/// Repository names are path components: lowercase alphanumerics and `._-/` separators.
+fn check_repository(repo: &str) -> Result<()> {
+    let alphanumeric = |b: &u8| matches!(b, b'a'..=b'z' | b'0'..=b'9');
+    // Each component starts and ends alphanumeric, so `.` and `..` (which a URL resolves) never pass.
+    let valid = repo.split('/').all(|component| {
+        let bytes = component.as_bytes();
+        bytes.first().is_some_and(alphanumeric)
+            && bytes.last().is_some_and(alphanumeric)
+            && bytes
+                .iter()
+                .all(|b| alphanumeric(b) || matches!(b, b'.' | b'_' | b'-'))
+    });
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ExitCode::Usage,
+            format!("{repo:?} is not a valid repository name"),
+        )
+        .with_hint("repository names are lowercase letters, digits and . _ - / separators"))
+    }
+}
+
+/// Tags (`[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`) or digests (`sha256:<hex>`).
+fn check_reference(reference: &str) -> Result<()> {
+    let valid = reference.parse::<Digest>().is_ok()
+        || (!reference.is_empty()
+            && reference.len() <= 128
+            && !reference.starts_with(['.', '-'])
+            && reference
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')));
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ExitCode::Usage,
+            format!("{reference:?} is neither a tag nor a sha256 digest"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_names_cannot_escape_the_path() {
+        for good in ["app", "team/app", "a.b_c-d/e"] {
+            assert!(check_repository(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "", "App", "a//b", "/a", "a/", "a?b", "a#b", "a b", "../x", "a/./b", "-a",
+        ] {
+            assert!(check_repository(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn references_are_tags_or_digests() {
+        assert!(check_reference("dev").is_ok());
+        assert!(check_reference("v1.2.3-rc_1").is_ok());
+        assert!(check_reference(&format!("sha256:{}", "0".repeat(64))).is_ok());
+        for bad in ["", "-x", "a/b", "a?b", "a:b", &"x".repeat(129)] {
+            assert!(check_reference(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn short_digests_keep_twelve_hex_digits() {
+        let digest = Digest::of_bytes(b"");
+        assert_eq!(short_digest(&digest), "sha256:e3b0c44298fc…");
+    }
+}

@@ -1,18 +1,34 @@
-//! `kubectl registry info`: what discovery found and where from, as text or JSON.
+//! `kubectl registry info`: what discovery found and where from, which product the cluster is,
+//! and what push would do, as text or JSON.
+
+use std::path::Path;
 
 use serde::Serialize;
 
 use crate::cli::{ClusterArgs, InfoArgs, OutputFormat};
-use crate::cluster::KubeconfigFacts;
+use crate::cluster::{Cluster, KubeconfigFacts};
 use crate::discovery::{self, REGISTRY_HOST_ENV};
 use crate::error::{Context, ExitCode, Result};
 use crate::hosting::{HOSTING_CONFIGMAP, KEP_URL, LocalRegistry, RegistryHost, RegistrySource};
+use crate::nodeload::ARCHIVE_PLACEHOLDER;
 use crate::output::Printer;
+use crate::product::{self, Product, ProductKind};
+
+/// Stands for the archive in the node-load command that `info` shows.
+const ARCHIVE_SHOWN: &str = "<archive>";
 
 /// Prints what discovery found. Finding no registry is a result, not a failure.
 pub async fn run(args: &InfoArgs, cluster_args: &ClusterArgs, printer: &Printer) -> Result<()> {
     let discovered = discovery::discover(cluster_args, printer).await?;
-    let report = Report::new(&discovered.kubeconfig, discovered.registry.as_ref());
+    let product = match &discovered.cluster {
+        Some(cluster) => Some(detect_product(cluster, printer).await?),
+        None => None,
+    };
+    let report = Report::new(
+        &discovered.kubeconfig,
+        discovered.registry.as_ref(),
+        product.as_ref(),
+    );
     let text = match args.output.output {
         OutputFormat::Text => report.text(),
         OutputFormat::Json => serde_json::to_string_pretty(&report)
@@ -22,16 +38,40 @@ pub async fn run(args: &InfoArgs, cluster_args: &ClusterArgs, printer: &Printer)
     Ok(())
 }
 
-/// The `-o json` shape; field names are a public interface for scripts.
+/// The product from the nodes (listed once, shared with discovery) and the kubeconfig's names.
+async fn detect_product(cluster: &Cluster, printer: &Printer) -> Result<Product> {
+    let nodes = cluster.nodes().await?;
+    if nodes.is_empty() {
+        printer.debug("no node facts, so the product is told from the kubeconfig's names alone");
+    }
+    Ok(product::detect(cluster.facts(), &nodes))
+}
+
+/// The `-o json` shape; field names are a public interface for scripts:
+///
+/// - `context`, `cluster`, `server`: the kubeconfig's context, its cluster entry's name and that
+///   cluster's server URL; null when absent (in a pod, `context` and `cluster` are null; with
+///   `--registry` and no kubeconfig, all three are).
+/// - `product`: `{"kind": "kind" | "k3d" | "minikube" | "microk8s" | "k3s" | "docker-desktop" |
+///   "orbstack" | "colima" | "rancher-desktop" | "unknown", "clusterName": string | null}`
+///   (`clusterName`: the kind or k3d cluster, the minikube or Colima profile); null only when
+///   the cluster was not contacted because `--registry` or `KUBECTL_REGISTRY_HOST` named the
+///   registry.
+/// - `registry`: null when none is advertised, else `host` (where push sends the image),
+///   `hostFromContainerRuntime` (what printed refs name), `hostFromClusterNetwork` (null when
+///   not advertised), `help` (the registry's guide, or null), `source` (`flag`, `env`,
+///   `configmap`, `annotation` or `microk8s-service`).
+/// - `push`: what `kubectl registry push` would do: `method` (`registry`, `node-load` or
+///   `none`, which means push would fail) and a one-line `description`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report<'a> {
     pub context: Option<&'a str>,
     pub cluster: Option<&'a str>,
     pub server: Option<&'a str>,
-    /// Which product the cluster is (kind, k3d, ...); filled in once product detection exists.
-    pub product: Option<String>,
+    pub product: Option<&'a Product>,
     pub registry: Option<RegistryReport<'a>>,
+    pub push: PushPreview,
 }
 
 #[derive(Debug, Serialize)]
@@ -44,13 +84,63 @@ pub struct RegistryReport<'a> {
     pub source: RegistrySource,
 }
 
+/// How push would get an image into the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PushMethod {
+    Registry,
+    NodeLoad,
+    /// No registry and no product to load into: push would fail.
+    #[serde(rename = "none")]
+    Unavailable,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PushPreview {
+    pub method: PushMethod,
+    pub description: String,
+}
+
+impl PushPreview {
+    /// A registry wins, as in push; else the product's node-load command.
+    fn new(registry: Option<&LocalRegistry>, product: Option<&Product>) -> Self {
+        if let Some(registry) = registry {
+            return Self {
+                method: PushMethod::Registry,
+                description: format!(
+                    "push to {} and print refs on {}",
+                    registry.host, registry.host_from_container_runtime
+                ),
+            };
+        }
+        match product.and_then(|p| p.load_plan(Path::new(ARCHIVE_SHOWN))) {
+            Some(plan) => Self {
+                method: PushMethod::NodeLoad,
+                // The placeholder is a word for the reader, not a path: shown bare, as usage
+                // texts show one, rather than shell-quoted for its angle brackets.
+                description: plan
+                    .description()
+                    .replace(&format!("'{ARCHIVE_SHOWN}'"), ARCHIVE_SHOWN),
+            },
+            None => Self {
+                method: PushMethod::Unavailable,
+                description: "fail: no registry is advertised and no way to load images into this cluster's nodes is known".to_string(),
+            },
+        }
+    }
+}
+
 impl<'a> Report<'a> {
-    pub fn new(kubeconfig: &'a KubeconfigFacts, registry: Option<&'a LocalRegistry>) -> Self {
+    pub fn new(
+        kubeconfig: &'a KubeconfigFacts,
+        registry: Option<&'a LocalRegistry>,
+        product: Option<&'a Product>,
+    ) -> Self {
         Self {
             context: kubeconfig.context.as_deref(),
             cluster: kubeconfig.cluster.as_deref(),
             server: kubeconfig.server.as_deref(),
-            product: None,
+            product,
             registry: registry.map(|r| RegistryReport {
                 host: &r.host,
                 host_from_container_runtime: &r.host_from_container_runtime,
@@ -58,10 +148,11 @@ impl<'a> Report<'a> {
                 help: r.help.as_deref(),
                 source: r.source,
             }),
+            push: PushPreview::new(registry, product),
         }
     }
 
-    /// Aligned `label: value` lines for a terminal.
+    /// Aligned `label: value` lines for a terminal; without a registry, why, and what to do.
     pub fn text(&self) -> String {
         let in_cluster = self.context.is_none() && self.server.is_some();
         let mut lines = vec![
@@ -73,39 +164,79 @@ impl<'a> Report<'a> {
             ),
             ("cluster", self.cluster.unwrap_or("(none)").to_string()),
             ("server", self.server.unwrap_or("(none)").to_string()),
+            (
+                "product",
+                self.product.map_or_else(
+                    || "(not detected: the cluster was not contacted)".to_string(),
+                    describe_product,
+                ),
+            ),
         ];
-        let Some(registry) = &self.registry else {
-            lines.push(("registry", "none advertised".to_string()));
-            return format!("{}\n\n{}", aligned(&lines), none_advertised());
+        match &self.registry {
+            Some(registry) => lines.extend([
+                ("registry host", registry.host.to_string()),
+                (
+                    "runtime host",
+                    registry.host_from_container_runtime.to_string(),
+                ),
+                (
+                    "cluster-network host",
+                    registry
+                        .host_from_cluster_network
+                        .map_or_else(|| "(not advertised)".to_string(), ToString::to_string),
+                ),
+                ("help", registry.help.unwrap_or("(none)").to_string()),
+                ("source", describe(registry.source)),
+            ]),
+            None => lines.push(("registry", "none advertised".to_string())),
+        }
+        lines.push(("push", self.push.description.clone()));
+        let table = aligned(&lines);
+        if self.registry.is_some() {
+            return table;
+        }
+        let after = match (self.push.method, self.product) {
+            (PushMethod::NodeLoad, Some(product)) => format!(
+                "tip: give the cluster a registry and push uses it instead: {}",
+                product.registry_guide()
+            ),
+            _ => ways_out(),
         };
-        lines.extend([
-            ("registry host", registry.host.to_string()),
-            (
-                "runtime host",
-                registry.host_from_container_runtime.to_string(),
-            ),
-            (
-                "cluster-network host",
-                registry
-                    .host_from_cluster_network
-                    .map_or_else(|| "(not advertised)".to_string(), ToString::to_string),
-            ),
-            ("help", registry.help.unwrap_or("(none)").to_string()),
-            ("source", describe(registry.source).to_string()),
-        ]);
-        aligned(&lines)
+        format!("{table}\n\n{}\n{after}", none_advertised())
     }
 }
 
 fn none_advertised() -> String {
     format!(
         "No local registry advertised: nothing in ConfigMap {HOSTING_CONFIGMAP},\n\
-         node annotations or a microk8s registry Service names one.\n\
-         Ways out:\n  \
+         node annotations or a microk8s registry Service names one."
+    )
+}
+
+fn ways_out() -> String {
+    format!(
+        "Ways out:\n  \
          - run a registry that advertises itself in that ConfigMap (KEP-1755):\n    \
          {KEP_URL}\n  \
-         - or name one: --registry HOST[:PORT] (or {REGISTRY_HOST_ENV})"
+         - or name one: --registry HOST[:PORT] (or {REGISTRY_HOST_ENV})\n  \
+         - or load the image your own way: push --load-command 'PROGRAM ARGS... {ARCHIVE_PLACEHOLDER}'"
     )
+}
+
+/// `kind (cluster "dev")`, `minikube (profile "dev")`, `MicroK8s`, `unknown`.
+fn describe_product(product: &Product) -> String {
+    let name = match product.kind {
+        ProductKind::Unknown => return product.kind.as_str().to_string(),
+        kind => kind.display_name(),
+    };
+    let noun = match product.kind {
+        ProductKind::Minikube | ProductKind::Colima => "profile",
+        _ => "cluster",
+    };
+    match &product.cluster_name {
+        Some(cluster) => format!("{name} ({noun} \"{cluster}\")"),
+        None => name.to_string(),
+    }
 }
 
 fn describe(source: RegistrySource) -> String {
@@ -131,4 +262,50 @@ fn aligned(lines: &[(&str, String)]) -> String {
         .map(|(label, value)| format!("{:<LABEL_WIDTH$} {value}", format!("{label}:")))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn product(kind: ProductKind, cluster_name: Option<&str>) -> Product {
+        Product {
+            kind,
+            cluster_name: cluster_name.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn products_read_with_their_own_word_for_a_cluster() {
+        let shown = [
+            product(ProductKind::Kind, Some("dev")),
+            product(ProductKind::Colima, Some("work")),
+            product(ProductKind::RancherDesktop, None),
+            product(ProductKind::Unknown, None),
+        ]
+        .iter()
+        .map(describe_product)
+        .collect::<Vec<_>>();
+        assert_eq!(
+            shown,
+            [
+                "kind (cluster \"dev\")",
+                "Colima (profile \"work\")",
+                "Rancher Desktop",
+                "unknown"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_archive_placeholder_is_shown_bare_even_where_a_name_needs_quotes() {
+        let push = PushPreview::new(None, Some(&product(ProductKind::Kind, Some("my dev"))));
+        assert_eq!(push.method, PushMethod::NodeLoad);
+        assert_eq!(
+            push.description,
+            "load the image into the nodes of kind cluster \"my dev\": `kind load image-archive <archive> --name 'my dev'`"
+        );
+        let none = PushPreview::new(None, None);
+        assert_eq!(none.method, PushMethod::Unavailable);
+    }
 }

@@ -83,7 +83,10 @@ fn redact_ports_replaces_only_loopback_ports() {
 
 #[test]
 fn kinds_local_registry_script_is_found_in_the_configmap_as_text() {
-    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let server = ApiServer::builder()
+        .hosting_v1(KIND_SCRIPT_V1)
+        .node(kind_node("dev"))
+        .start();
     let run = info(&server, "kind-dev", &[]);
     assert_eq!(run.stderr, "");
     assert_eq!(
@@ -92,24 +95,29 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_text() {
 context:              kind-dev
 cluster:              kind-dev
 server:               http://127.0.0.1:PORT
+product:              kind (cluster \"dev\")
 registry host:        localhost:5001
 runtime host:         localhost:5001
 cluster-network host: (not advertised)
 help:                 https://kind.sigs.k8s.io/docs/user/local-registry/
 source:               ConfigMap kube-public/local-registry-hosting (KEP-1755)
+push:                 push to localhost:5001 and print refs on localhost:5001
 "
     );
     assert_eq!(run.code, 0);
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET],
-        "the first hit ends discovery"
+        vec![CONFIGMAP_GET, NODES_LIST],
+        "the first hit ends discovery; the nodes are listed for the product"
     );
 }
 
 #[test]
 fn kinds_local_registry_script_is_found_in_the_configmap_as_json() {
-    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let server = ApiServer::builder()
+        .hosting_v1(KIND_SCRIPT_V1)
+        .node(kind_node("dev"))
+        .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
     assert_eq!(
         run.stdout,
@@ -117,13 +125,20 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_json() {
   "context": "kind-dev",
   "cluster": "kind-dev",
   "server": "http://127.0.0.1:PORT",
-  "product": null,
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
   "registry": {
     "host": "localhost:5001",
     "hostFromContainerRuntime": "localhost:5001",
     "hostFromClusterNetwork": null,
     "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
     "source": "configmap"
+  },
+  "push": {
+    "method": "registry",
+    "description": "push to localhost:5001 and print refs on localhost:5001"
   }
 }
 "#
@@ -209,11 +224,13 @@ fn microk8s_registry_service_is_the_last_resort() {
 context:              microk8s
 cluster:              microk8s
 server:               http://127.0.0.1:PORT
+product:              MicroK8s
 registry host:        localhost:32000
 runtime host:         localhost:32000
 cluster-network host: (not advertised)
 help:                 (none)
 source:               Service container-registry/registry (microk8s registry addon)
+push:                 push to localhost:32000 and print refs on localhost:32000
 "
     );
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
@@ -285,6 +302,10 @@ fn flags_beat_everything_and_the_cluster_is_not_contacted() {
     "hostFromClusterNetwork": null,
     "help": null,
     "source": "flag"
+  },
+  "push": {
+    "method": "registry",
+    "description": "push to registry.localhost:5001 and print refs on kind-registry:5000"
   }
 }
 "#
@@ -312,11 +333,13 @@ fn the_environment_beats_the_configmap_and_the_cluster_is_not_contacted() {
 context:              kind-dev
 cluster:              kind-dev
 server:               http://127.0.0.1:PORT
+product:              (not detected: the cluster was not contacted)
 registry host:        localhost:6000
 runtime host:         registry:6000
 cluster-network host: (not advertised)
 help:                 (none)
 source:               KUBECTL_REGISTRY_HOST environment variable
+push:                 push to localhost:6000 and print refs on registry:6000
 "
     );
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
@@ -344,6 +367,10 @@ fn the_registry_flag_needs_no_kubeconfig_at_all() {
     "hostFromClusterNetwork": null,
     "help": null,
     "source": "flag"
+  },
+  "push": {
+    "method": "registry",
+    "description": "push to localhost:5001 and print refs on localhost:5001"
   }
 }
 "#
@@ -351,11 +378,12 @@ fn the_registry_flag_needs_no_kubeconfig_at_all() {
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     let text = outcome(registry_cmd(home.path()).args(["--registry", "localhost:5001", "info"]));
     assert_eq!(
-        text.stdout.lines().take(3).collect::<Vec<_>>(),
+        text.stdout.lines().take(4).collect::<Vec<_>>(),
         vec![
             "context:              (none)",
             "cluster:              (none)",
-            "server:               (none)"
+            "server:               (none)",
+            "product:              (not detected: the cluster was not contacted)",
         ]
     );
     assert_eq!(text.code, 0);
@@ -378,33 +406,250 @@ hint: give host[:port], for example localhost:5001 or [::1]:5001
     assert_eq!(run.code, 2);
 }
 
-#[test]
-fn nothing_advertised_is_a_result_not_a_failure() {
-    let server = ApiServer::builder()
-        .node(StandInNode::new("docker-desktop"))
-        .start();
-    let run = info(&server, "docker-desktop", &[]);
-    assert_eq!(
-        run.stdout,
-        "\
-context:              docker-desktop
-cluster:              docker-desktop
-server:               http://127.0.0.1:PORT
-registry:             none advertised
+/// A kind node as kind writes it: `NAME-control-plane`, providerID `kind://docker/NAME/...`.
+fn kind_node(cluster: &str) -> StandInNode {
+    let node = format!("{cluster}-control-plane");
+    StandInNode::new(&node)
+        .provider_id(&format!("kind://docker/{cluster}/{node}"))
+        .label("node-role.kubernetes.io/control-plane", "")
+}
 
+const NONE_ADVERTISED: &str = "\
 No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
 node annotations or a microk8s registry Service names one.
-Ways out:
-  - run a registry that advertises itself in that ConfigMap (KEP-1755):
-    https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry
-  - or name one: --registry HOST[:PORT] (or KUBECTL_REGISTRY_HOST)
+";
+
+#[test]
+fn kind_without_a_registry_loads_with_kind_load_naming_the_cluster() {
+    let server = ApiServer::builder().node(kind_node("dev")).start();
+    let run = info(&server, "kind-dev", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              kind-dev
+cluster:              kind-dev
+server:               http://127.0.0.1:PORT
+product:              kind (cluster \"dev\")
+registry:             none advertised
+push:                 load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`
+
+{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://kind.sigs.k8s.io/docs/user/local-registry/
 "
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET],
+        "one node list serves discovery and product detection"
+    );
+
+    let run = info(&server, "kind-dev", &["-o", "json"]);
+    assert_eq!(
+        run.stdout,
+        r#"{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:PORT",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": null,
+  "push": {
+    "method": "node-load",
+    "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
+  }
+}
+"#
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn node_facts_name_the_product_when_the_context_was_renamed() {
+    let server = ApiServer::builder().node(kind_node("dev")).start();
+    let run = info(&server, "work", &["-o", "json"]);
+    assert_eq!(
+        json(&run)["product"],
+        serde_json::json!({"kind": "kind", "clusterName": "dev"})
+    );
+    assert_eq!(
+        json(&run)["push"]["description"],
+        "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn k3d_without_a_registry_imports_into_the_named_cluster() {
+    let server = ApiServer::builder()
+        .node(
+            StandInNode::new("k3d-dev-server-0")
+                .provider_id("k3s://k3d-dev-server-0")
+                .label("node.kubernetes.io/instance-type", "k3s"),
+        )
+        .start();
+    let run = info(&server, "k3d-dev", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              k3d-dev
+cluster:              k3d-dev
+server:               http://127.0.0.1:PORT
+product:              k3d (cluster \"dev\")
+registry:             none advertised
+push:                 load the image into the nodes of k3d cluster \"dev\": `k3d image import <archive> -c dev`
+
+{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://k3d.io/stable/usage/registries/
+"
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+
+    let run = info(&server, "k3d-dev", &["-o", "json"]);
+    assert_eq!(
+        (&json(&run)["product"], &json(&run)["push"]),
+        (
+            &serde_json::json!({"kind": "k3d", "clusterName": "dev"}),
+            &serde_json::json!({
+                "method": "node-load",
+                "description": "load the image into the nodes of k3d cluster \"dev\": `k3d image import <archive> -c dev`",
+            })
+        )
+    );
+}
+
+#[test]
+fn minikube_without_a_registry_loads_into_the_profile() {
+    let server = ApiServer::builder()
+        .node(StandInNode::new("minikube").label("minikube.k8s.io/name", "minikube"))
+        .start();
+    let run = info(&server, "minikube", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              minikube
+cluster:              minikube
+server:               http://127.0.0.1:PORT
+product:              minikube (profile \"minikube\")
+registry:             none advertised
+push:                 load the image into the nodes of minikube profile \"minikube\": `minikube image load <archive> -p minikube`
+
+{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://minikube.sigs.k8s.io/docs/handbook/registry/
+"
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+
+    let run = info(&server, "minikube", &["-o", "json"]);
+    assert_eq!(
+        (&json(&run)["product"], &json(&run)["push"]["method"]),
+        (
+            &serde_json::json!({"kind": "minikube", "clusterName": "minikube"}),
+            &serde_json::json!("node-load")
+        )
+    );
+}
+
+#[test]
+fn microk8s_without_its_registry_addon_imports_on_every_node() {
+    let server = ApiServer::builder()
+        .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
+        .start();
+    let run = info(&server, "microk8s", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              microk8s
+cluster:              microk8s
+server:               http://127.0.0.1:PORT
+product:              MicroK8s
+registry:             none advertised
+push:                 load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25
+
+{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://microk8s.io/docs/registry-built-in
+"
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+
+    let run = info(&server, "microk8s", &["-o", "json"]);
+    assert_eq!(
+        json(&run)["product"],
+        serde_json::json!({"kind": "microk8s", "clusterName": null})
+    );
+}
+
+#[test]
+fn microk8s_with_its_registry_addon_pushes_there_as_json() {
+    let server = ApiServer::builder()
+        .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
+        .microk8s_registry_service(32000)
+        .start();
+    let run = info(&server, "microk8s", &["-o", "json"]);
+    assert_eq!(
+        run.stdout,
+        r#"{
+  "context": "microk8s",
+  "cluster": "microk8s",
+  "server": "http://127.0.0.1:PORT",
+  "product": {
+    "kind": "microk8s",
+    "clusterName": null
+  },
+  "registry": {
+    "host": "localhost:32000",
+    "hostFromContainerRuntime": "localhost:32000",
+    "hostFromClusterNetwork": null,
+    "help": null,
+    "source": "microk8s-service"
+  },
+  "push": {
+    "method": "registry",
+    "description": "push to localhost:32000 and print refs on localhost:32000"
+  }
+}
+"#
     );
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
         vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET]
     );
+}
+
+#[test]
+fn docker_desktop_without_a_registry_loads_into_the_local_docker_store() {
+    let server = ApiServer::builder()
+        .node(StandInNode::new("docker-desktop"))
+        .start();
+    let run = info(&server, "docker-desktop", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              docker-desktop
+cluster:              docker-desktop
+server:               http://127.0.0.1:PORT
+product:              Docker Desktop
+registry:             none advertised
+push:                 load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`
+
+{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://docs.docker.com/desktop/features/kubernetes/
+"
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET]
+    );
+
     let run = info(&server, "docker-desktop", &["-o", "json"]);
     assert_eq!(
         json(&run),
@@ -412,11 +657,117 @@ Ways out:
             "context": "docker-desktop",
             "cluster": "docker-desktop",
             "server": "http://127.0.0.1:PORT",
-            "product": null,
+            "product": {"kind": "docker-desktop", "clusterName": null},
             "registry": null,
+            "push": {
+                "method": "node-load",
+                "description": "load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`",
+            },
         })
     );
     assert_eq!(run.code, 0);
+}
+
+#[test]
+fn an_unknown_cluster_without_a_registry_says_push_would_fail_and_the_ways_out() {
+    let server = ApiServer::builder()
+        .node(StandInNode::new("node-1"))
+        .start();
+    let run = info(&server, "work", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              work
+cluster:              work
+server:               http://127.0.0.1:PORT
+product:              unknown
+registry:             none advertised
+push:                 fail: no registry is advertised and no way to load images into this cluster's nodes is known
+
+{NONE_ADVERTISED}Ways out:
+  - run a registry that advertises itself in that ConfigMap (KEP-1755):
+    https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry
+  - or name one: --registry HOST[:PORT] (or KUBECTL_REGISTRY_HOST)
+  - or load the image your own way: push --load-command 'PROGRAM ARGS... {{archive}}'
+"
+        )
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (0, ""),
+        "a result, not a failure"
+    );
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET]
+    );
+
+    let run = info(&server, "work", &["-o", "json"]);
+    assert_eq!(
+        json(&run),
+        serde_json::json!({
+            "context": "work",
+            "cluster": "work",
+            "server": "http://127.0.0.1:PORT",
+            "product": {"kind": "unknown", "clusterName": null},
+            "registry": null,
+            "push": {
+                "method": "none",
+                "description": "fail: no registry is advertised and no way to load images into this cluster's nodes is known",
+            },
+        })
+    );
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn forbidden_nodes_leave_the_kubeconfig_names_to_tell_the_product() {
+    let server = ApiServer::builder()
+        .forbid("nodes")
+        .node(kind_node("other"))
+        .start();
+    let run = info(&server, "kind-dev", &["-v"]);
+    assert_eq!(
+        run.stdout.lines().nth(3),
+        Some("product:              kind (cluster \"dev\")"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.lines().nth(5),
+        Some(
+            "push:                 load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
+        )
+    );
+    assert_eq!(
+        run.stderr,
+        "\
+ConfigMap kube-public/local-registry-hosting not found
+listing nodes is not allowed here; no node facts
+no readable Service container-registry/registry (microk8s registry addon)
+no node facts, so the product is told from the kubeconfig's names alone
+"
+    );
+    assert_eq!(run.code, 0);
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET]
+    );
+
+    let renamed = info(&server, "work", &["-o", "json"]);
+    assert_eq!(
+        (
+            &json(&renamed)["product"],
+            &json(&renamed)["push"]["method"]
+        ),
+        (
+            &serde_json::json!({"kind": "unknown", "clusterName": null}),
+            &serde_json::json!("none")
+        ),
+        "without node facts a renamed context says nothing"
+    );
+    assert_eq!((renamed.code, renamed.stderr.as_str()), (0, ""));
 }
 
 #[test]
@@ -480,7 +831,10 @@ fn a_v2_key_beside_v1_is_a_debug_note_only() {
     let verbose = info(&server, "kind-dev", &["-o", "json", "-v"]);
     assert_eq!(
         verbose.stderr,
-        "ignoring localRegistryHosting.v2 of ConfigMap kube-public/local-registry-hosting: newer than this kubectl-registry understands; reading localRegistryHosting.v1\n"
+        "\
+ignoring localRegistryHosting.v2 of ConfigMap kube-public/local-registry-hosting: newer than this kubectl-registry understands; reading localRegistryHosting.v1
+no node facts, so the product is told from the kubeconfig's names alone
+"
     );
 }
 
@@ -760,7 +1114,8 @@ fn an_exec_credential_plugin_supplies_the_token() {
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.authorizations(),
-        vec![Some("Bearer from-exec-plugin".to_string())]
+        vec![Some("Bearer from-exec-plugin".to_string()); 2],
+        "the ConfigMap read and the node list"
     );
 }
 

@@ -154,13 +154,20 @@ fn kubectl_runs_the_plugin_which_finds_kinds_registry() {
   "context": "kind-dev",
   "cluster": "kind-dev",
   "server": "http://127.0.0.1:PORT",
-  "product": null,
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
   "registry": {
     "host": "localhost:5001",
     "hostFromContainerRuntime": "localhost:5001",
     "hostFromClusterNetwork": null,
     "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
     "source": "configmap"
+  },
+  "push": {
+    "method": "registry",
+    "description": "push to localhost:5001 and print refs on localhost:5001"
   }
 }
 "#

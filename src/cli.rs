@@ -30,6 +30,7 @@ pub struct Cli {
 
 /// How to reach the cluster and its registry; kubectl passes none of its own flags to plugins.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Cluster options")]
 pub struct ClusterArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).
     #[arg(long, global = true, value_name = "FILE")]

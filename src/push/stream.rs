@@ -40,11 +40,12 @@ pub fn body(
             Encoding::Gzip => {
                 // Level 1: on loopback the wire is never the bottleneck; level 6 costs 3x the CPU.
                 let mut encoder = flate2::write::GzEncoder::new(sink, flate2::Compression::fast());
-                pump(reader, &mut encoder, &progress).and_then(|()| encoder.finish().map(drop))
+                pump(reader, &mut encoder, &progress).and_then(|()| encoder.finish()?.flush())
             }
             Encoding::Zstd => zstd::stream::write::Encoder::new(sink, 1).and_then(|mut encoder| {
                 pump(reader, &mut encoder, &progress)?;
-                encoder.finish().map(drop)
+                // finish() writes the frame's end into the sink, which must then send it.
+                encoder.finish()?.flush()
             }),
         };
         if let Err(err) = result {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::summary::{Method, PushReport, Transfer};
-use crate::archive::{Archive, Image, Platform, PlatformImage};
+use crate::archive::{Archive, Image, Platform, PlatformImage, RawBlob};
 use crate::cluster::NodeFacts;
 use crate::error::{Error, ExitCode, Result};
 use crate::nodeload::{self, LoadPlan};
@@ -39,8 +39,7 @@ pub async fn load(
         format!("{}:{}", plan.repository, plan.tag),
         format!("{}:{content_tag}", plan.repository),
     ];
-    let manifest = archive.manifest(&platform).map_err(Error::from)?;
-    let path =
+    let (path, manifest) =
         single_platform_archive(Arc::clone(&archive), platform.clone(), names, scratch).await?;
     let load_plan = match plan.load_command {
         Some(template) => LoadPlan::from_template(template, &path)?,
@@ -116,22 +115,30 @@ fn host_platform() -> Platform {
 }
 
 /// The archive itself when it already is single-platform and so named; else a written copy.
+/// Also the manifest the nodes get, for the report.
 async fn single_platform_archive(
     archive: Arc<Archive>,
-    platform: PlatformImage,
+    mut platform: PlatformImage,
     names: Vec<String>,
     scratch: &Path,
-) -> Result<PathBuf> {
+) -> Result<(PathBuf, RawBlob)> {
     if let Some(path) = archive.loadable_as_is(&names) {
-        return Ok(path.to_path_buf());
+        let manifest = archive.manifest(&platform).map_err(Error::from)?;
+        return Ok((path.to_path_buf(), manifest));
     }
     let out = scratch.join("image.tar");
     let written = out.clone();
-    tokio::task::spawn_blocking(move || archive.write_docker_archive(&platform, &names, &written))
-        .await
-        .map_err(|err| {
-            Error::new(ExitCode::Failure, "writing the archive for the nodes").with_source(err)
-        })?
-        .map_err(Error::from)?;
-    Ok(out)
+    let manifest = tokio::task::spawn_blocking(move || {
+        // Compressed layers of docker archives (jib, crane) have no digest until hashed, and
+        // the manifest names every layer by digest.
+        archive.resolve_digests(&mut platform)?;
+        archive.write_docker_archive(&platform, &names, &written)?;
+        archive.manifest(&platform)
+    })
+    .await
+    .map_err(|err| {
+        Error::new(ExitCode::Failure, "writing the archive for the nodes").with_source(err)
+    })?
+    .map_err(Error::from)?;
+    Ok((out, manifest))
 }

@@ -39,14 +39,20 @@ pub async fn load(
         format!("{}:{}", plan.repository, plan.tag),
         format!("{}:{content_tag}", plan.repository),
     ];
-    let (path, manifest) =
-        single_platform_archive(Arc::clone(&archive), platform.clone(), names, scratch).await?;
+    // The plan comes before the copy: a bad --load-command or a cluster we cannot load into
+    // fails at once, not after writing the whole image.
+    let as_is = archive.loadable_as_is(&names).map(Path::to_path_buf);
+    let path = as_is.clone().unwrap_or_else(|| scratch.join("image.tar"));
     let load_plan = match plan.load_command {
         Some(template) => LoadPlan::from_template(template, &path)?,
         None => plan
             .product
             .load_plan(&path)
             .ok_or_else(|| nodeload::nothing_advertised(plan.context))?,
+    };
+    let manifest = match as_is {
+        Some(_) => archive.manifest(&platform).map_err(Error::from)?,
+        None => write_single_platform(Arc::clone(&archive), platform.clone(), names, path).await?,
     };
     printer.debug(&format!("node-load plan: {}", load_plan.description()));
     nodeload::run(&load_plan, printer).await?;
@@ -114,31 +120,24 @@ fn host_platform() -> Platform {
     }
 }
 
-/// The archive itself when it already is single-platform and so named; else a written copy.
-/// Also the manifest the nodes get, for the report.
-async fn single_platform_archive(
+/// Writes `platform` as a single-platform archive at `out` carrying `names`; returns the
+/// manifest the nodes get.
+async fn write_single_platform(
     archive: Arc<Archive>,
     mut platform: PlatformImage,
     names: Vec<String>,
-    scratch: &Path,
-) -> Result<(PathBuf, RawBlob)> {
-    if let Some(path) = archive.loadable_as_is(&names) {
-        let manifest = archive.manifest(&platform).map_err(Error::from)?;
-        return Ok((path.to_path_buf(), manifest));
-    }
-    let out = scratch.join("image.tar");
-    let written = out.clone();
-    let manifest = tokio::task::spawn_blocking(move || {
+    out: PathBuf,
+) -> Result<RawBlob> {
+    tokio::task::spawn_blocking(move || {
         // Compressed layers of docker archives (jib, crane) have no digest until hashed, and
         // the manifest names every layer by digest.
         archive.resolve_digests(&mut platform)?;
-        archive.write_docker_archive(&platform, &names, &written)?;
+        archive.write_docker_archive(&platform, &names, &out)?;
         archive.manifest(&platform)
     })
     .await
     .map_err(|err| {
         Error::new(ExitCode::Failure, "writing the archive for the nodes").with_source(err)
     })?
-    .map_err(Error::from)?;
-    Ok((out, manifest))
+    .map_err(Error::from)
 }

@@ -539,3 +539,301 @@ fn an_archive_already_single_platform_and_named_is_handed_over_as_is() {
     let (_, input, archive) = kind_loads(Format::Docker25, &[NAME, &content_name], &[]);
     assert_eq!(archive, input, "the input should have been loaded in place");
 }
+
+fn lab() -> Bench {
+    Bench::new("lab", "lab", vec![StandInNode::new("lab-1")])
+}
+
+/// A user's own loader on the child's PATH: `mytool import FILE` records its argv in
+/// `mytool.log` and imports FILE into the runtime, as the product stand-ins do.
+fn install_mytool(bench: &Bench) -> PathBuf {
+    let log = bench.dir.path().join("mytool.log");
+    let ctr = support::standins::find_on_path("ctr").expect("ctr is not installed");
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{log}'\nif [ \"$#\" -eq 2 ] && [ \"$1\" = import ]; then\n  exec '{ctr}' -a '{socket}' -n k8s.io images import --all-platforms --digests \"$2\"\nfi\necho \"mytool: unexpected arguments: $*\" >&2\nexit 2\n",
+        log = log.display(),
+        ctr = ctr.display(),
+        socket = bench.containerd.socket().display(),
+    );
+    let path = bench.standins.bin_dir().join("mytool");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    log
+}
+
+fn mytool_calls(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_load_command_loads_into_a_cluster_we_do_not_know() {
+    let bench = lab();
+    let log = install_mytool(&bench);
+    let image = Image::sample(5);
+    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[
+        input.to_str().unwrap(),
+        "--load-command",
+        "mytool import {archive}",
+    ]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, expected_ref(&image).as_str(), ""),
+        "{run:?}"
+    );
+    let calls = mytool_calls(&log);
+    let [call] = calls.as_slice() else {
+        panic!("expected one call, got {calls:?}");
+    };
+    let archive = call.strip_prefix("import ").unwrap();
+    assert!(
+        archive.ends_with(".tar") && archive != input.to_str().unwrap(),
+        "{call}"
+    );
+    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_no_scratch_left();
+}
+
+#[test]
+fn a_load_command_replaces_the_products_own_cli() {
+    let bench = Bench::kind();
+    let log = install_mytool(&bench);
+    let image = Image::sample(5);
+    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[
+        input.to_str().unwrap(),
+        "--load-command",
+        "mytool import {archive}",
+    ]);
+    assert_eq!(
+        (run.code, run.stdout.clone()),
+        (0, expected_ref(&image)),
+        "{run:?}"
+    );
+    assert_eq!(mytool_calls(&log).len(), 1);
+    assert!(bench.standins.calls().is_empty(), "kind ran too");
+    bench.assert_loaded(&image, &content_tag(&image));
+}
+
+#[test]
+fn a_load_command_without_the_archive_placeholder_is_a_usage_error() {
+    let bench = lab();
+    let log = install_mytool(&bench);
+    let input = bench.archive(&Image::sample(5), Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap(), "--load-command", "mytool import"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "error: reading --load-command 'mytool import': it has no {archive} to put the archive's path in\n\
+         hint: write the command as you would in a shell, with {archive} where the archive goes: --load-command 'mycluster load {archive}'\n"
+    );
+    assert!(mytool_calls(&log).is_empty());
+    bench.assert_nothing_loaded();
+    bench.assert_no_scratch_left();
+}
+
+#[test]
+fn a_missing_cli_is_named_with_where_to_get_it_and_the_registry_guide() {
+    let bench = Bench::kind();
+    bench.standins.remove("kind");
+    assert!(
+        support::standins::find_on_path("kind").is_none(),
+        "a real kind is installed here; this test needs it absent"
+    );
+    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap()]);
+    assert_eq!(run.code, 6, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "error: loading the image into kind cluster \"dev\": `kind` is not installed (not found on PATH)\n\
+         caused by: No such file or directory (os error 2)\n\
+         hint: install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation\n\
+         or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/\n"
+    );
+    bench.assert_nothing_loaded();
+    bench.assert_no_scratch_left();
+}
+
+#[test]
+fn a_missing_docker_cli_is_named_for_docker_desktop() {
+    let bench = Bench::new(
+        "docker-desktop",
+        "docker-desktop",
+        vec![StandInNode::new("docker-desktop")],
+    );
+    bench.standins.remove("docker");
+    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
+    // The stand-ins alone: this machine has a real docker CLI, which must not be found.
+    let run = bench.push_with_path(&[input.to_str().unwrap()], &bench.standins.path());
+    assert_eq!(run.code, 6, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "error: loading the image into the Docker Desktop cluster: `docker` is not installed (not found on PATH)\n\
+         caused by: No such file or directory (os error 2)\n\
+         hint: install docker: https://docs.docker.com/desktop/\n\
+         or give the cluster a registry to push to instead: https://docs.docker.com/desktop/features/kubernetes/\n"
+    );
+}
+
+#[test]
+fn a_failing_cli_exits_6_with_the_end_of_its_stderr() {
+    let bench = Bench::new("k3d-dev", "k3d-dev", vec![k3s_node("k3d-dev-server-0")]);
+    let stderr: String = (1..=25).map(|i| format!("k3d line {i:02}\n")).collect();
+    bench.standins.fail(
+        "k3d",
+        "INFO[0000] Importing image(s) into cluster 'dev'\n",
+        &stderr,
+    );
+    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap()]);
+    assert_eq!(run.code, 6, "{run:?}");
+    assert_eq!(run.stdout, "");
+    let (call, archive) = bench.single_call(3);
+    assert_eq!(call, argv(&["k3d", "image", "import", "FILE", "-c", "dev"]));
+    let tail: String = (6..=25).map(|i| format!("    k3d line {i:02}\n")).collect();
+    assert_eq!(
+        run.stderr.replace(archive.to_str().unwrap(), "FILE"),
+        format!(
+            "error: loading the image into k3d cluster \"dev\": `k3d image import FILE -c dev` failed (exit status: 1)\n\
+             caused by: `k3d` said:\n{tail}\
+             hint: or give the cluster a registry to push to instead: https://k3d.io/stable/usage/registries/\n"
+        )
+    );
+    bench.assert_nothing_loaded();
+    bench.assert_no_scratch_left();
+}
+
+const NOTHING_ADVERTISED: &str =
+    "it advertises no local registry (no ConfigMap kube-public/local-registry-hosting)";
+
+#[test]
+fn an_unknown_cluster_without_a_load_command_names_the_configmap_and_the_ways_out() {
+    let bench = lab();
+    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap()]);
+    assert_eq!(run.code, 6, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: no way to get the image into cluster \"lab\": {NOTHING_ADVERTISED} and is no product whose nodes we know how to load into\n\
+             hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting (KEP-1755): https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry\n\
+             or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
+             or load the image your own way: --load-command 'PROGRAM ARGS... {{archive}}'\n"
+        )
+    );
+    assert!(bench.standins.calls().is_empty());
+    bench.assert_nothing_loaded();
+    bench.assert_no_scratch_left();
+}
+
+#[test]
+fn no_load_refuses_to_run_the_products_cli() {
+    let bench = Bench::kind();
+    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
+    assert_eq!(run.code, 6, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: no way to get the image into cluster \"kind-dev\": {NOTHING_ADVERTISED}, and --no-load forbids loading it into the nodes\n\
+             hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://kind.sigs.k8s.io/docs/user/local-registry/\n\
+             or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
+             or drop --no-load to load it into kind cluster \"dev\" with `kind`\n"
+        )
+    );
+    assert!(bench.standins.calls().is_empty(), "the CLI ran");
+    bench.assert_nothing_loaded();
+}
+
+#[test]
+fn no_load_on_an_unknown_cluster_offers_a_load_command() {
+    let bench = lab();
+    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
+    assert_eq!(run.code, 6, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: no way to get the image into cluster \"lab\": {NOTHING_ADVERTISED}, and --no-load forbids loading it into the nodes\n\
+             hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry\n\
+             or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
+             or drop --no-load and load it your own way: --load-command 'PROGRAM ARGS... {{archive}}'\n"
+        )
+    );
+}
+
+#[test]
+fn the_clis_own_output_stays_off_stdout_and_shows_with_verbose() {
+    let bench = Bench::kind();
+    let image = Image::sample(1);
+    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap(), "-v"]);
+    assert_eq!(
+        (run.code, run.stdout.clone()),
+        (0, expected_ref(&image)),
+        "{run:?}"
+    );
+    let (_, archive) = bench.single_call(3);
+    let stderr = run.stderr.replace(archive.to_str().unwrap(), "FILE");
+    let lines: Vec<&str> = stderr.lines().collect();
+    // What ctr printed on its stdout, echoed on ours only as a -v line on stderr.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("  kind: unpacking {LOADED} (sha256:"))),
+        "{stderr}"
+    );
+    for expected in [
+        "no registry advertised; the cluster is kind cluster \"dev\"",
+        "node-load plan: load the image into the nodes of kind cluster \"dev\": `kind load image-archive FILE --name dev`",
+        "loaded the image into kind cluster \"dev\" with `kind load image-archive FILE --name dev`",
+    ] {
+        assert!(lines.contains(&expected), "no {expected:?} in:\n{stderr}");
+    }
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .starts_with("loaded into the nodes in "),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn json_after_a_node_load_names_the_method_the_content_tag_and_the_platform() {
+    let bench = Bench::kind();
+    let image = Image::sample(1);
+    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap(), "-o", "json"]);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    let tag = content_tag(&image);
+    let digest = bench.assert_loaded(&image, &tag);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        report,
+        serde_json::json!({
+            "ref": format!("myimg:{tag}"),
+            "pushRef": null,
+            "clusterNetworkRef": null,
+            "digest": digest,
+            "repository": "myimg",
+            "tag": tag,
+            "method": "node-load",
+            "platforms": ["linux/amd64"],
+            "blobsPushed": 0,
+            "blobsSkipped": 0,
+            "bytesPushed": 0,
+            "bytesSkipped": 0,
+        })
+    );
+}

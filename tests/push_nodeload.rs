@@ -533,6 +533,18 @@ fn a_containerd_export_with_zstd_layers_is_loaded() {
 }
 
 #[test]
+fn an_oci_archive_naming_both_refs_only_in_ref_name_is_rewritten() {
+    // jib and rules_oci put whole references in ref.name; ctr takes them verbatim
+    // (`myimg:dev`), which is not the `docker.io/library/myimg:dev` the kubelet looks up.
+    let image = Image::sample(3);
+    let content_name = format!("myimg:{}", content_tag(&image));
+    let (bench, input, archive) = kind_loads(Format::OciArchive, &[NAME, &content_name], &[]);
+    assert_ne!(archive, input);
+    let loaded = bench.loaded();
+    assert!(!loaded.contains_key(NAME), "{loaded:?}");
+}
+
+#[test]
 fn an_archive_already_single_platform_and_named_is_handed_over_as_is() {
     let image = Image::sample(3);
     let content_name = format!("myimg:{}", content_tag(&image));
@@ -836,4 +848,46 @@ fn json_after_a_node_load_names_the_method_the_content_tag_and_the_platform() {
             "bytesSkipped": 0,
         })
     );
+}
+
+/// Copies the tar `from` to `to` without its member `drop`.
+fn tar_without(from: &Path, to: &Path, drop: &str) {
+    let mut input = tar::Archive::new(std::fs::File::open(from).unwrap());
+    let mut output = tar::Builder::new(std::fs::File::create(to).unwrap());
+    for entry in input.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.path().unwrap().to_str() != Some(drop) {
+            let mut header = entry.header().clone();
+            output.append(&mut header, &mut entry).unwrap();
+        }
+    }
+    output.finish().unwrap();
+}
+
+#[test]
+fn an_oci_layout_without_manifest_json_is_rewritten_for_docker_load() {
+    let bench = Bench::new(
+        "docker-desktop",
+        "docker-desktop",
+        vec![StandInNode::new("docker-desktop")],
+    );
+    let image = Image::sample(3);
+    let content_name = format!("myimg:{}", content_tag(&image));
+    let docker25 = bench.dir.path().join("docker25.tar");
+    image.write(Format::Docker25, &docker25, &[NAME, &content_name]);
+    let input = bench.dir.path().join("layout-only.tar");
+    tar_without(&docker25, &input, "manifest.json");
+    let run = bench.push(&[input.to_str().unwrap()]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, expected_ref(&image).as_str(), ""),
+        "{run:?}"
+    );
+    let (call, archive) = bench.single_call(3);
+    assert_eq!(call, argv(&["docker", "load", "-i", "FILE"]));
+    assert_ne!(
+        archive, input,
+        "docker load (before 25) needs manifest.json"
+    );
+    bench.assert_loaded(&image, &content_tag(&image));
 }

@@ -70,15 +70,13 @@ pub async fn load(
 }
 
 /// Nodes import one platform (a multi-platform index fails `ctr import`, kind#3795): the one
-/// the nodes run, else the only one there is.
+/// the nodes run (this machine's when their labels don't say), else the only one there is,
+/// with a warning when the nodes run another.
 fn platform_for_nodes(
     image: Image,
     nodes: &[NodeFacts],
     printer: &Printer,
 ) -> Result<PlatformImage> {
-    if let [only] = image.platforms.as_slice() {
-        return Ok(only.clone());
-    }
     let node_platform = nodes.first().and_then(|node| {
         Some(Platform {
             os: node.labels.get(OS_LABEL)?.clone(),
@@ -86,7 +84,22 @@ fn platform_for_nodes(
             variant: None,
         })
     });
-    let wanted = node_platform.unwrap_or_else(host_platform);
+    if let [only] = image.platforms.as_slice() {
+        if let Some(nodes) = node_platform.filter(|nodes| !only.platform.satisfies(nodes)) {
+            printer.warn(&format!(
+                "the image is for {image} but the nodes run {nodes}: its containers will not start there (exec format error) unless the nodes emulate {image}",
+                image = only.platform
+            ));
+        }
+        return Ok(only.clone());
+    }
+    let (wanted, whose) = match node_platform {
+        Some(platform) => (platform, "the one the nodes run"),
+        None => (
+            host_platform(),
+            "this machine's, as the nodes do not say theirs",
+        ),
+    };
     let available = image.platform_names().join(", ");
     let chosen = image
         .platforms
@@ -101,9 +114,7 @@ fn platform_for_nodes(
                 "pick one with --platform OS/ARCH, or build the image for the nodes' platform",
             )
         })?;
-    printer.status(&format!(
-        "loading the {wanted} platform, the one the nodes run"
-    ));
+    printer.status(&format!("loading the {wanted} platform, {whose}"));
     Ok(chosen)
 }
 

@@ -73,7 +73,16 @@ impl Bench {
         self.push_with_path(args, &self.path_with_standins())
     }
 
+    /// `kubectl-registry push ARGS` with `stdin` piped in.
+    fn push_stdin(&self, stdin: &Path, args: &[&str]) -> Outcome {
+        self.run(args, &self.path_with_standins(), Some(stdin))
+    }
+
     fn push_with_path(&self, args: &[&str], path: &OsString) -> Outcome {
+        self.run(args, path, None)
+    }
+
+    fn run(&self, args: &[&str], path: &OsString, stdin: Option<&Path>) -> Outcome {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         let mut cmd = Command::cargo_bin("kubectl-registry").unwrap();
@@ -98,6 +107,9 @@ impl Bench {
             "KUBERNETES_SERVICE_PORT",
         ] {
             cmd.env_remove(var);
+        }
+        if let Some(stdin) = stdin {
+            cmd.pipe_stdin(stdin).unwrap();
         }
         let output = cmd
             .arg("--kubeconfig")
@@ -438,17 +450,33 @@ fn the_nodes_arch_label_picks_the_platform_of_a_multi_platform_image() {
     assert_eq!(report["digest"], stored.as_str());
 }
 
+const AMD64_ON_ARM64: &str = "warning: the image is for linux/amd64 but the nodes run linux/arm64: its containers will not start there (exec format error) unless the nodes emulate linux/amd64\n";
+
 #[test]
-fn the_platform_flag_overrides_the_nodes_arch() {
+fn the_platform_flag_overrides_the_nodes_arch_with_a_warning() {
     let bench = arm64_kind();
     let (input, amd64, _arm64) = multi_platform(&bench);
     let run = bench.push(&[input.to_str().unwrap(), "--platform", "linux/amd64"]);
     assert_eq!(
         (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&amd64).as_str(), ""),
+        (0, expected_ref(&amd64).as_str(), AMD64_ON_ARM64),
         "{run:?}"
     );
     bench.assert_loaded(&amd64, &content_tag(&amd64));
+}
+
+#[test]
+fn a_single_platform_image_for_another_arch_is_loaded_with_a_warning() {
+    let bench = arm64_kind();
+    let image = Image::sample(1);
+    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap()]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, expected_ref(&image).as_str(), AMD64_ON_ARM64),
+        "{run:?}"
+    );
+    bench.assert_loaded(&image, &content_tag(&image));
 }
 
 #[test]
@@ -890,4 +918,48 @@ fn an_oci_layout_without_manifest_json_is_rewritten_for_docker_load() {
         "docker load (before 25) needs manifest.json"
     );
     bench.assert_loaded(&image, &content_tag(&image));
+}
+
+#[test]
+fn an_archive_on_stdin_is_loaded() {
+    let bench = Bench::kind();
+    let image = Image::sample(9);
+    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
+    let run = bench.push_stdin(&input, &["-"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, expected_ref(&image).as_str(), ""),
+        "{run:?}"
+    );
+    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_no_scratch_left();
+}
+
+#[test]
+fn a_name_on_another_registry_keeps_its_domain_in_the_ref() {
+    let bench = Bench::kind();
+    let image = Image::sample(9);
+    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[
+        input.to_str().unwrap(),
+        "--tag",
+        "registry.example:5000/team/app:v1",
+    ]);
+    let hex = &content_tag(&image)["dev-".len()..];
+    assert_eq!(
+        (run.code, run.stdout, run.stderr),
+        (
+            0,
+            format!("registry.example:5000/team/app:v1-{hex}\n"),
+            String::new()
+        )
+    );
+    let loaded = bench.loaded();
+    let tagged = &loaded["registry.example:5000/team/app:v1"];
+    assert_eq!(
+        loaded.get(&format!("registry.example:5000/team/app:v1-{hex}")),
+        Some(tagged),
+        "{loaded:?}"
+    );
+    assert!(!loaded.contains_key(LOADED), "{loaded:?}");
 }

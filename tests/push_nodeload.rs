@@ -792,6 +792,15 @@ fn no_load_refuses_to_run_the_products_cli() {
     );
     assert!(bench.standins.calls().is_empty(), "the CLI ran");
     bench.assert_nothing_loaded();
+    assert_eq!(
+        bench.server.requests(),
+        [
+            "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting",
+            "GET /api/v1/nodes",
+            "GET /api/v1/namespaces/container-registry/services/registry",
+        ],
+        "the product comes from the node list discovery read, listed once"
+    );
 }
 
 #[test]
@@ -885,8 +894,8 @@ fn tar_without(from: &Path, to: &Path, drop: &str) {
     for entry in input.entries().unwrap() {
         let mut entry = entry.unwrap();
         if entry.path().unwrap().to_str() != Some(drop) {
-            let mut header = entry.header().clone();
-            output.append(&mut header, &mut entry).unwrap();
+            let header = entry.header().clone();
+            output.append(&header, &mut entry).unwrap();
         }
     }
     output.finish().unwrap();

@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use support::apiserver::{ApiServer, StandInNode, redact_ports};
+use support::apiserver::{ApiServer, ApiServerBuilder, StandInNode, redact_ports};
 use support::containerd::Containerd;
 use support::fixtures::{self, Format, Image, LayerCompression};
 use support::standins::StandIns;
@@ -40,12 +40,17 @@ impl Bench {
     /// A cluster whose kubeconfig context is `context` (cluster entry `cluster`), with `nodes`
     /// and no `kube-public/local-registry-hosting` (404).
     fn new(context: &str, cluster: &str, nodes: Vec<StandInNode>) -> Self {
-        let containerd = Containerd::start();
-        let standins = StandIns::new(&containerd);
         let server = nodes
             .into_iter()
-            .fold(ApiServer::builder(), |builder, node| builder.node(node))
-            .start();
+            .fold(ApiServer::builder(), |builder, node| builder.node(node));
+        Self::serving(context, cluster, server)
+    }
+
+    /// A cluster whose API server serves what `server` says.
+    fn serving(context: &str, cluster: &str, server: ApiServerBuilder) -> Self {
+        let containerd = Containerd::start();
+        let standins = StandIns::new(&containerd);
+        let server = server.start();
         let dir = TempDir::new().unwrap();
         let kubeconfig = server.write_kubeconfig(dir.path(), context, cluster);
         Self {
@@ -971,4 +976,24 @@ fn a_name_on_another_registry_keeps_its_domain_in_the_ref() {
         "{loaded:?}"
     );
     assert!(!loaded.contains_key(LOADED), "{loaded:?}");
+}
+
+#[test]
+fn a_user_who_may_not_list_nodes_still_loads_into_the_kind_cluster_the_context_names() {
+    let server = ApiServer::builder().node(kind_node()).forbid("nodes");
+    let bench = Bench::serving("kind-dev", "kind-dev", server);
+    let image = Image::sample(1);
+    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap()]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, expected_ref(&image).as_str(), ""),
+        "{run:?}"
+    );
+    let (call, _) = bench.single_call(3);
+    assert_eq!(
+        call,
+        argv(&["kind", "load", "image-archive", "FILE", "--name", "dev"])
+    );
+    bench.assert_loaded(&image, &content_tag(&image));
 }

@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use crate::digest::Digest;
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
-use crate::product::{KEP_1755_URL, ProductKind};
+use crate::product::{KEP_1755_URL, Product, ProductKind};
 
 pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadCommand, LoadPlan, PlanSource};
 
@@ -322,13 +322,11 @@ impl std::error::Error for ToolOutput {}
 
 /// No registry advertised and no product we can load into: the ways out.
 pub fn nothing_advertised(context: Option<&str>) -> Error {
-    let cluster = context.map_or("the current cluster".to_string(), |c| {
-        format!("cluster \"{c}\"")
-    });
     Error::new(
         ExitCode::Load,
         format!(
-            "no way to get the image into {cluster}: it advertises no local registry (no ConfigMap kube-public/local-registry-hosting) and is no product whose nodes we know how to load into"
+            "no way to get the image into {}: it advertises no local registry (no ConfigMap kube-public/local-registry-hosting) and is no product whose nodes we know how to load into",
+            cluster_phrase(context)
         ),
     )
     .with_hint(format!(
@@ -338,6 +336,38 @@ pub fn nothing_advertised(context: Option<&str>) -> Error {
     .with_hint(format!(
         "or load the image your own way: --load-command 'PROGRAM ARGS... {ARCHIVE_PLACEHOLDER}'"
     ))
+}
+
+/// No registry advertised and `--no-load` given: the ways out, with this product's guide.
+pub fn loading_refused(context: Option<&str>, product: &Product) -> Error {
+    let error = Error::new(
+        ExitCode::Load,
+        format!(
+            "no way to get the image into {}: it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes",
+            cluster_phrase(context)
+        ),
+    )
+    .with_hint(format!(
+        "give the cluster a registry and advertise it in kube-public/local-registry-hosting: {}",
+        product.registry_guide()
+    ))
+    .with_hint("or push to a registry its nodes can pull from: --registry HOST[:PORT]");
+    match product.kind.loader_cli() {
+        Some(cli) => error.with_hint(format!(
+            "or drop --no-load to load it into {} with `{}`",
+            product.target_phrase(),
+            cli.program
+        )),
+        None => error.with_hint(format!(
+            "or drop --no-load and load it your own way: --load-command 'PROGRAM ARGS... {ARCHIVE_PLACEHOLDER}'"
+        )),
+    }
+}
+
+fn cluster_phrase(context: Option<&str>) -> String {
+    context.map_or("the current cluster".to_string(), |c| {
+        format!("cluster \"{c}\"")
+    })
 }
 
 /// The tag a node-loaded image gets beside the user's: `TAG-<first 12 hex of the image ID>`.

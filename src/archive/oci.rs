@@ -94,8 +94,10 @@ fn read_index_json(container: &Container) -> Result<IndexJson, ArchiveError> {
     container.parse_json(&bytes, INDEX_JSON, "OCI index.json")
 }
 
-/// `index.json`'s entries as containerd's importer reads them: each manifest digest with the
-/// full image names it is given (`io.containerd.image.name`, or a reference in `ref.name`).
+/// `index.json`'s entries with the names `ctr images import` gives them: each manifest digest
+/// and its `io.containerd.image.name`, which containerd takes verbatim. (A reference in
+/// `ref.name` is taken verbatim too, `myimg:dev` unnormalised, which is not the
+/// `docker.io/library/myimg:dev` the kubelet looks up; so it names nothing here.)
 pub(crate) fn named_entries(
     container: &Container,
 ) -> Result<Vec<(Digest, Vec<String>)>, ArchiveError> {
@@ -103,8 +105,8 @@ pub(crate) fn named_entries(
         .manifests
         .into_iter()
         .map(|descriptor| {
-            let (names, _) = names_of(&descriptor);
-            (descriptor.digest, names)
+            let names = descriptor.annotations.get(IMAGE_NAME).cloned();
+            (descriptor.digest, names.into_iter().collect())
         })
         .collect())
 }

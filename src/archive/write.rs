@@ -13,7 +13,7 @@ use super::error::{ArchiveError, unwrap_io};
 use super::image::{OCI_INDEX, PlatformImage, RawBlob};
 use super::names::{Reference, same_image};
 use super::oci::{IMAGE_NAME, REF_NAME};
-use super::{Archive, Format, oci};
+use super::{Archive, Format, docker, oci};
 use crate::digest::Digest;
 
 const WRITE_BUFFER: usize = 1 << 20;
@@ -155,7 +155,9 @@ impl Archive {
     /// The tar to hand a node loader unchanged, when the input already is what
     /// `write_docker_archive` would write for `names`: a tar file on disk (not compressed, not
     /// piped) holding an OCI layout with exactly one image of one platform, all blobs present,
-    /// whose index names it every one of `names`. Otherwise `None`: write a copy.
+    /// whose index names it every one of `names` as containerd will (the normalised name in
+    /// `io.containerd.image.name`) and whose `manifest.json` tags it so for `docker load`.
+    /// Otherwise `None`: write a copy.
     pub fn loadable_as_is(&self, names: &[String]) -> Option<&Path> {
         let path = self.in_place.as_deref()?;
         if self.format != Format::OciLayout || self.container.find(oci::OCI_LAYOUT).is_none() {
@@ -174,10 +176,17 @@ impl Archive {
         let entries = oci::named_entries(&self.container).ok()?;
         let all_this_manifest = entries.iter().all(|(digest, _)| *digest == manifest.digest);
         let recorded: Vec<&String> = entries.iter().flat_map(|(_, names)| names).collect();
-        let all_named = names
+        let all_named = names.iter().all(|wanted| {
+            Reference::parse(wanted).is_some_and(|wanted| recorded.contains(&&wanted.normalized()))
+        });
+        let repo_tags = match docker::read_manifest_json(&self.container).ok()?.as_slice() {
+            [entry] => entry.repo_tags.clone().unwrap_or_default(),
+            _ => return None,
+        };
+        let all_tagged = names
             .iter()
-            .all(|wanted| recorded.iter().any(|name| same_image(name, wanted)));
-        (all_this_manifest && all_named).then_some(path)
+            .all(|wanted| repo_tags.iter().any(|tag| same_image(tag, wanted)));
+        (all_this_manifest && all_named && all_tagged).then_some(path)
     }
 }
 

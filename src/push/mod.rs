@@ -179,15 +179,14 @@ async fn load_into_nodes(
     printer: &Printer,
 ) -> Result<PushReport> {
     let context = discovered.kubeconfig.context.as_deref();
-    if args.no_load {
-        return Err(crate::nodeload::nothing_advertised(context)
-            .with_hint("--no-load was given, so loading into the nodes was not tried"));
-    }
     let nodes = match &discovered.cluster {
         Some(cluster) => cluster.nodes().await?,
         None => Vec::new(),
     };
     let product = product::detect(&discovered.kubeconfig, &nodes);
+    if args.no_load {
+        return Err(crate::nodeload::loading_refused(context, &product));
+    }
     printer.debug(&format!(
         "no registry advertised; the cluster is {}",
         product.target_phrase()

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::summary::{Method, PushReport, Transfer};
-use crate::archive::{Archive, Image, Platform, PlatformImage};
+use crate::archive::{Archive, Image, Platform, PlatformImage, RawBlob};
 use crate::cluster::NodeFacts;
 use crate::error::{Error, ExitCode, Result};
 use crate::nodeload::{self, LoadPlan};
@@ -39,15 +39,20 @@ pub async fn load(
         format!("{}:{}", plan.repository, plan.tag),
         format!("{}:{content_tag}", plan.repository),
     ];
-    let manifest = archive.manifest(&platform).map_err(Error::from)?;
-    let path =
-        single_platform_archive(Arc::clone(&archive), platform.clone(), names, scratch).await?;
+    // The plan comes before the copy: a bad --load-command or a cluster we cannot load into
+    // fails at once, not after writing the whole image.
+    let as_is = archive.loadable_as_is(&names).map(Path::to_path_buf);
+    let path = as_is.clone().unwrap_or_else(|| scratch.join("image.tar"));
     let load_plan = match plan.load_command {
         Some(template) => LoadPlan::from_template(template, &path)?,
         None => plan
             .product
             .load_plan(&path)
             .ok_or_else(|| nodeload::nothing_advertised(plan.context))?,
+    };
+    let manifest = match as_is {
+        Some(_) => archive.manifest(&platform).map_err(Error::from)?,
+        None => write_single_platform(Arc::clone(&archive), platform.clone(), names, path).await?,
     };
     printer.debug(&format!("node-load plan: {}", load_plan.description()));
     nodeload::run(&load_plan, printer).await?;
@@ -65,15 +70,13 @@ pub async fn load(
 }
 
 /// Nodes import one platform (a multi-platform index fails `ctr import`, kind#3795): the one
-/// the nodes run, else the only one there is.
+/// the nodes run (this machine's when their labels don't say), else the only one there is,
+/// with a warning when the nodes run another.
 fn platform_for_nodes(
     image: Image,
     nodes: &[NodeFacts],
     printer: &Printer,
 ) -> Result<PlatformImage> {
-    if let [only] = image.platforms.as_slice() {
-        return Ok(only.clone());
-    }
     let node_platform = nodes.first().and_then(|node| {
         Some(Platform {
             os: node.labels.get(OS_LABEL)?.clone(),
@@ -81,7 +84,22 @@ fn platform_for_nodes(
             variant: None,
         })
     });
-    let wanted = node_platform.unwrap_or_else(host_platform);
+    if let [only] = image.platforms.as_slice() {
+        if let Some(nodes) = node_platform.filter(|nodes| !only.platform.satisfies(nodes)) {
+            printer.warn(&format!(
+                "the image is for {image} but the nodes run {nodes}: its containers will not start there (exec format error) unless the nodes emulate {image}",
+                image = only.platform
+            ));
+        }
+        return Ok(only.clone());
+    }
+    let (wanted, whose) = match node_platform {
+        Some(platform) => (platform, "the one the nodes run"),
+        None => (
+            host_platform(),
+            "this machine's, as the nodes do not say theirs",
+        ),
+    };
     let available = image.platform_names().join(", ");
     let chosen = image
         .platforms
@@ -96,9 +114,7 @@ fn platform_for_nodes(
                 "pick one with --platform OS/ARCH, or build the image for the nodes' platform",
             )
         })?;
-    printer.status(&format!(
-        "loading the {wanted} platform, the one the nodes run"
-    ));
+    printer.status(&format!("loading the {wanted} platform, {whose}"));
     Ok(chosen)
 }
 
@@ -115,23 +131,24 @@ fn host_platform() -> Platform {
     }
 }
 
-/// The archive itself when it already is single-platform and so named; else a written copy.
-async fn single_platform_archive(
+/// Writes `platform` as a single-platform archive at `out` carrying `names`; returns the
+/// manifest the nodes get.
+async fn write_single_platform(
     archive: Arc<Archive>,
-    platform: PlatformImage,
+    mut platform: PlatformImage,
     names: Vec<String>,
-    scratch: &Path,
-) -> Result<PathBuf> {
-    if let Some(path) = archive.loadable_as_is(&names) {
-        return Ok(path.to_path_buf());
-    }
-    let out = scratch.join("image.tar");
-    let written = out.clone();
-    tokio::task::spawn_blocking(move || archive.write_docker_archive(&platform, &names, &written))
-        .await
-        .map_err(|err| {
-            Error::new(ExitCode::Failure, "writing the archive for the nodes").with_source(err)
-        })?
-        .map_err(Error::from)?;
-    Ok(out)
+    out: PathBuf,
+) -> Result<RawBlob> {
+    tokio::task::spawn_blocking(move || {
+        // Compressed layers of docker archives (jib, crane) have no digest until hashed, and
+        // the manifest names every layer by digest.
+        archive.resolve_digests(&mut platform)?;
+        archive.write_docker_archive(&platform, &names, &out)?;
+        archive.manifest(&platform)
+    })
+    .await
+    .map_err(|err| {
+        Error::new(ExitCode::Failure, "writing the archive for the nodes").with_source(err)
+    })?
+    .map_err(Error::from)
 }

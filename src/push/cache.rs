@@ -1,0 +1,180 @@
+//! What we sent to each registry before: layer (diff_id, encoding) -> the blob as sent and the
+//! repository it went to. Spares a re-compression on re-push, and names a repository to mount from.
+//!
+//! Only a hint: every entry is checked against the registry (HEAD, or a mount the registry
+//! refuses) before it is used, and a file we cannot read is treated as empty.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::stream::Encoding;
+use crate::digest::Digest;
+use crate::hosting::RegistryHost;
+
+const FILE_NAME: &str = "sent-blobs-v1.json";
+/// Oldest entries go first past this; a layer costs ~250 bytes, so the file stays under ~5 MB.
+const MAX_ENTRIES: usize = 20_000;
+pub const CACHE_DIR_ENV: &str = "KUBECTL_REGISTRY_CACHE_DIR";
+
+/// A blob as a registry holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SentBlob {
+    pub digest: Digest,
+    pub size: u64,
+    pub media_type: String,
+    pub repository: String,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct CacheFile {
+    /// Insertion order, oldest first, so the cap drops the least recent.
+    entries: Vec<(String, SentBlob)>,
+}
+
+pub struct SentBlobs {
+    path: Option<PathBuf>,
+    entries: HashMap<String, SentBlob>,
+    order: Vec<String>,
+}
+
+impl SentBlobs {
+    /// `$KUBECTL_REGISTRY_CACHE_DIR`, else `$XDG_CACHE_HOME/kubectl-registry`, else
+    /// `~/.cache/kubectl-registry`; no home at all means no cache.
+    pub fn load_default() -> Self {
+        let dir = std::env::var_os(CACHE_DIR_ENV)
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("kubectl-registry")))
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kubectl-registry")));
+        match dir {
+            Some(dir) => Self::load(&dir.join(FILE_NAME)),
+            None => Self::empty(None),
+        }
+    }
+
+    pub fn load(path: &Path) -> Self {
+        let file: CacheFile = std::fs::read(path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        let mut cache = Self::empty(Some(path.to_path_buf()));
+        for (key, blob) in file.entries {
+            cache.insert(key, blob);
+        }
+        cache
+    }
+
+    fn empty(path: Option<PathBuf>) -> Self {
+        Self {
+            path,
+            entries: HashMap::new(),
+            order: Vec::new(),
+        }
+    }
+
+    pub fn get(&self, host: &RegistryHost, diff_id: &Digest, encoding: Encoding) -> Option<&SentBlob> {
+        self.entries.get(&key(host, diff_id, encoding))
+    }
+
+    pub fn record(&mut self, host: &RegistryHost, diff_id: &Digest, encoding: Encoding, blob: SentBlob) {
+        self.insert(key(host, diff_id, encoding), blob);
+    }
+
+    fn insert(&mut self, key: String, blob: SentBlob) {
+        if self.entries.insert(key.clone(), blob).is_some() {
+            self.order.retain(|k| *k != key);
+        }
+        self.order.push(key);
+        if self.order.len() > MAX_ENTRIES {
+            let dropped: Vec<String> = self.order.drain(..self.order.len() - MAX_ENTRIES).collect();
+            for key in dropped {
+                self.entries.remove(&key);
+            }
+        }
+    }
+
+    /// Writes the file atomically (temp file, then rename): a crash never leaves half a file.
+    pub fn save(&self) -> std::io::Result<()> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let file = CacheFile {
+            entries: self
+                .order
+                .iter()
+                .filter_map(|k| Some((k.clone(), self.entries.get(k)?.clone())))
+                .collect(),
+        };
+        let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+        temp.write_all(&serde_json::to_vec(&file).map_err(std::io::Error::other)?)?;
+        temp.persist(path).map_err(|err| err.error)?;
+        Ok(())
+    }
+}
+
+fn key(host: &RegistryHost, diff_id: &Digest, encoding: Encoding) -> String {
+    let encoding = match encoding {
+        Encoding::AsStored => "stored",
+        Encoding::Gzip => "gzip",
+        Encoding::Zstd => "zstd",
+    };
+    format!("{host} {diff_id} {encoding}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(n: u8, repo: &str) -> SentBlob {
+        SentBlob {
+            digest: Digest::of_bytes(&[n]),
+            size: u64::from(n),
+            media_type: "application/vnd.oci.image.layer.v1.tar+gzip".into(),
+            repository: repo.into(),
+        }
+    }
+
+    #[test]
+    fn entries_survive_a_save_and_load_per_host_and_encoding() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        let host = RegistryHost::parse("localhost:5001").unwrap();
+        let other = RegistryHost::parse("localhost:5002").unwrap();
+        let diff_id = Digest::of_bytes(b"layer");
+        let mut cache = SentBlobs::load(&path);
+        cache.record(&host, &diff_id, Encoding::Gzip, blob(1, "app"));
+        cache.save().unwrap();
+        let cache = SentBlobs::load(&path);
+        assert_eq!(cache.get(&host, &diff_id, Encoding::Gzip), Some(&blob(1, "app")));
+        assert_eq!(cache.get(&host, &diff_id, Encoding::Zstd), None);
+        assert_eq!(cache.get(&other, &diff_id, Encoding::Gzip), None);
+    }
+
+    #[test]
+    fn a_corrupt_file_reads_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        std::fs::write(&path, b"{\"entries\": [[\"k\", {\"digest\": \"nope\"").unwrap();
+        let host = RegistryHost::parse("localhost:5001").unwrap();
+        let cache = SentBlobs::load(&path);
+        assert_eq!(cache.get(&host, &Digest::of_bytes(b"x"), Encoding::Gzip), None);
+        assert!(cache.entries.is_empty());
+    }
+
+    #[test]
+    fn the_oldest_entries_go_past_the_cap() {
+        let host = RegistryHost::parse("localhost:5001").unwrap();
+        let mut cache = SentBlobs::empty(None);
+        for i in 0..(MAX_ENTRIES + 2) {
+            cache.record(&host, &Digest::of_bytes(&i.to_le_bytes()), Encoding::Gzip, blob(1, "a"));
+        }
+        assert_eq!(cache.entries.len(), MAX_ENTRIES);
+        assert!(cache.get(&host, &Digest::of_bytes(&0usize.to_le_bytes()), Encoding::Gzip).is_none());
+        assert!(cache.get(&host, &Digest::of_bytes(&(MAX_ENTRIES + 1).to_le_bytes()), Encoding::Gzip).is_some());
+    }
+}

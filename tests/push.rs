@@ -72,6 +72,37 @@ fn the_tag_flag_overrides_the_archives_name() {
 }
 
 #[test]
+fn a_name_already_on_the_local_registry_keeps_only_its_path() {
+    let bench = Bench::new();
+    let image = Image::sample(39);
+    let path = archive(&bench, &image, Format::DockerLegacy, &["myimg:dev"]);
+    let run = bench.push(&[&path, "--tag", "kind-registry:5000/team/app:dev"]);
+    bench.assert_pushed(&run, "team/app", "dev");
+    let on_push_host = format!("{}/team/app:v2", bench.registry.host());
+    let run = bench.push(&[&path, "--tag", &on_push_host]);
+    bench.assert_pushed(&run, "team/app", "v2");
+}
+
+#[test]
+fn an_invalid_tag_flag_is_a_usage_error() {
+    let bench = Bench::new();
+    let image = Image::sample(40);
+    let path = archive(&bench, &image, Format::DockerLegacy, &["myimg:dev"]);
+    let run = bench.push(&[&path, "--tag", "My App:dev"]);
+    assert_eq!((run.code, run.stdout.as_str()), (2, ""));
+    assert_eq!(
+        run.stderr_lines(),
+        [
+            "error: the image name from --tag is not usable",
+            "caused by: \"My App:dev\" is not an image name: each path component is lowercase \
+             letters and digits, joined by '.', '_', '__' or '-'",
+            "hint: pass a valid name with --tag NAME[:TAG]",
+        ]
+    );
+    assert_eq!(bench.tag_status("myimg", "dev"), 404);
+}
+
+#[test]
 fn a_name_without_a_tag_is_pushed_as_latest_with_a_warning() {
     let bench = Bench::new();
     let image = Image::sample(23);

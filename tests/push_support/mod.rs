@@ -254,7 +254,13 @@ pub fn hosting_yaml(host: &str) -> String {
 /// The binary with a clean environment: its own HOME and DOCKER_CONFIG, no proxies, no
 /// registry or cluster variables.
 pub fn clean_cmd(home: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("kubectl-registry").expect("the built binary");
+    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+    Command::from_std(clean_std_cmd(binary.as_os_str(), home))
+}
+
+/// `program` with the clean environment `clean_cmd` gives the binary (to wrap it in a tool).
+pub fn clean_std_cmd(program: &std::ffi::OsStr, home: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(program);
     cmd.env("HOME", home)
         .env("NO_COLOR", "1")
         .env("DOCKER_CONFIG", home.join("no-docker-config"));

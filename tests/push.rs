@@ -149,6 +149,17 @@ fn an_unnamed_oci_layout_needs_the_tag_flag() {
     );
 }
 
+#[test]
+fn an_image_without_layers_pushes() {
+    let bench = Bench::new();
+    let image = Image::with_layers(41, "linux/amd64", &[]);
+    let path = archive(&bench, &image, Format::DockerLegacy, &["empty:1"]);
+    let run = bench.push(&[&path]);
+    let (_, manifest) = bench.assert_pushed(&run, "empty", "1");
+    assert_eq!(manifest["layers"], json!([]));
+    assert_eq!(manifest["config"]["digest"], image.config_digest().as_str());
+}
+
 // The JSON report, and pushing again
 
 #[test]
@@ -238,7 +249,7 @@ fn gzip_leaves_already_compressed_layers_as_they_are() {
 
 // Multi-platform and multi-image archives
 
-fn multi_platform_bench(seed: u64) -> (Bench, String, Image, Image) {
+fn multi_platform_bench(seed: u64, compression: LayerCompression) -> (Bench, String, Image, Image) {
     let bench = Bench::new();
     let amd64 = Image::sample_for(seed, "linux/amd64");
     let arm64 = Image::sample_for(seed + 1, "linux/arm64");
@@ -249,20 +260,21 @@ fn multi_platform_bench(seed: u64) -> (Bench, String, Image, Image) {
         "myimg:dev",
         &[&amd64, &arm64],
         &[&absent],
-        LayerCompression::Zstd,
+        compression,
     );
     (bench, path.to_str().unwrap().to_string(), amd64, arm64)
 }
 
-#[test]
-fn a_multi_platform_export_tags_an_index_of_the_platforms_present() {
-    let (bench, path, amd64, arm64) = multi_platform_bench(31);
+/// Pushes a multi-platform export missing linux/arm/v7's blobs: the tag is a new OCI index
+/// of the two platforms present, each manifest as the archive stored it, and a node pulls both.
+fn tags_an_index_of_the_platforms_present(seed: u64, compression: LayerCompression) {
+    let (bench, path, amd64, arm64) = multi_platform_bench(seed, compression);
     let run = bench.push(&[&path]);
     let (reference, index) = bench.assert_pushed(&run, "myimg", "dev");
     let child = |image: &Image, platform: Value| {
-        let manifest = image.manifest(LayerCompression::Zstd);
+        let manifest = image.manifest(compression);
         json!({
-            "mediaType": OCI_MANIFEST,
+            "mediaType": image.manifest_media_type(compression),
             "digest": fixtures::sha256(&manifest),
             "size": manifest.len(),
             "platform": platform,
@@ -282,9 +294,19 @@ fn a_multi_platform_export_tags_an_index_of_the_platforms_present() {
     let node = Node::start(&bench.registry);
     node.pull(&reference, &["--all-platforms"]);
     for image in [&amd64, &arm64] {
-        let digest = fixtures::sha256(&image.manifest(LayerCompression::Zstd));
+        let digest = fixtures::sha256(&image.manifest(compression));
         assert_eq!(node.layer_diff_ids(&digest), image.diff_ids());
     }
+}
+
+#[test]
+fn a_multi_platform_export_tags_an_index_of_the_platforms_present() {
+    tags_an_index_of_the_platforms_present(31, LayerCompression::Zstd);
+}
+
+#[test]
+fn a_multi_platform_export_of_docker_manifests_tags_an_index_of_those_present() {
+    tags_an_index_of_the_platforms_present(50, LayerCompression::Gzip);
 }
 
 #[test]
@@ -319,7 +341,7 @@ fn a_multi_platform_export_with_every_platform_pushes_its_own_index() {
 
 #[test]
 fn the_platform_flag_pushes_just_that_platforms_manifest() {
-    let (bench, path, _, arm64) = multi_platform_bench(34);
+    let (bench, path, _, arm64) = multi_platform_bench(34, LayerCompression::Zstd);
     let run = bench.push(&[&path, "--platform", "linux/arm64", "-o", "json"]);
     run.assert_clean_success();
     let (bytes, digest) = bench.landed("myimg:dev");
@@ -405,13 +427,31 @@ fn an_image_in_the_local_engine_is_saved_and_pushed() {
     .unwrap();
     std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
 
-    let run = bench.run(bench.cmd().env("PATH", &bin).args(["push", "myimg:dev"]));
+    let tmp = bench.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let run = bench.run(
+        bench
+            .cmd()
+            .env("PATH", &bin)
+            .env("TMPDIR", &tmp)
+            .args(["push", "myimg:dev"]),
+    );
     let (reference, _) = bench.assert_pushed(&run, "myimg", "dev");
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "the saved archive was left behind"
+    );
     let recorded = std::fs::read_to_string(&calls).unwrap();
     let args: Vec<&str> = recorded.trim_end().split(' ').collect();
     assert_eq!(
         (args.len(), &args[..3], args[4]),
         (5, &["image", "save", "-o"][..], "myimg:dev")
+    );
+    assert!(
+        args[3].starts_with(tmp.to_str().unwrap()),
+        "saved outside TMPDIR: {}",
+        args[3]
     );
     Node::start(&bench.registry).assert_pulls(&reference, &image);
 
@@ -423,6 +463,53 @@ fn an_image_in_the_local_engine_is_saved_and_pushed() {
             "error: \"nothere:dev\" is not a file, and no local engine could save it:",
             "  docker: Error response from daemon: No such image: nothere:dev",
             "hint: pass an archive (`docker save IMAGE -o image.tar`), `-` for stdin, or an image your engine has",
+        ]
+    );
+}
+
+#[test]
+fn kinds_localhost_host_reaches_a_registry_bound_to_ipv4_loopback() {
+    let registry = support::registry::TestRegistry::start();
+    let localhost = registry.host().replace("127.0.0.1", "localhost");
+    let bench = Bench::advertising(registry, &localhost);
+    let image = Image::sample(42);
+    let path = archive(&bench, &image, Format::DockerLegacy, &["myimg:dev"]);
+    let run = bench.push(&[&path, "-o", "json"]);
+    run.assert_clean_success();
+    let (_, digest) = bench.landed("myimg:dev");
+    let report = run.json();
+    assert_eq!(
+        (report["ref"].as_str(), report["pushRef"].as_str()),
+        (
+            Some(format!("{RUNTIME_HOST}/myimg:dev@{digest}").as_str()),
+            Some(format!("{localhost}/myimg:dev@{digest}").as_str())
+        )
+    );
+}
+
+#[test]
+fn a_tls_registry_is_trusted_through_the_ca_file_flag() {
+    let registry = support::registry::TestRegistry::with_tls();
+    let ca_file = registry.ca_file();
+    let bench = Bench::with_registry(registry);
+    let image = Image::sample(43);
+    let path = archive(&bench, &image, Format::DockerLegacy, &["myimg:dev"]);
+    let run = bench.push(&[&path, "--ca-file", ca_file.to_str().unwrap()]);
+    run.assert_clean_success();
+    let (_, digest) = bench.landed("myimg:dev");
+    assert_eq!(run.stdout, format!("{RUNTIME_HOST}/myimg:dev@{digest}\n"));
+
+    let untrusted = bench.push(&[&path, "--tag", "other:dev"]);
+    assert_eq!((untrusted.code, untrusted.stdout.as_str()), (5, ""));
+    assert_eq!(
+        untrusted.stderr_lines(),
+        [
+            "error: reaching the registry 127.0.0.1:PORT",
+            "caused by: the TLS certificate of 127.0.0.1:PORT is not trusted",
+            "caused by: invalid peer certificate: UnknownIssuer",
+            "hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/",
+            "hint: pass --ca-file with the CA that signed the registry's certificate, or --insecure \
+             to skip the check",
         ]
     );
 }

@@ -195,6 +195,20 @@ fn an_empty_file_is_named() {
 }
 
 #[test]
+fn empty_standard_input_is_named() {
+    let bench = Bench::new();
+    let run = bench.run(bench.cmd().args(["push", "-"]).write_stdin(Vec::new()));
+    assert_refused_input(&bench, &run);
+    assert_eq!(
+        run.stderr_lines(),
+        [
+            "error: standard input is empty, not an image archive",
+            NOT_AN_ARCHIVE_HINT,
+        ]
+    );
+}
+
+#[test]
 fn a_registry_that_is_down_is_named_with_the_clusters_guide() {
     let down = format!("127.0.0.1:{}", unused_port());
     let bench = Bench::advertising(TestRegistry::start(), &down);
@@ -246,6 +260,28 @@ fn wrong_credentials_say_docker_login() {
             "error: reaching the registry 127.0.0.1:PORT",
             "caused by: wrong or missing credentials for 127.0.0.1:PORT: the credentials from the \
              auths entry for 127.0.0.1:PORT in $DIR/docker-config/config.json were refused",
+            "caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required",
+            &format!("hint: this cluster's registry guide: {HELP}"),
+            "hint: run `docker login 127.0.0.1:PORT` (or `podman login 127.0.0.1:PORT`) with an \
+             account allowed to push",
+        ]
+    );
+    bench.assert_not_tagged("myimg", "dev");
+}
+
+#[test]
+fn missing_credentials_say_docker_login() {
+    let bench = Bench::with_registry(TestRegistry::with_basic_auth("kind", "right"));
+    let path = bench.path("img.tar");
+    Image::sample(47).write(Format::DockerLegacy, &path, &["myimg:dev"]);
+    let run = bench.push(&[path.to_str().unwrap()]);
+    assert_eq!((run.code, run.stdout.as_str()), (5, ""));
+    assert_eq!(
+        run.stderr_lines(),
+        [
+            "error: reaching the registry 127.0.0.1:PORT",
+            "caused by: wrong or missing credentials for 127.0.0.1:PORT: no credentials for \
+             127.0.0.1:PORT were found ($DIR/no-docker-config/config.json)",
             "caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required",
             &format!("hint: this cluster's registry guide: {HELP}"),
             "hint: run `docker login 127.0.0.1:PORT` (or `podman login 127.0.0.1:PORT`) with an \

@@ -46,6 +46,25 @@ fn a_truncated_archive_is_refused_naming_the_file() {
     );
 }
 
+#[test]
+fn a_truncated_gzip_wrapped_archive_is_refused_naming_the_file() {
+    let bench = Bench::new();
+    let path = bench.path("img.tar.gz");
+    Image::sample(48).write(Format::NixGzip, &path, &["myimg:dev"]);
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() * 3 / 4]).unwrap();
+    let run = bench.push(&[path.to_str().unwrap()]);
+    assert_refused_input(&bench, &run);
+    assert_eq!(
+        run.stderr_lines(),
+        [
+            "error: decompressing $DIR/img.tar.gz (gzip)",
+            "caused by: incomplete deflate stream",
+            "hint: the archive is damaged or incomplete; write it again (e.g. docker save -o FILE IMAGE)",
+        ]
+    );
+}
+
 /// The tar member of `archive` whose data spans byte `offset`, and the byte its data ends at.
 fn member_spanning(archive: &[u8], offset: u64) -> (String, u64) {
     let mut tar = tar::Archive::new(archive);

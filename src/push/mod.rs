@@ -88,11 +88,12 @@ async fn open_source(raw: &str, scratch: &Path, printer: &Printer) -> Result<Arc
     Ok(Arc::new(archive))
 }
 
-/// `--tag`, else the first name the archive records; an unnamed image needs `--tag`.
+/// `--tag`, else the first name the archive records; an unnamed image needs `--tag`. A bad
+/// `--tag` is the command line's fault (usage), a bad recorded name the input's.
 fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
-    let (raw, from) = match (tag_flag, image.names.first()) {
-        (Some(flag), _) => (flag, "--tag"),
-        (None, Some(recorded)) => (recorded.as_str(), "the archive"),
+    let (raw, from, exit) = match (tag_flag, image.names.first()) {
+        (Some(flag), _) => (flag, "--tag", ExitCode::Usage),
+        (None, Some(recorded)) => (recorded.as_str(), "the archive", ExitCode::Input),
         (None, None) => {
             return Err(Error::new(
                 ExitCode::Input,
@@ -102,12 +103,9 @@ fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
         }
     };
     ImageName::parse(raw).map_err(|err| {
-        Error::new(
-            ExitCode::Input,
-            format!("the image name from {from} is not usable"),
-        )
-        .with_source(err)
-        .with_hint("pass a valid name with --tag NAME[:TAG]")
+        Error::new(exit, format!("the image name from {from} is not usable"))
+            .with_source(err)
+            .with_hint("pass a valid name with --tag NAME[:TAG]")
     })
 }
 

@@ -35,16 +35,19 @@ pub fn body(
             sender: &sender,
             buffer: BytesMut::with_capacity(CHUNK),
         };
+        // An encoder's `finish` writes its last block and trailer into the sink without flushing
+        // it: the sink is flushed last, by hand, or the blob goes out truncated.
         let result = match encoding {
-            Encoding::AsStored => pump(reader, &mut sink, &progress),
+            Encoding::AsStored => pump(reader, &mut sink, &progress).and_then(|()| sink.flush()),
             Encoding::Gzip => {
                 // Level 1: on loopback the wire is never the bottleneck; level 6 costs 3x the CPU.
                 let mut encoder = flate2::write::GzEncoder::new(sink, flate2::Compression::fast());
-                pump(reader, &mut encoder, &progress).and_then(|()| encoder.finish()?.flush())
+                pump(reader, &mut encoder, &progress)
+                    .and_then(|()| encoder.finish())
+                    .and_then(|mut sink| sink.flush())
             }
             Encoding::Zstd => zstd::stream::write::Encoder::new(sink, 1).and_then(|mut encoder| {
                 pump(reader, &mut encoder, &progress)?;
-                // finish() writes the frame's end into the sink, which must then send it.
                 encoder.finish()?.flush()
             }),
         };
@@ -58,7 +61,8 @@ pub fn body(
     })
 }
 
-/// Copies `reader` into `out`, counting source bytes on the progress bar.
+/// Copies `reader` into `out`, counting source bytes on the progress bar. Does not flush: a
+/// flushed encoder would end a block early for nothing.
 fn pump(mut reader: impl Read, out: &mut impl Write, progress: &BlobProgress) -> io::Result<()> {
     let mut buffer = vec![0; CHUNK];
     loop {
@@ -71,7 +75,7 @@ fn pump(mut reader: impl Read, out: &mut impl Write, progress: &BlobProgress) ->
         out.write_all(&buffer[..read])?;
         progress.advance(read as u64);
     }
-    out.flush()
+    Ok(())
 }
 
 /// A `Write` that sends full chunks down the channel (blocking when the upload lags).

@@ -42,9 +42,7 @@ pub fn body(
             Encoding::Gzip => {
                 // Level 1: on loopback the wire is never the bottleneck; level 6 costs 3x the CPU.
                 let mut encoder = flate2::write::GzEncoder::new(sink, flate2::Compression::fast());
-                pump(reader, &mut encoder, &progress)
-                    .and_then(|()| encoder.finish())
-                    .and_then(|mut sink| sink.flush())
+                pump(reader, &mut encoder, &progress).and_then(|()| encoder.finish()?.flush())
             }
             Encoding::Zstd => zstd::stream::write::Encoder::new(sink, 1).and_then(|mut encoder| {
                 pump(reader, &mut encoder, &progress)?;

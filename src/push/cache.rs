@@ -47,8 +47,13 @@ impl SentBlobs {
     pub fn load_default() -> Self {
         let dir = std::env::var_os(CACHE_DIR_ENV)
             .map(PathBuf::from)
-            .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("kubectl-registry")))
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kubectl-registry")));
+            .or_else(|| {
+                std::env::var_os("XDG_CACHE_HOME")
+                    .map(|d| PathBuf::from(d).join("kubectl-registry"))
+            })
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kubectl-registry"))
+            });
         match dir {
             Some(dir) => Self::load(&dir.join(FILE_NAME)),
             None => Self::empty(None),
@@ -75,11 +80,22 @@ impl SentBlobs {
         }
     }
 
-    pub fn get(&self, host: &RegistryHost, diff_id: &Digest, encoding: Encoding) -> Option<&SentBlob> {
+    pub fn get(
+        &self,
+        host: &RegistryHost,
+        diff_id: &Digest,
+        encoding: Encoding,
+    ) -> Option<&SentBlob> {
         self.entries.get(&key(host, diff_id, encoding))
     }
 
-    pub fn record(&mut self, host: &RegistryHost, diff_id: &Digest, encoding: Encoding, blob: SentBlob) {
+    pub fn record(
+        &mut self,
+        host: &RegistryHost,
+        diff_id: &Digest,
+        encoding: Encoding,
+        blob: SentBlob,
+    ) {
         self.insert(key(host, diff_id, encoding), blob);
     }
 
@@ -150,7 +166,10 @@ mod tests {
         cache.record(&host, &diff_id, Encoding::Gzip, blob(1, "app"));
         cache.save().unwrap();
         let cache = SentBlobs::load(&path);
-        assert_eq!(cache.get(&host, &diff_id, Encoding::Gzip), Some(&blob(1, "app")));
+        assert_eq!(
+            cache.get(&host, &diff_id, Encoding::Gzip),
+            Some(&blob(1, "app"))
+        );
         assert_eq!(cache.get(&host, &diff_id, Encoding::Zstd), None);
         assert_eq!(cache.get(&other, &diff_id, Encoding::Gzip), None);
     }
@@ -162,7 +181,10 @@ mod tests {
         std::fs::write(&path, b"{\"entries\": [[\"k\", {\"digest\": \"nope\"").unwrap();
         let host = RegistryHost::parse("localhost:5001").unwrap();
         let cache = SentBlobs::load(&path);
-        assert_eq!(cache.get(&host, &Digest::of_bytes(b"x"), Encoding::Gzip), None);
+        assert_eq!(
+            cache.get(&host, &Digest::of_bytes(b"x"), Encoding::Gzip),
+            None
+        );
         assert!(cache.entries.is_empty());
     }
 
@@ -171,10 +193,31 @@ mod tests {
         let host = RegistryHost::parse("localhost:5001").unwrap();
         let mut cache = SentBlobs::empty(None);
         for i in 0..(MAX_ENTRIES + 2) {
-            cache.record(&host, &Digest::of_bytes(&i.to_le_bytes()), Encoding::Gzip, blob(1, "a"));
+            cache.record(
+                &host,
+                &Digest::of_bytes(&i.to_le_bytes()),
+                Encoding::Gzip,
+                blob(1, "a"),
+            );
         }
         assert_eq!(cache.entries.len(), MAX_ENTRIES);
-        assert!(cache.get(&host, &Digest::of_bytes(&0usize.to_le_bytes()), Encoding::Gzip).is_none());
-        assert!(cache.get(&host, &Digest::of_bytes(&(MAX_ENTRIES + 1).to_le_bytes()), Encoding::Gzip).is_some());
+        assert!(
+            cache
+                .get(
+                    &host,
+                    &Digest::of_bytes(&0usize.to_le_bytes()),
+                    Encoding::Gzip
+                )
+                .is_none()
+        );
+        assert!(
+            cache
+                .get(
+                    &host,
+                    &Digest::of_bytes(&(MAX_ENTRIES + 1).to_le_bytes()),
+                    Encoding::Gzip
+                )
+                .is_some()
+        );
     }
 }

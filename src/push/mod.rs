@@ -1,6 +1,8 @@
 //! `kubectl registry push`: open the image and read the cluster at once, then push to the
 //! advertised registry or load into the nodes, and print the ref a pod spec must use.
 
+mod cache;
+mod layer_upload;
 mod manifest;
 mod progress;
 mod stream;

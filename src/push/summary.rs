@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::to_registry::Outcome;
+use super::layer_upload::Outcome;
 use crate::cli::OutputFormat;
 use crate::digest::Digest;
 use crate::output::Printer;
@@ -24,7 +24,7 @@ impl Transfer {
                 self.blobs_pushed += 1;
                 self.bytes_pushed += size;
             }
-            Outcome::AlreadyThere => {
+            Outcome::AlreadyThere | Outcome::Mounted => {
                 self.blobs_skipped += 1;
                 self.bytes_skipped += size;
             }

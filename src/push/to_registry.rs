@@ -7,11 +7,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 
-use super::manifest::{Descriptor, index_for, manifest_for};
-use super::progress::{BlobProgress, Progress};
-use super::stream::{self, Encoding};
+use super::cache::SentBlobs;
+use super::layer_upload::{Outcome, SentLayer, Uploader, stored_digest};
+use super::manifest::{index_for, manifest_for};
+use super::progress::Progress;
+use super::stream::Encoding;
 use super::summary::Transfer;
-use crate::archive::{self, Archive, Compression, Image, Layer, PlatformImage};
+use crate::archive::{Archive, Image, Layer, PlatformImage};
 use crate::digest::Digest;
 use crate::error::{Error, ExitCode, Result};
 use crate::hosting::LocalRegistry;
@@ -41,21 +43,28 @@ pub async fn push(
     resolve_unknown_digests(&archive, &mut image).await?;
 
     let progress = Progress::new(printer);
-    let mut transfer = Transfer::default();
-    let layers = unique_layers(&image);
-    let total = layers.len();
-    let sent: Vec<(Digest, Descriptor, Outcome)> =
-        futures_util::stream::iter(layers.into_iter().enumerate().map(|(i, layer)| {
-            let bar = progress.blob(format!("layer {}/{total}", i + 1), layer.size());
-            send_layer(&client, repo, &archive, layer, plan.encoding, bar)
+    let mut sent_before = SentBlobs::load_default();
+    let uploader = Uploader {
+        client: &client,
+        repo,
+        archive: &archive,
+        encoding: plan.encoding,
+        sent_before: &sent_before,
+        printer,
+    };
+    let sent: Vec<SentLayer> =
+        futures_util::stream::iter(largest_first(unique_layers(&image)).map(|(label, layer)| {
+            let bar = progress.blob(label, layer.size());
+            uploader.send(layer, bar)
         }))
         .buffer_unordered(plan.jobs)
         .try_collect()
         .await?;
+    let mut transfer = Transfer::default();
     let mut sent_layers = HashMap::new();
-    for (key, descriptor, outcome) in sent {
-        transfer.count(outcome, descriptor.size);
-        sent_layers.insert(key, descriptor);
+    for layer in &sent {
+        transfer.count(layer.outcome, layer.descriptor.size);
+        sent_layers.insert(layer.key.clone(), layer.descriptor.clone());
     }
 
     let mut manifests = Vec::new();
@@ -92,14 +101,18 @@ pub async fn push(
     let digest = client
         .put_manifest(repo, &plan.target.tag, &media_type, Bytes::from(bytes))
         .await?;
+    for layer in &sent {
+        sent_before.record(
+            client.host(),
+            &layer.diff_id,
+            layer.encoding,
+            layer.as_sent_blob(repo),
+        );
+    }
+    if let Err(err) = sent_before.save() {
+        printer.debug(&format!("could not save the record of sent blobs: {err}"));
+    }
     Ok((digest, transfer))
-}
-
-/// What happened to one blob.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Pushed,
-    AlreadyThere,
 }
 
 /// Layers to send, each once even when several platforms share it.
@@ -109,14 +122,22 @@ fn unique_layers(image: &Image) -> Vec<Layer> {
         .platforms
         .iter()
         .flat_map(|platform| &platform.layers)
-        .filter(|layer| seen.insert(layer_key(layer).clone()))
+        .filter(|layer| seen.insert(stored_digest(layer).clone()))
         .cloned()
         .collect()
 }
 
-/// Identifies a layer across platforms: its stored digest, known for every layer by now.
-fn layer_key(layer: &Layer) -> &Digest {
-    layer.digest.as_ref().unwrap_or(&layer.diff_id)
+/// Labels layers in manifest order, then starts the biggest first: the longest upload sets
+/// the wall time, so it should not wait for a free slot.
+fn largest_first(layers: Vec<Layer>) -> impl Iterator<Item = (String, Layer)> {
+    let total = layers.len();
+    let mut labelled: Vec<(String, Layer)> = layers
+        .into_iter()
+        .enumerate()
+        .map(|(i, layer)| (format!("layer {}/{total}", i + 1), layer))
+        .collect();
+    labelled.sort_by_key(|(_, layer)| std::cmp::Reverse(layer.size()));
+    labelled.into_iter()
 }
 
 /// Compressed layers of docker archives (jib, crane) are named by diff_id only: hash them first,
@@ -143,63 +164,6 @@ async fn resolve_unknown_digests(archive: &Arc<Archive>, image: &mut Image) -> R
     Ok(())
 }
 
-/// Sends one layer unless the registry has it; returns its key, its descriptor in the pushed
-/// manifest, and what happened.
-async fn send_layer(
-    client: &RegistryClient,
-    repo: &str,
-    archive: &Archive,
-    layer: Layer,
-    encoding: Encoding,
-    bar: BlobProgress,
-) -> Result<(Digest, Descriptor, Outcome)> {
-    let key = layer_key(&layer).clone();
-    let reencode = layer.compression == Compression::None && encoding != Encoding::AsStored;
-    let result = if reencode {
-        let reader = archive
-            .layer_reader(&layer)
-            .map_err(|err| reading(&layer, err))?;
-        client
-            .push_blob_unknown_digest(repo, stream::body(reader, encoding, bar.clone()))
-            .await
-            .map(|(digest, size)| {
-                let media_type = archive::oci_layer_type(match encoding {
-                    Encoding::Zstd => Compression::Zstd,
-                    _ => Compression::Gzip,
-                });
-                (Descriptor::new(media_type, digest, size), Outcome::Pushed)
-            })
-    } else {
-        let descriptor = Descriptor::new(layer.media_type_or_default(), key.clone(), layer.size());
-        match client.blob_exists(repo, &key).await? {
-            Some(_) => Ok((descriptor, Outcome::AlreadyThere)),
-            None => {
-                let reader = archive
-                    .layer_reader(&layer)
-                    .map_err(|err| reading(&layer, err))?;
-                let body = stream::body(reader, Encoding::AsStored, bar.clone());
-                client
-                    .push_blob(repo, &key, layer.size(), body)
-                    .await
-                    .map(|()| (descriptor, Outcome::Pushed))
-            }
-        }
-    };
-    match result {
-        Ok((descriptor, outcome)) => {
-            bar.finish(match outcome {
-                Outcome::Pushed => "pushed",
-                Outcome::AlreadyThere => "exists",
-            });
-            Ok((key, descriptor, outcome))
-        }
-        Err(err) => {
-            bar.abandon();
-            Err(corrupt_input_or(err, &layer))
-        }
-    }
-}
-
 /// Configs are small and already in memory.
 async fn send_small_blob(
     client: &RegistryClient,
@@ -215,33 +179,4 @@ async fn send_small_blob(
         .push_blob(repo, digest, bytes.len() as u64, body)
         .await?;
     Ok(Outcome::Pushed)
-}
-
-/// A layer that fails verification mid-upload is the archive's fault, not the registry's:
-/// report it as bad input, keeping the upload error as the cause.
-fn corrupt_input_or(err: Error, layer: &Layer) -> Error {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&err);
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>()
-            && archive::is_verification_failure(io)
-        {
-            return Error::new(ExitCode::Input, format!("{} is corrupt; nothing was tagged", layer.describe()))
-                .with_source(err)
-                .with_hint("the archive was damaged after it was written: write it again (docker save, skopeo copy)");
-        }
-        source = cause.source();
-    }
-    err
-}
-
-fn reading(layer: &Layer, err: std::io::Error) -> Error {
-    Error::new(
-        ExitCode::Input,
-        format!(
-            "reading {} from {}",
-            layer.describe(),
-            layer.location.archive
-        ),
-    )
-    .with_source(err)
 }

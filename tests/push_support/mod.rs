@@ -269,6 +269,8 @@ pub fn clean_std_cmd(program: &std::ffi::OsStr, home: &Path) -> std::process::Co
         "KUBECTL_REGISTRY_HOST",
         "KUBECTL_REGISTRY_RUNTIME_HOST",
         "KUBECTL_REGISTRY_ENGINE",
+        "KUBECTL_REGISTRY_CACHE_DIR",
+        "XDG_CACHE_HOME",
         "REGISTRY_AUTH_FILE",
         "XDG_RUNTIME_DIR",
         "HTTPS_PROXY",

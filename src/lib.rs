@@ -31,7 +31,7 @@ pub fn run(cli: Cli, printer: &Printer) -> Result<()> {
         .enable_all()
         .build()
         .context(ExitCode::Failure, || "starting the async runtime")?;
-    runtime.block_on(async move {
+    let result = runtime.block_on(async move {
         match cli.command {
             Command::Version(args) => {
                 let version = env!("CARGO_PKG_VERSION");
@@ -47,5 +47,8 @@ pub fn run(cli: Cli, printer: &Printer) -> Result<()> {
             Command::Completion(args) => completion::print_script(args.shell),
             Command::Push(args) => push::run(&args, &cli.cluster, printer).await,
         }
-    })
+    });
+    // A failed push must not wait for a blocking read it abandoned (stdin still being spooled).
+    runtime.shutdown_background();
+    result
 }

@@ -324,3 +324,41 @@ fn the_right_credentials_from_docker_config_push() {
     );
     bench.assert_pushed(&run, "myimg", "dev");
 }
+
+#[test]
+fn a_cluster_that_is_down_fails_while_stdin_is_still_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        support::apiserver::kubeconfig_yaml(
+            &format!("http://127.0.0.1:{}", unused_port()),
+            "kind-dev",
+            "kind-dev",
+        ),
+    )
+    .unwrap();
+    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+    let mut child = push_support::clean_std_cmd(binary.as_os_str(), dir.path())
+        .args(["push", "-", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Keep stdin open and silent: the failure must not wait for an archive that never ends.
+    let _stdin = child.stdin.take();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("push kept waiting for stdin after the cluster failed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(3));
+}

@@ -41,15 +41,15 @@ pub async fn run(args: &PushArgs, cluster_args: &ClusterArgs, printer: &Printer)
         .select(args.image.as_deref(), args.platform.as_deref())
         .map_err(Error::from)?;
     let name = image_name(args.tag.as_deref(), &image)?;
-    let tag = name.tag.clone().unwrap_or_else(|| {
-        printer.warn(
-            "no tag given, so the image is tagged `latest`, which makes pods pull it Always \
-             (imagePullPolicy); pass --tag NAME:TAG",
-        );
-        crate::reference::DEFAULT_TAG.to_string()
-    });
     let report = match &discovered.registry {
         Some(registry) => {
+            if name.tag.is_none() {
+                // After a node-load the printed content tag is never `latest`: no warning there.
+                printer.warn(
+                    "no tag given, so the image is tagged `latest`, which makes pods pull it \
+                     Always (imagePullPolicy); pass --tag NAME:TAG",
+                );
+            }
             let target = Target::for_name(
                 &name,
                 &[&registry.host, &registry.host_from_container_runtime],
@@ -61,7 +61,6 @@ pub async fn run(args: &PushArgs, cluster_args: &ClusterArgs, printer: &Printer)
                 args,
                 &discovered,
                 &name,
-                &tag,
                 archive,
                 image,
                 scratch.path(),
@@ -167,12 +166,10 @@ fn encoding_for(compression: Compression, registry: &LocalRegistry) -> Encoding 
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn load_into_nodes(
     args: &PushArgs,
     discovered: &Discovered,
     name: &ImageName,
-    tag: &str,
     archive: Arc<Archive>,
     image: Image,
     scratch: &Path,
@@ -195,7 +192,7 @@ async fn load_into_nodes(
         product: &product,
         nodes: &nodes,
         repository: &name.familiar_repository(),
-        tag,
+        tag: name.tag.as_deref().unwrap_or(crate::reference::DEFAULT_TAG),
         load_command: args.load_command.as_deref(),
         context,
     };

@@ -29,7 +29,7 @@ pub enum ExitCode {
 pub struct Error {
     message: String,
     source: Option<Cause>,
-    hint: Option<String>,
+    hints: Vec<String>,
     exit: ExitCode,
 }
 
@@ -38,7 +38,7 @@ impl Error {
         Self {
             message: message.into(),
             source: None,
-            hint: None,
+            hints: Vec::new(),
             exit,
         }
     }
@@ -48,13 +48,9 @@ impl Error {
         self
     }
 
-    /// Adds a line of hint: what the user can do about it.
+    /// Adds a hint: one thing the user can do about it, shown on its own `hint:` line.
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
-        let hint = hint.into();
-        self.hint = Some(match self.hint.take() {
-            Some(existing) => format!("{existing}\n{hint}"),
-            None => hint,
-        });
+        self.hints.push(hint.into());
         self
     }
 
@@ -64,11 +60,11 @@ impl Error {
 
     /// Every hint in the chain, outermost first.
     pub fn hints(&self) -> Vec<&str> {
-        let mut hints: Vec<&str> = self.hint.as_deref().into_iter().collect();
+        let mut hints: Vec<&str> = self.hints.iter().map(String::as_str).collect();
         let mut next = std::error::Error::source(self);
         while let Some(err) = next {
             if let Some(inner) = err.downcast_ref::<Error>() {
-                hints.extend(inner.hint.as_deref());
+                hints.extend(inner.hints.iter().map(String::as_str));
             }
             next = err.source();
         }
@@ -144,6 +140,6 @@ mod tests {
             .with_hint("first")
             .with_hint("second")
             .with_source(inner);
-        assert_eq!(outer.hints(), vec!["first\nsecond", "see the guide"]);
+        assert_eq!(outer.hints(), vec!["first", "second", "see the guide"]);
     }
 }

@@ -13,8 +13,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::digest::Digest;
 use crate::error::{Error, ExitCode, Result};
+use crate::hosting::{HOSTING_CONFIGMAP, KEP_URL};
 use crate::output::Printer;
-use crate::product::{KEP_1755_URL, Product, ProductKind};
+use crate::product::{Product, ProductKind};
 
 pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadCommand, LoadPlan, PlanSource};
 
@@ -325,12 +326,12 @@ pub fn nothing_advertised(context: Option<&str>) -> Error {
     Error::new(
         ExitCode::Load,
         format!(
-            "no way to get the image into {}: it advertises no local registry (no ConfigMap kube-public/local-registry-hosting) and is no product whose nodes we know how to load into",
+            "no way to get the image into {}: it advertises no local registry (no ConfigMap {HOSTING_CONFIGMAP}) and is no product whose nodes we know how to load into",
             cluster_phrase(context)
         ),
     )
     .with_hint(format!(
-        "give the cluster a registry and advertise it in kube-public/local-registry-hosting (KEP-1755): {KEP_1755_URL}"
+        "give the cluster a registry and advertise it in {HOSTING_CONFIGMAP} (KEP-1755): {KEP_URL}"
     ))
     .with_hint("or push to a registry its nodes can pull from: --registry HOST[:PORT]")
     .with_hint(format!(
@@ -343,12 +344,12 @@ pub fn loading_refused(context: Option<&str>, product: &Product) -> Error {
     let error = Error::new(
         ExitCode::Load,
         format!(
-            "no way to get the image into {}: it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes",
+            "no way to get the image into {}: it advertises no local registry (no ConfigMap {HOSTING_CONFIGMAP}), and --no-load forbids loading it into the nodes",
             cluster_phrase(context)
         ),
     )
     .with_hint(format!(
-        "give the cluster a registry and advertise it in kube-public/local-registry-hosting: {}",
+        "give the cluster a registry and advertise it in {HOSTING_CONFIGMAP}: {}",
         product.registry_guide()
     ))
     .with_hint("or push to a registry its nodes can pull from: --registry HOST[:PORT]");
@@ -426,7 +427,7 @@ mod tests {
         assert!(err.message().contains("cluster \"prod-like\""));
         assert!(err.message().contains("kube-public/local-registry-hosting"));
         let hints = err.hints().join("\n");
-        assert!(hints.contains(KEP_1755_URL));
+        assert!(hints.contains(KEP_URL));
         assert!(hints.contains("--registry HOST[:PORT]"));
         assert!(hints.contains("--load-command 'PROGRAM ARGS... {archive}'"));
     }

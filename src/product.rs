@@ -6,10 +6,8 @@ use std::fmt;
 use std::path::Path;
 
 use crate::cluster::{KubeconfigFacts, NodeFacts};
+use crate::hosting::KEP_URL;
 use crate::nodeload::{Fallback, LoadCommand, LoadPlan, PlanSource};
-
-/// The KEP that defines `kube-public/local-registry-hosting`; the guide for clusters we don't know.
-pub const KEP_1755_URL: &str = "https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry";
 
 /// The local cluster products we know how to load images into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -81,7 +79,7 @@ impl ProductKind {
             Self::Orbstack => "https://docs.orbstack.dev/kubernetes/",
             Self::Colima => "https://github.com/abiosoft/colima#kubernetes",
             Self::RancherDesktop => "https://docs.rancherdesktop.io/",
-            Self::Unknown => KEP_1755_URL,
+            Self::Unknown => KEP_URL,
         }
     }
 

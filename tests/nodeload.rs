@@ -357,8 +357,8 @@ async fn a_missing_cli_is_named_with_where_to_get_it_and_the_registry_way() {
     assert_eq!(
         err.hints(),
         vec![
-            "install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation\n\
-             or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/"
+            "install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation",
+            "or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/",
         ]
     );
     assert!(bench.standins.calls().is_empty());

@@ -699,7 +699,7 @@ fn a_missing_cli_is_named_with_where_to_get_it_and_the_registry_guide() {
         "error: loading the image into kind cluster \"dev\": `kind` is not installed (not found on PATH)\n\
          caused by: No such file or directory (os error 2)\n\
          hint: install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation\n\
-         or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/\n"
+         hint: or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/\n"
     );
     bench.assert_nothing_loaded();
     bench.assert_no_scratch_left();
@@ -723,7 +723,7 @@ fn a_missing_docker_cli_is_named_for_docker_desktop() {
         "error: loading the image into the Docker Desktop cluster: `docker` is not installed (not found on PATH)\n\
          caused by: No such file or directory (os error 2)\n\
          hint: install docker: https://docs.docker.com/desktop/\n\
-         or give the cluster a registry to push to instead: https://docs.docker.com/desktop/features/kubernetes/\n"
+         hint: or give the cluster a registry to push to instead: https://docs.docker.com/desktop/features/kubernetes/\n"
     );
 }
 
@@ -770,8 +770,8 @@ fn an_unknown_cluster_without_a_load_command_names_the_configmap_and_the_ways_ou
         format!(
             "error: no way to get the image into cluster \"lab\": {NOTHING_ADVERTISED} and is no product whose nodes we know how to load into\n\
              hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting (KEP-1755): https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry\n\
-             or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
-             or load the image your own way: --load-command 'PROGRAM ARGS... {{archive}}'\n"
+             hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
+             hint: or load the image your own way: --load-command 'PROGRAM ARGS... {{archive}}'\n"
         )
     );
     assert!(bench.standins.calls().is_empty());
@@ -791,8 +791,8 @@ fn no_load_refuses_to_run_the_products_cli() {
         format!(
             "error: no way to get the image into cluster \"kind-dev\": {NOTHING_ADVERTISED}, and --no-load forbids loading it into the nodes\n\
              hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://kind.sigs.k8s.io/docs/user/local-registry/\n\
-             or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
-             or drop --no-load to load it into kind cluster \"dev\" with `kind`\n"
+             hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
+             hint: or drop --no-load to load it into kind cluster \"dev\" with `kind`\n"
         )
     );
     assert!(bench.standins.calls().is_empty(), "the CLI ran");
@@ -820,8 +820,8 @@ fn no_load_on_an_unknown_cluster_offers_a_load_command() {
         format!(
             "error: no way to get the image into cluster \"lab\": {NOTHING_ADVERTISED}, and --no-load forbids loading it into the nodes\n\
              hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry\n\
-             or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
-             or drop --no-load and load it your own way: --load-command 'PROGRAM ARGS... {{archive}}'\n"
+             hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
+             hint: or drop --no-load and load it your own way: --load-command 'PROGRAM ARGS... {{archive}}'\n"
         )
     );
 }

@@ -521,7 +521,7 @@ fn every_product_has_a_guide_and_every_known_one_a_cli_to_install() {
         ProductKind::Microk8s.registry_guide(),
         "https://microk8s.io/docs/registry-built-in"
     );
-    assert_eq!(ProductKind::Unknown.registry_guide(), KEP_1755_URL);
+    assert_eq!(ProductKind::Unknown.registry_guide(), KEP_URL);
     assert!(ProductKind::Unknown.loader_cli().is_none());
 }
 

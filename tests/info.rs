@@ -25,26 +25,7 @@ struct Outcome {
 
 /// The binary with a clean environment: its own HOME, no proxies, no registry variables.
 fn registry_cmd(home: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("kubectl-registry").unwrap();
-    cmd.env("HOME", home).env("NO_COLOR", "1");
-    for var in [
-        "KUBECONFIG",
-        "KUBECTL_REGISTRY_HOST",
-        "KUBECTL_REGISTRY_RUNTIME_HOST",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "NO_PROXY",
-        "no_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-        "KUBERNETES_SERVICE_HOST",
-        "KUBERNETES_SERVICE_PORT",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
+    support::env::plugin_cmd(home)
 }
 
 fn outcome(cmd: &mut Command) -> Outcome {

@@ -16,24 +16,7 @@ const KIND_SCRIPT_V1: &str =
 /// The real kubectl with a private HOME (its discovery cache lands there) and no proxies.
 fn kubectl(home: &Path) -> Command {
     let mut cmd = Command::new("kubectl");
-    cmd.env("HOME", home).env("NO_COLOR", "1");
-    for var in [
-        "KUBECONFIG",
-        "KUBECTL_REGISTRY_HOST",
-        "KUBECTL_REGISTRY_RUNTIME_HOST",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "NO_PROXY",
-        "no_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-        "KUBERNETES_SERVICE_HOST",
-        "KUBERNETES_SERVICE_PORT",
-    ] {
-        cmd.env_remove(var);
-    }
+    support::env::clean_env(&mut cmd, home);
     cmd
 }
 

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use support::apiserver::{ApiServer, ApiServerBuilder, StandInNode, redact_ports};
 use support::containerd::Containerd;
 use support::fixtures::{self, Format, Image, LayerCompression};
@@ -90,29 +89,8 @@ impl Bench {
     fn run(&self, args: &[&str], path: &OsString, stdin: Option<&Path>) -> Outcome {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
-        let mut cmd = Command::cargo_bin("kubectl-registry").unwrap();
-        cmd.env("HOME", &home)
-            .env("NO_COLOR", "1")
-            .env("PATH", path)
-            .env("TMPDIR", self.scratch_parent());
-        for var in [
-            "KUBECONFIG",
-            "KUBECTL_REGISTRY_HOST",
-            "KUBECTL_REGISTRY_RUNTIME_HOST",
-            "KUBECTL_REGISTRY_ENGINE",
-            "HTTPS_PROXY",
-            "https_proxy",
-            "HTTP_PROXY",
-            "http_proxy",
-            "NO_PROXY",
-            "no_proxy",
-            "ALL_PROXY",
-            "all_proxy",
-            "KUBERNETES_SERVICE_HOST",
-            "KUBERNETES_SERVICE_PORT",
-        ] {
-            cmd.env_remove(var);
-        }
+        let mut cmd = support::env::plugin_cmd(&home);
+        cmd.env("PATH", path).env("TMPDIR", self.scratch_parent());
         if let Some(stdin) = stdin {
             cmd.pipe_stdin(stdin).unwrap();
         }

@@ -13,6 +13,7 @@ use tempfile::TempDir;
 
 use crate::support::apiserver::{ApiServer, redact_ports};
 use crate::support::containerd::Containerd;
+use crate::support::env::clean_env;
 use crate::support::fixtures::{self, Image};
 use crate::support::registry::TestRegistry;
 
@@ -261,31 +262,7 @@ pub fn clean_cmd(home: &Path) -> Command {
 /// `program` with the clean environment `clean_cmd` gives the binary (to wrap it in a tool).
 pub fn clean_std_cmd(program: &std::ffi::OsStr, home: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(program);
-    cmd.env("HOME", home)
-        .env("NO_COLOR", "1")
-        .env("DOCKER_CONFIG", home.join("no-docker-config"));
-    for var in [
-        "KUBECONFIG",
-        "KUBECTL_REGISTRY_HOST",
-        "KUBECTL_REGISTRY_RUNTIME_HOST",
-        "KUBECTL_REGISTRY_ENGINE",
-        "KUBECTL_REGISTRY_CACHE_DIR",
-        "XDG_CACHE_HOME",
-        "REGISTRY_AUTH_FILE",
-        "XDG_RUNTIME_DIR",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "NO_PROXY",
-        "no_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-        "KUBERNETES_SERVICE_HOST",
-        "KUBERNETES_SERVICE_PORT",
-    ] {
-        cmd.env_remove(var);
-    }
+    clean_env(&mut cmd, home).env("DOCKER_CONFIG", home.join("no-docker-config"));
     cmd
 }
 

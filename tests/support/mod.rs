@@ -3,6 +3,7 @@
 
 pub mod apiserver;
 pub mod containerd;
+pub mod env;
 pub mod fixtures;
 pub mod registry;
 pub mod standins;

@@ -13,7 +13,7 @@ use super::manifest::{index_for, manifest_for};
 use super::progress::Progress;
 use super::stream::Encoding;
 use super::summary::Transfer;
-use crate::archive::{Archive, Image, Layer, PlatformImage};
+use crate::archive::{Archive, Image, Layer, PlatformImage, RawBlob};
 use crate::digest::Digest;
 use crate::error::{Error, ExitCode, Result};
 use crate::hosting::LocalRegistry;
@@ -80,27 +80,7 @@ pub async fn push(
         manifests.push(manifest_for(&archive, platform, &sent_layers)?);
     }
 
-    let (media_type, bytes) = match manifests.as_slice() {
-        [single] => (single.media_type.clone(), single.bytes.clone()),
-        _ => {
-            for manifest in &manifests {
-                let reference = manifest.digest.to_string();
-                client
-                    .put_manifest(
-                        repo,
-                        &reference,
-                        &manifest.media_type,
-                        Bytes::from(manifest.bytes.clone()),
-                    )
-                    .await?;
-            }
-            let index = index_for(&image, &manifests);
-            (index.media_type, index.bytes)
-        }
-    };
-    let digest = client
-        .put_manifest(repo, &plan.target.tag, &media_type, Bytes::from(bytes))
-        .await?;
+    let digest = put_manifests(&client, repo, &plan.target.tag, &image, &manifests).await?;
     for layer in &sent {
         sent_before.record(
             client.host(),
@@ -113,6 +93,32 @@ pub async fn push(
         printer.debug(&format!("could not save the record of sent blobs: {err}"));
     }
     Ok((digest, transfer))
+}
+
+/// Each platform's manifest by digest, then the tag: the one platform's manifest, or an index
+/// over them. The tag goes last; it is what makes the push visible.
+async fn put_manifests(
+    client: &RegistryClient,
+    repo: &str,
+    tag: &str,
+    image: &Image,
+    manifests: &[RawBlob],
+) -> Result<Digest> {
+    let tagged = match manifests {
+        [single] => single.clone(),
+        _ => {
+            for manifest in manifests {
+                let bytes = Bytes::from(manifest.bytes.clone());
+                client
+                    .put_manifest(repo, manifest.digest.as_str(), &manifest.media_type, bytes)
+                    .await?;
+            }
+            index_for(image, manifests)
+        }
+    };
+    client
+        .put_manifest(repo, tag, &tagged.media_type, Bytes::from(tagged.bytes))
+        .await
 }
 
 /// Layers to send, each once even when several platforms share it.

@@ -33,7 +33,7 @@ impl Progress {
     pub fn blob(&self, label: String, total: u64) -> BlobProgress {
         let bar = self.bars.as_ref().map(|bars| {
             let style = ProgressStyle::with_template(
-                "{prefix:.bold} {bar:30.cyan/blue} {bytes:>10}/{total_bytes:<10} {binary_bytes_per_sec:>12} {msg}",
+                "{prefix:.bold} {bar:30.cyan/blue} {decimal_bytes:>9}/{decimal_total_bytes:<9} {decimal_bytes_per_sec:>11} {msg}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");

@@ -67,12 +67,10 @@ impl PushReport {
         let t = &self.transfer;
         let summary = match self.method {
             Method::Registry => format!(
-                "pushed {} blob(s), {}; {} already there ({}); {:.1}s",
-                t.blobs_pushed,
+                "pushed {} ({}), {} already there, in {seconds:.1}s",
+                blobs(t.blobs_pushed),
                 human_bytes(t.bytes_pushed),
-                t.blobs_skipped,
-                human_bytes(t.bytes_skipped),
-                seconds
+                blobs(t.blobs_skipped),
             ),
             Method::NodeLoad => format!("loaded into the nodes in {seconds:.1}s"),
         };
@@ -84,6 +82,13 @@ impl PushReport {
                 printer.result(&serde_json::to_string_pretty(self).unwrap_or_default())
             }
         }
+    }
+}
+
+fn blobs(count: u32) -> String {
+    match count {
+        1 => "1 blob".to_string(),
+        n => format!("{n} blobs"),
     }
 }
 

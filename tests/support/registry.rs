@@ -253,7 +253,10 @@ fn wait_until_ready(child: &mut Child, port: u16, config: &RegistryConfig) -> bo
             let anonymous = RegistryConfig::default();
             let has_auth = config.basic_auth.is_some() || config.token_auth.is_some();
             let expected = if has_auth { 401 } else { 200 };
-            if raw_request(port, &anonymous, "GET", "/v2/", &[]).status == expected {
+            // A connection reset while it starts (or a port taken by another process) is "not yet".
+            if try_raw_request(port, &anonymous, "GET", "/v2/", &[])
+                .is_ok_and(|answer| answer.status == expected)
+            {
                 return true;
             }
         }
@@ -269,10 +272,18 @@ fn raw_request(
     path: &str,
     headers: &[(&str, &str)],
 ) -> HttpAnswer {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connecting to the registry");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("read timeout");
+    try_raw_request(port, config, method, path, headers).expect("talking to the registry")
+}
+
+fn try_raw_request(
+    port: u16,
+    config: &RegistryConfig,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<HttpAnswer> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let authorization = match &config.basic_auth {
         Some((user, password)) => format!(
             "Authorization: Basic {}\r\n",
@@ -287,11 +298,10 @@ fn raw_request(
     write!(
         stream,
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{authorization}{extra}Connection: close\r\n\r\n"
-    )
-    .expect("sending the request");
+    )?;
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("reading the answer");
-    parse_answer(&raw, method == "HEAD")
+    stream.read_to_end(&mut raw)?;
+    Ok(parse_answer(&raw, method == "HEAD"))
 }
 
 fn free_port() -> u16 {

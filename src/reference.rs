@@ -10,6 +10,7 @@ const DOCKER_HUB: &str = "docker.io";
 const DOCKER_HUB_ALIASES: [&str; 2] = ["index.docker.io", "registry-1.docker.io"];
 const OFFICIAL_NAMESPACE: &str = "library/";
 pub const DEFAULT_TAG: &str = "latest";
+const PODMAN_LOCAL: &str = "localhost";
 
 /// A parsed image name as users and archives write it: `[domain/]path[:tag][@digest]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,12 +95,15 @@ impl Target {
     /// Retags `name` for a local registry known as `hosts` (its push and runtime names).
     ///
     /// Docker Hub names lose `docker.io/library/`; a name already on one of `hosts` loses that host;
+    /// podman's `localhost/` (built here, no registry) is dropped like Docker Hub's domain;
     /// any other registry's name keeps its whole path under the local host, its domain made a legal
     /// path component (`gcr.io/proj/app` -> `gcr.io/proj/app`, `localhost:5000/app` -> `localhost-5000/app`).
     pub fn for_name(name: &ImageName, hosts: &[&RegistryHost]) -> Self {
         let repository = match &name.domain {
             _ if name.is_docker_hub() => name.familiar_repository(),
             Some(domain) if hosts.iter().any(|host| host.as_str() == domain) => name.path.clone(),
+            // podman's name for an image built locally, from no registry at all.
+            Some(domain) if domain == PODMAN_LOCAL => name.path.clone(),
             Some(domain) => format!("{}/{}", domain_as_path_component(domain), name.path),
             None => name.path.clone(),
         };
@@ -213,6 +217,15 @@ mod tests {
         assert_eq!(
             target("localhost:5000/app:x").to_string(),
             "localhost-5000/app:x"
+        );
+    }
+
+    #[test]
+    fn podmans_local_images_lose_their_localhost_prefix() {
+        assert_eq!(target("localhost/myimg:dev").to_string(), "myimg:dev");
+        assert_eq!(
+            target("localhost:5000/myimg:dev").to_string(),
+            "localhost-5000/myimg:dev"
         );
     }
 

@@ -61,6 +61,16 @@ fn another_registrys_name_keeps_its_domain_under_the_local_host() {
 }
 
 #[test]
+fn a_podman_image_built_here_loses_its_localhost_prefix() {
+    let bench = Bench::new();
+    let image = Image::sample(30);
+    let path = archive(&bench, &image, Format::Podman, &["localhost/myimg:dev"]);
+    let run = bench.push(&[&path]);
+    let (reference, _) = bench.assert_pushed(&run, "myimg", "dev");
+    Node::start(&bench.registry).assert_pulls(&reference, &image);
+}
+
+#[test]
 fn the_tag_flag_overrides_the_archives_name() {
     let bench = Bench::new();
     let image = Image::sample(22);

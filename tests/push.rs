@@ -71,6 +71,25 @@ fn a_podman_image_built_here_loses_its_localhost_prefix() {
 }
 
 #[test]
+fn a_bad_load_command_fails_before_any_work_even_with_a_registry() {
+    let bench = Bench::new();
+    let path = archive(
+        &bench,
+        &Image::sample(32),
+        Format::DockerLegacy,
+        &["myimg:dev"],
+    );
+    let run = bench.push(&[&path, "--load-command", "mytool import"]);
+    assert_eq!((run.code, run.stdout.as_str()), (2, ""));
+    assert_eq!(
+        run.stderr_lines()[0],
+        "error: reading --load-command 'mytool import': it has no {archive} to put the archive's path in"
+    );
+    assert!(bench.api.requests().is_empty(), "the cluster was read");
+    bench.assert_not_tagged("myimg", "dev");
+}
+
+#[test]
 fn the_tag_flag_overrides_the_archives_name() {
     let bench = Bench::new();
     let image = Image::sample(22);

@@ -20,6 +20,7 @@ use crate::discovery::{self, Discovered};
 use crate::engine::{self, Source};
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::hosting::{LocalRegistry, RegistrySource};
+use crate::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::output::Printer;
 use crate::product;
 use crate::reference::{ImageName, Target};
@@ -29,6 +30,10 @@ use summary::{Method, PushReport};
 
 pub async fn run(args: &PushArgs, cluster_args: &ClusterArgs, printer: &Printer) -> Result<()> {
     let started = Instant::now();
+    if let Some(template) = &args.load_command {
+        // A bad flag fails before any work, whether or not the load would have been needed.
+        LoadPlan::from_template(template, Path::new(ARCHIVE_PLACEHOLDER))?;
+    }
     let scratch = tempfile::Builder::new()
         .prefix("kubectl-registry-")
         .tempdir()

@@ -97,7 +97,21 @@ fn repo() -> PathBuf {
 
 fn read_manifest(path: &Path) -> Plugin {
     let text = std::fs::read_to_string(path).unwrap();
-    serde_saphyr::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+    parse_as_krew(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+/// krew reads manifests with sigs.k8s.io/yaml: go-yaml v2 (YAML 1.1) turns each plain scalar into
+/// the type YAML 1.1 resolves it to, then a strict JSON decode refuses a number or boolean where a
+/// string belongs. An unquoted run of digits (`sha256: 000...`) is such a number; so are `0o17`,
+/// `1e5` and `.inf`, and `yes`/`on` are booleans. Read the same way here: a plain scalar that
+/// YAML 1.1 would not read as a string never fills a string field.
+fn parse_as_krew(text: &str) -> Result<Plugin, serde_saphyr::Error> {
+    let yaml_1_1 = serde_saphyr::options! {
+        no_schema: true,
+        legacy_octal_numbers: true,
+        strict_booleans: false,
+    };
+    serde_saphyr::from_str_with_options(text, yaml_1_1)
 }
 
 /// Every <os, arch> pair krew runs on.
@@ -492,7 +506,33 @@ fn the_validation_here_rejects_what_krew_rejects() {
     let unknown_field = std::fs::read_to_string(repo().join("plugin.yaml"))
         .unwrap()
         .replace("  homepage:", "  homePage:");
-    assert!(serde_saphyr::from_str::<Plugin>(&unknown_field).is_err());
+    assert!(parse_as_krew(&unknown_field).is_err());
+}
+
+#[test]
+fn a_plain_scalar_yaml_1_1_reads_as_a_number_or_boolean_is_refused_where_krew_wants_a_string() {
+    let committed = std::fs::read_to_string(repo().join("plugin.yaml")).unwrap();
+    let quoted_zeros = format!("\"{}\"", "0".repeat(64));
+    assert!(
+        committed.contains(&format!("sha256: {quoted_zeros}")),
+        "the placeholders must stay quoted"
+    );
+    parse_as_krew(&committed).unwrap();
+    // All digits; digits with one `e` (a float, as any sha256 may be); a YAML 1.1 boolean.
+    for plain in [
+        "0".repeat(64),
+        format!("{}e123", "1".repeat(60)),
+        "yes".into(),
+    ] {
+        let manifest = committed.replacen(&quoted_zeros, &plain, 1);
+        assert!(
+            parse_as_krew(&manifest).is_err(),
+            "accepted sha256: {plain}"
+        );
+    }
+    // A quoted digit run, and hex that only YAML 1.2 could misread, stay strings.
+    let hex = format!("a{}", "0".repeat(63));
+    parse_as_krew(&committed.replacen(&quoted_zeros, &hex, 1)).unwrap();
 }
 
 #[test]
@@ -682,4 +722,129 @@ fn release_refuses_a_host_binary_of_another_version() {
         "{stderr}"
     );
     assert!(!manifest_out.exists());
+}
+
+/// `plugin.yaml` with only the platforms named (`os/arch`), as a release of fewer platforms has it.
+fn manifest_with_platforms(keep: &[&str]) -> String {
+    let text = std::fs::read_to_string(repo().join("plugin.yaml")).unwrap();
+    let (head, platforms) = text.split_once("  platforms:\n").unwrap();
+    let mut kept = String::new();
+    for block in platforms
+        .split_inclusive('\n')
+        .fold(Vec::<String>::new(), |mut blocks, line| {
+            if line.starts_with("  - selector:") || blocks.is_empty() {
+                blocks.push(String::new());
+            }
+            blocks.last_mut().unwrap().push_str(line);
+            blocks
+        })
+    {
+        let os = block.lines().find_map(|l| l.trim().strip_prefix("os: "));
+        let arch = block.lines().find_map(|l| l.trim().strip_prefix("arch: "));
+        if let (Some(os), Some(arch)) = (os, arch) {
+            if keep.contains(&format!("{os}/{arch}").as_str()) {
+                kept.push_str(&block);
+            }
+        }
+    }
+    format!("{head}  platforms:\n{kept}")
+}
+
+/// Packs a stand-in binary (distinct per platform, so the archives differ) as one release runner
+/// of the workflow would, into `dist`.
+fn pack_fake_platform(dist: &Path, os: &str, arch: &str) -> PathBuf {
+    let binary = dist.parent().unwrap().join(format!("bin-{os}-{arch}"));
+    std::fs::write(&binary, format!("built for {os}/{arch}\n")).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let output = release(&[
+        "--binary",
+        binary.to_str().unwrap(),
+        "--os",
+        os,
+        "--arch",
+        arch,
+        "--out-dir",
+        dist.to_str().unwrap(),
+        "--manifest-out",
+        scratch.path().join("plugin.yaml").to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let version = env!("CARGO_PKG_VERSION");
+    dist.join(format!("kubectl-registry_{version}_{os}_{arch}.tar.gz"))
+}
+
+#[test]
+fn merge_writes_each_platforms_archive_sha256_into_the_manifest() {
+    let out = tempfile::tempdir().unwrap();
+    let dist = out.path().join("dist");
+    let linux = pack_fake_platform(&dist, "linux", "arm64");
+    let darwin = pack_fake_platform(&dist, "darwin", "amd64");
+    let (linux_sha, darwin_sha) = (sha256_file(&linux), sha256_file(&darwin));
+    assert_ne!(linux_sha, darwin_sha);
+    let manifest = out.path().join("two.yaml");
+    std::fs::write(
+        &manifest,
+        manifest_with_platforms(&["linux/arm64", "darwin/amd64"]),
+    )
+    .unwrap();
+    let merged = out.path().join("plugin.yaml");
+
+    let output = release(&[
+        "merge",
+        "--from",
+        dist.to_str().unwrap(),
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--manifest-out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stdout),
+        format!("linux/arm64 {linux_sha}\ndarwin/amd64 {darwin_sha}\n")
+    );
+    let written = read_manifest(&merged);
+    validate("registry", &written).unwrap();
+    assert_eq!(written.spec.platforms.len(), 2);
+    for (os, arch, archive, sha) in [
+        ("linux", "arm64", &linux, &linux_sha),
+        ("darwin", "amd64", &darwin, &darwin_sha),
+    ] {
+        let platform = platform_for(&written, os, arch);
+        assert_eq!(&platform.sha256, sha);
+        let name = archive.file_name().unwrap().to_string_lossy();
+        assert_eq!(
+            platform.uri,
+            format!("{RELEASES}/v{}/{name}", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}
+
+#[test]
+fn merge_refuses_a_release_missing_a_platforms_archive_and_writes_nothing() {
+    let out = tempfile::tempdir().unwrap();
+    let dist = out.path().join("dist");
+    // Not this machine's platform: a fake binary is packed without running it.
+    pack_fake_platform(&dist, "linux", "arm64");
+    pack_fake_platform(&dist, "darwin", "arm64");
+    let merged = out.path().join("plugin.yaml");
+    let output = release(&[
+        "merge",
+        "--from",
+        dist.to_str().unwrap(),
+        "--manifest-out",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(text(&output.stdout), "");
+    let stderr = text(&output.stderr);
+    let version = env!("CARGO_PKG_VERSION");
+    for missing in ["linux_amd64", "darwin_amd64", "windows_amd64"] {
+        assert!(
+            stderr.contains(&format!("kubectl-registry_{version}_{missing}.tar.gz")),
+            "{stderr}"
+        );
+    }
+    assert!(!stderr.contains("linux_arm64"), "{stderr}");
+    assert!(!merged.exists());
 }

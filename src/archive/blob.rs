@@ -4,9 +4,10 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use super::positioned;
 
 /// A blob's bytes: `len` bytes at `offset` of a file. Cheap to clone; owns what it needs to read.
 #[derive(Clone)]
@@ -98,7 +99,7 @@ impl Read for BlobReader {
         if wanted == 0 {
             return Ok(0);
         }
-        let read = self.file.read_at(&mut buf[..wanted], self.position)?;
+        let read = positioned::read_at(&self.file, &mut buf[..wanted], self.position)?;
         if read == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,

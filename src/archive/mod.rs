@@ -31,6 +31,7 @@ mod names;
 mod oci;
 mod open;
 mod platform;
+mod positioned;
 mod select;
 mod spool;
 mod tar_index;

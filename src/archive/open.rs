@@ -3,7 +3,6 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,7 +10,7 @@ use super::error::ArchiveError;
 use super::members::{Container, Members};
 use super::spool::{self, Magic};
 use super::tar_index::TarIndex;
-use super::{Archive, Format, Source, Wrapping, docker, oci};
+use super::{Archive, Format, Source, Wrapping, docker, oci, positioned};
 
 impl Archive {
     /// Opens a path (tar, gzip/zstd-wrapped tar, or OCI layout directory) or standard input.
@@ -55,7 +54,7 @@ impl Archive {
             return Self::from_reader(file, &name);
         }
         let mut prefix = vec![0u8; spool::SNIFF_LEN.min(metadata.len() as usize)];
-        file.read_exact_at(&mut prefix, 0).map_err(open_error)?;
+        positioned::read_exact_at(&file, &mut prefix, 0).map_err(open_error)?;
         match spool::sniff(&prefix) {
             Magic::Tar => Self::from_tar(file, &name, Wrapping::None, Some(path.to_path_buf())),
             magic @ (Magic::Gzip | Magic::Zstd) => {

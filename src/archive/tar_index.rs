@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 
 use tar::EntryType;
 
 use super::error::ArchiveError;
+use super::positioned;
 
 /// Links followed before a member is declared a loop.
 const MAX_LINK_DEPTH: usize = 16;
@@ -103,7 +103,10 @@ impl TarIndex {
 /// True when a zero block follows the last member, as every tar writer ends its output.
 fn ends_with_zero_block(file: &File, position: u64) -> bool {
     let mut block = [0u8; 512];
-    matches!(file.read_exact_at(&mut block, position), Ok(())) && block.iter().all(|&b| b == 0)
+    matches!(
+        positioned::read_exact_at(file, &mut block, position),
+        Ok(())
+    ) && block.iter().all(|&b| b == 0)
 }
 
 /// A symlink's target relative to the archive root (targets are relative to the link's folder).

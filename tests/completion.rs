@@ -68,6 +68,13 @@ impl PluginPath {
         let kubectl = find_on_path("kubectl").unwrap_or_else(|| {
             panic!("kubectl is not on PATH: these tests drive the real kubectl (1.26+)")
         });
+        let minor = kubectl_client_minor(&kubectl);
+        assert!(
+            minor >= PLUGIN_COMPLETION_SINCE_MINOR,
+            "{} is kubectl 1.{minor}: completing plugin arguments through kubectl_complete-NAME \
+             needs 1.{PLUGIN_COMPLETION_SINCE_MINOR}+ (scripts/install-test-deps installs one)",
+            kubectl.display()
+        );
         let output = Command::new(kubectl)
             .arg("__complete")
             .arg("registry")
@@ -86,6 +93,30 @@ impl PluginPath {
         );
         parse_cobra(&stdout)
     }
+}
+
+/// kubectl completes a plugin's arguments by running `kubectl_complete-NAME` since 1.26.
+const PLUGIN_COMPLETION_SINCE_MINOR: u32 = 26;
+
+/// The minor version `kubectl version --client` reports (`"minor": "32"`, or `"32+"` on some builds).
+fn kubectl_client_minor(kubectl: &Path) -> u32 {
+    let output = Command::new(kubectl)
+        .args(["version", "--client", "-o", "json"])
+        .output()
+        .unwrap();
+    let version: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "kubectl version --client -o json: {err}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let minor = version["clientVersion"]["minor"]
+        .as_str()
+        .unwrap_or_default();
+    minor
+        .trim_end_matches('+')
+        .parse()
+        .unwrap_or_else(|_| panic!("kubectl's minor version {minor:?} is not a number"))
 }
 
 fn find_on_path(name: &str) -> Option<PathBuf> {

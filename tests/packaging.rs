@@ -741,10 +741,10 @@ fn manifest_with_platforms(keep: &[&str]) -> String {
     {
         let os = block.lines().find_map(|l| l.trim().strip_prefix("os: "));
         let arch = block.lines().find_map(|l| l.trim().strip_prefix("arch: "));
-        if let (Some(os), Some(arch)) = (os, arch) {
-            if keep.contains(&format!("{os}/{arch}").as_str()) {
-                kept.push_str(&block);
-            }
+        if let (Some(os), Some(arch)) = (os, arch)
+            && keep.contains(&format!("{os}/{arch}").as_str())
+        {
+            kept.push_str(&block);
         }
     }
     format!("{head}  platforms:\n{kept}")

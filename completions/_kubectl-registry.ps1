@@ -33,6 +33,7 @@ Register-ArgumentCompleter -Native -CommandName 'kubectl-registry' -ScriptBlock 
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Push an image archive (or a local engine''s image) into the cluster and print its ref')
             [CompletionResult]::new('info', 'info', [CompletionResultType]::ParameterValue, 'Show the cluster''s local registry, where it was found, and what push would do')
+            [CompletionResult]::new('advertise', 'advertise', [CompletionResultType]::ParameterValue, 'Advertise a registry in the cluster (KEP-1755 ConfigMap), or remove the advertisement')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the version')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             break
@@ -74,6 +75,25 @@ Register-ArgumentCompleter -Native -CommandName 'kubectl-registry' -ScriptBlock 
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kubectl-registry;advertise' {
+            [CompletionResult]::new('--from-runtime', '--from-runtime', [CompletionResultType]::ParameterName, 'How the nodes'' container runtime names the registry (`hostFromContainerRuntime`)')
+            [CompletionResult]::new('--from-cluster-network', '--from-cluster-network', [CompletionResultType]::ParameterName, 'Where pods reach the registry (`hostFromClusterNetwork`)')
+            [CompletionResult]::new('--help-url', '--help-url', [CompletionResultType]::ParameterName, 'The registry''s guide, shown to users when something fails (`help`; http or https)')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--registry', '--registry', [CompletionResultType]::ParameterName, 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]')
+            [CompletionResult]::new('--registry-from-runtime', '--registry-from-runtime', [CompletionResultType]::ParameterName, 'How the nodes'' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the ConfigMap as YAML instead of writing it')
+            [CompletionResult]::new('--delete', '--delete', [CompletionResultType]::ParameterName, 'Remove the advertisement (other keys of the ConfigMap are kept)')
+            [CompletionResult]::new('--no-verify', '--no-verify', [CompletionResultType]::ParameterName, 'Do not check first that HOST answers like a registry from here')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break

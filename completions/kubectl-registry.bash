@@ -16,6 +16,9 @@ _kubectl__registry() {
             ",$1")
                 cmd="kubectl__registry"
                 ;;
+            kubectl__registry,advertise)
+                cmd="kubectl__registry__subcmd__advertise"
+                ;;
             kubectl__registry,completion)
                 cmd="kubectl__registry__subcmd__completion"
                 ;;
@@ -35,12 +38,54 @@ _kubectl__registry() {
 
     case "${cmd}" in
         kubectl__registry)
-            opts="-v -h -V --kubeconfig --context --registry --registry-from-runtime --verbose --help --version push info version completion"
+            opts="-v -h -V --kubeconfig --context --registry --registry-from-runtime --verbose --help --version push info advertise version completion"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-from-runtime)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl__registry__subcmd__advertise)
+            opts="-v -h -V --from-runtime --from-cluster-network --help-url --dry-run --delete --no-verify --kubeconfig --context --registry --registry-from-runtime --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --from-runtime)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from-cluster-network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --help-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --kubeconfig)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -33,6 +33,7 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s h -l 
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "push" -d 'Push an image archive (or a local engine\'s image) into the cluster and print its ref'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "info" -d 'Show the cluster\'s local registry, where it was found, and what push would do'
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "advertise" -d 'Advertise a registry in the cluster (KEP-1755 ConfigMap), or remove the advertisement'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "version" -d 'Print the version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "completion" -d 'Print a shell completion script'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s t -l tag -d 'Name to push as, NAME[:TAG] (default: the name recorded in the archive)' -r
@@ -65,6 +66,19 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" 
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s h -l help -d 'Print help'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s V -l version -d 'Print version'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l from-runtime -d 'How the nodes\' container runtime names the registry (`hostFromContainerRuntime`)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l from-cluster-network -d 'Where pods reach the registry (`hostFromClusterNetwork`)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l help-url -d 'The registry\'s guide, shown to users when something fails (`help`; http or https)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l dry-run -d 'Print the ConfigMap as YAML instead of writing it'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l delete -d 'Remove the advertisement (other keys of the ConfigMap are kept)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l no-verify -d 'Do not check first that HOST answers like a registry from here'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s o -l output -d 'Output format' -r -f -a "text\t''
 json\t''"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F

@@ -58,6 +58,9 @@ pub enum Command {
     /// Show the cluster's local registry, where it was found, and what push would do.
     #[command(after_help = INFO_EXAMPLES)]
     Info(InfoArgs),
+    /// Advertise a registry in the cluster (KEP-1755 ConfigMap), or remove the advertisement.
+    #[command(long_about = ADVERTISE_LONG_ABOUT, after_help = ADVERTISE_EXAMPLES)]
+    Advertise(AdvertiseArgs),
     /// Print the version.
     #[command(after_help = VERSION_EXAMPLES)]
     Version(OutputArgs),
@@ -120,6 +123,37 @@ pub struct InfoArgs {
     pub output: OutputArgs,
 }
 
+#[derive(Debug, Args)]
+pub struct AdvertiseArgs {
+    /// Where tools outside the cluster push (KEP-1755 `host`).
+    #[arg(value_name = "HOST[:PORT]", required_unless_present = "delete")]
+    pub host: Option<String>,
+
+    /// How the nodes' container runtime names the registry (`hostFromContainerRuntime`).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub from_runtime: Option<String>,
+
+    /// Where pods reach the registry (`hostFromClusterNetwork`).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub from_cluster_network: Option<String>,
+
+    /// The registry's guide, shown to users when something fails (`help`; http or https).
+    #[arg(long, value_name = "URL")]
+    pub help_url: Option<String>,
+
+    /// Print the ConfigMap as YAML instead of writing it.
+    #[arg(long, conflicts_with = "delete")]
+    pub dry_run: bool,
+
+    /// Remove the advertisement (other keys of the ConfigMap are kept).
+    #[arg(long, conflicts_with_all = ["host", "from_runtime", "from_cluster_network", "help_url"])]
+    pub delete: bool,
+
+    /// Do not check first that HOST answers like a registry from here.
+    #[arg(long, conflicts_with = "delete")]
+    pub no_verify: bool,
+}
+
 #[derive(Debug, Clone, Copy, Args)]
 pub struct OutputArgs {
     /// Output format.
@@ -179,7 +213,7 @@ Exit codes:
   0  success
   1  failure with no more specific code
   2  the command line was wrong
-  3  the cluster (kubeconfig or API server) could not be read
+  3  the cluster (kubeconfig or API server) could not be read, or refused a write
   4  the image input (archive or engine) is unreadable or invalid
   5  the registry refused, failed or could not be reached
   6  no way in: nothing advertised and no node loader, or the loader failed";
@@ -221,6 +255,30 @@ Examples:
 
   # The same for another kubeconfig context, as JSON
   kubectl registry info --context kind-dev -o json";
+
+const ADVERTISE_LONG_ABOUT: &str = "\
+Advertise a local registry in the cluster: write the KEP-1755 ConfigMap \
+kube-public/local-registry-hosting that push, Tilt, Skaffold and other tools read.
+
+The key localRegistryHosting.v1 is created or updated (with a retry when someone else wrote at the \
+same time); other keys of the ConfigMap are kept. Hosts are validated with the rules discovery \
+reads them with. Before writing, HOST is asked GET /v2/ and a warning says when it does not \
+answer like a registry from here. --dry-run prints the ConfigMap instead; --delete removes the \
+advertisement.";
+
+const ADVERTISE_EXAMPLES: &str = "\
+Examples:
+  # Advertise kind's local registry, with a guide for users it fails for
+  kubectl registry advertise localhost:5001 --help-url https://kind.sigs.k8s.io
+
+  # Pods name the registry differently from the laptop (k3d)
+  kubectl registry advertise localhost:5000 --from-runtime registry:5000
+
+  # Print the ConfigMap instead of writing it
+  kubectl registry advertise localhost:5001 --dry-run
+
+  # Remove the advertisement
+  kubectl registry advertise --delete";
 
 const VERSION_EXAMPLES: &str = "\
 Examples:

@@ -1,5 +1,7 @@
 //! The only Kubernetes I/O: kubeconfig, the hosting ConfigMap, nodes, services -> plain facts.
 
+mod hosting_write;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -14,6 +16,8 @@ use crate::error::{Error, ExitCode, Result};
 use crate::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
 use crate::kubeconfig::{self, Choice};
 use crate::output::Printer;
+
+pub use hosting_write::Written;
 
 /// An unreachable API server fails in seconds, never hangs.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

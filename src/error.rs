@@ -14,7 +14,7 @@ pub enum ExitCode {
     Failure = 1,
     /// The command line was wrong (clap uses 2 too).
     Usage = 2,
-    /// The cluster (kubeconfig or API server) could not be read.
+    /// The cluster (kubeconfig or API server) could not be read, or refused a write.
     Cluster = 3,
     /// The image input (archive, engine) could not be read or is invalid.
     Input = 4,

@@ -1,10 +1,12 @@
 //! KEP-1755 local-registry-hosting: what a cluster advertises, where it was found, and the
 //! rules for reading it. Pure: no I/O here.
 
+mod advertisement;
 mod configmap;
 mod host;
 mod older_conventions;
 
+pub use advertisement::{Advertisement, BadHelpUrl, HelpUrl, hosting_v1_key};
 pub use configmap::registry_from_configmap;
 pub use host::{BadHost, HostProblem, RegistryHost};
 pub use older_conventions::{

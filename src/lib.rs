@@ -1,6 +1,7 @@
 //! kubectl-registry: find a cluster's local registry (KEP-1755), push images to it or load them
 //! into the nodes, and name the ref a pod spec must use.
 
+pub mod advertise;
 pub mod archive;
 pub mod cli;
 pub mod cluster;
@@ -43,6 +44,7 @@ pub fn run(cli: Cli, printer: &Printer) -> Result<()> {
                 });
                 Ok(())
             }
+            Command::Advertise(args) => advertise::run(&args, &cli.cluster, printer).await,
             Command::Info(args) => info::run(&args, &cli.cluster, printer).await,
             Command::Completion(args) => completion::print_script(args.shell),
             Command::Push(args) => push::run(&args, &cli.cluster, printer).await,

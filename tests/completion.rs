@@ -258,7 +258,7 @@ fn kubectl_completes_subcommand_names() {
     let (candidates, _) = path.kubectl_complete(&[""]);
     assert_eq!(
         values(&candidates),
-        ["push", "info", "version", "completion"]
+        ["push", "info", "advertise", "version", "completion"]
     );
 }
 

@@ -46,7 +46,7 @@ fn example_invocations(examples: &[&str]) -> Vec<Vec<String>> {
 
 #[test]
 fn every_command_shows_examples_that_parse_as_that_command() {
-    for command in ["push", "info", "version", "completion"] {
+    for command in ["push", "info", "advertise", "version", "completion"] {
         for flag in ["-h", "--help"] {
             let text = help(&[command, flag]);
             let examples = section(&text, "Examples:");
@@ -85,7 +85,14 @@ fn top_level_examples_parse_and_comments_come_first() {
 
 #[test]
 fn examples_fit_an_80_column_terminal() {
-    for command in [&[][..], &["push"], &["info"], &["version"], &["completion"]] {
+    for command in [
+        &[][..],
+        &["push"],
+        &["info"],
+        &["advertise"],
+        &["version"],
+        &["completion"],
+    ] {
         let args: Vec<&str> = command.iter().copied().chain(["--help"]).collect();
         let text = help(&args);
         for line in section(&text, "Examples:") {

@@ -1,6 +1,8 @@
 //! A loopback stand-in for the Kubernetes API server: plain HTTP on a free port, std threads,
 //! serving the JSON a real one returns for discovery, the hosting ConfigMap, nodes and
-//! microk8s's registry Service; 403/404 as `Status` objects. Records what it served; stops on Drop.
+//! microk8s's registry Service; 403/404/409 as `Status` objects. The hosting ConfigMap can be
+//! created, updated, patched and deleted, with resourceVersion checks as a real server makes
+//! them. Records what it served; stops on Drop.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,6 +23,7 @@ pub struct ApiServerBuilder {
     nodes: Vec<StandInNode>,
     microk8s_node_port: Option<i32>,
     forbidden: BTreeSet<String>,
+    concurrent_writes: usize,
 }
 
 /// One node, with the labels a kubelet sets by itself.
@@ -101,12 +104,38 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Answer 403 Forbidden for this verb (`get`, `create`, `update`, `patch`, `delete`) only.
+    pub fn forbid_verb(mut self, resource: &str, verb: &str) -> Self {
+        self.forbidden.insert(format!("{resource}/{verb}"));
+        self
+    }
+
+    /// Another writer updates the hosting ConfigMap (adding a key of its own) just before each
+    /// of the next `count` updates arrives, so each of them carries a stale resourceVersion.
+    pub fn concurrent_writes(mut self, count: usize) -> Self {
+        self.concurrent_writes = count;
+        self
+    }
+
     pub fn start(self) -> ApiServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
         let port = listener.local_addr().expect("local address").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stopping = Arc::new(AtomicBool::new(false));
-        let state = Arc::new(Served { spec: self, port });
+        let store = Mutex::new(Store {
+            resource_version: 1,
+            hosting: self
+                .hosting_configmap
+                .as_ref()
+                .map(|data| configmap(HOSTING_NAMESPACE, HOSTING_NAME, data)),
+            concurrent_writes: self.concurrent_writes,
+        });
+        let state = Arc::new(Served {
+            spec: self,
+            port,
+            store,
+        });
+        let served = Arc::clone(&state);
         let accept = {
             let requests = Arc::clone(&requests);
             let stopping = Arc::clone(&stopping);
@@ -124,6 +153,7 @@ impl ApiServerBuilder {
         };
         ApiServer {
             port,
+            served,
             requests,
             stopping,
             accept: Some(accept),
@@ -134,6 +164,7 @@ impl ApiServerBuilder {
 /// A running stand-in; stops when dropped.
 pub struct ApiServer {
     port: u16,
+    served: Arc<Served>,
     requests: Arc<Mutex<Vec<Logged>>>,
     stopping: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
@@ -156,6 +187,11 @@ impl ApiServer {
     pub fn requests(&self) -> Vec<String> {
         let log = self.requests.lock().expect("request log");
         log.iter().map(|r| r.request.clone()).collect()
+    }
+
+    /// The hosting ConfigMap as the server holds it now (None when absent).
+    pub fn hosting_configmap(&self) -> Option<Value> {
+        self.served.store.lock().expect("store").hosting.clone()
     }
 
     /// The `Authorization` header of every request, in arrival order (None when absent).
@@ -239,7 +275,19 @@ struct Logged {
 struct Served {
     spec: ApiServerBuilder,
     port: u16,
+    store: Mutex<Store>,
 }
+
+/// What writes change.
+struct Store {
+    /// The last resourceVersion handed out; every write takes the next one.
+    resource_version: u64,
+    hosting: Option<Value>,
+    concurrent_writes: usize,
+}
+
+const HOSTING_NAMESPACE: &str = "kube-public";
+const HOSTING_NAME: &str = "local-registry-hosting";
 
 fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Logged>>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
@@ -250,6 +298,7 @@ fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Logg
     }
     let mut content_length = 0usize;
     let mut authorization = None;
+    let mut content_type = String::new();
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" || header == "\n" {
@@ -262,6 +311,8 @@ fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Logg
             content_length = value.trim().parse().unwrap_or(0);
         } else if name.eq_ignore_ascii_case("authorization") {
             authorization = Some(value.trim().to_string());
+        } else if name.eq_ignore_ascii_case("content-type") {
+            content_type = value.trim().to_string();
         }
     }
     let mut body = vec![0; content_length];
@@ -276,12 +327,20 @@ fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Logg
         authorization,
     });
 
-    let (code, body) = respond(state, &method, &path);
+    let (code, body) = if method == "GET" {
+        respond(state, &method, &path)
+    } else {
+        respond_to_write(state, &method, &path, &content_type, &body)
+    };
     let body = body.to_string();
     let reason = match code {
         200 => "OK",
+        201 => "Created",
         403 => "Forbidden",
         404 => "Not Found",
+        409 => "Conflict",
+        415 => "Unsupported Media Type",
+        422 => "Unprocessable Entity",
         _ => "Method Not Allowed",
     };
     let response = format!(
@@ -332,8 +391,8 @@ fn respond(state: &Served, method: &str, path: &str) -> (u16, Value) {
             )
         }
         ["api", "v1", "namespaces", namespace, "configmaps", name] => {
-            let found = (*namespace == "kube-public" && *name == "local-registry-hosting")
-                .then_some(spec.hosting_configmap.as_ref())
+            let found = (*namespace == HOSTING_NAMESPACE && *name == HOSTING_NAME)
+                .then(|| state.store.lock().expect("store").hosting.clone())
                 .flatten();
             lookup(
                 spec,
@@ -341,7 +400,7 @@ fn respond(state: &Served, method: &str, path: &str) -> (u16, Value) {
                 "get",
                 Some(namespace),
                 Some(name),
-                found.map(|data| configmap(namespace, name, data)),
+                found,
             )
         }
         ["api", "v1", "nodes"] => lookup(
@@ -389,23 +448,12 @@ fn lookup(
     name: Option<&str>,
     found: Option<Value>,
 ) -> (u16, Value) {
+    if let Some(refusal) = refusal(spec, resource, verb, namespace, name) {
+        return refusal;
+    }
     let mut details = json!({"kind": resource});
     if let Some(name) = name {
         details["name"] = json!(name);
-    }
-    if spec.forbidden.contains(resource) {
-        let subject = match name {
-            Some(name) => format!("{resource} {name:?}"),
-            None => resource.to_string(),
-        };
-        let scope = match namespace {
-            Some(ns) => format!("in the namespace {ns:?}"),
-            None => "at the cluster scope".to_string(),
-        };
-        let message = format!(
-            "{subject} is forbidden: User \"system:serviceaccount:default:dev\" cannot {verb} resource {resource:?} in API group \"\" {scope}"
-        );
-        return (403, status(403, "Forbidden", &message, details));
     }
     match found {
         Some(object) => (200, object),
@@ -414,6 +462,281 @@ fn lookup(
             (404, status(404, "NotFound", &message, details))
         }
     }
+}
+
+/// The 403 a real server answers when RBAC forbids `verb` on `resource`.
+fn refusal(
+    spec: &ApiServerBuilder,
+    resource: &str,
+    verb: &str,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> Option<(u16, Value)> {
+    let forbidden =
+        spec.forbidden.contains(resource) || spec.forbidden.contains(&format!("{resource}/{verb}"));
+    if !forbidden {
+        return None;
+    }
+    let mut details = json!({"kind": resource});
+    if let Some(name) = name {
+        details["name"] = json!(name);
+    }
+    let subject = match name {
+        Some(name) => format!("{resource} {name:?}"),
+        None => resource.to_string(),
+    };
+    let scope = match namespace {
+        Some(ns) => format!("in the namespace {ns:?}"),
+        None => "at the cluster scope".to_string(),
+    };
+    let message = format!(
+        "{subject} is forbidden: User \"system:serviceaccount:default:dev\" cannot {verb} resource {resource:?} in API group \"\" {scope}"
+    );
+    Some((403, status(403, "Forbidden", &message, details)))
+}
+
+/// Routes a write: only the hosting ConfigMap can be written, as a real server would take it.
+fn respond_to_write(
+    state: &Served,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, Value) {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let name = match (method, segments.as_slice()) {
+        ("POST", ["api", "v1", "namespaces", HOSTING_NAMESPACE, "configmaps"]) => body
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        (
+            "PUT" | "PATCH" | "DELETE",
+            [
+                "api",
+                "v1",
+                "namespaces",
+                HOSTING_NAMESPACE,
+                "configmaps",
+                name,
+            ],
+        ) => name.to_string(),
+        _ => {
+            return (
+                405,
+                status(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                    json!({}),
+                ),
+            );
+        }
+    };
+    let verb = match method {
+        "POST" => "create",
+        "PUT" => "update",
+        "PATCH" => "patch",
+        _ => "delete",
+    };
+    if let Some(refusal) = refusal(
+        &state.spec,
+        "configmaps",
+        verb,
+        Some(HOSTING_NAMESPACE),
+        Some(&name),
+    ) {
+        return refusal;
+    }
+    if name != HOSTING_NAME {
+        return (
+            422,
+            status(
+                422,
+                "Invalid",
+                "this stand-in stores only ConfigMap kube-public/local-registry-hosting",
+                json!({}),
+            ),
+        );
+    }
+    let mut store = state.store.lock().expect("store");
+    match verb {
+        "create" => store.create(body),
+        "update" => store.update(body),
+        "patch" => store.patch(content_type, &body),
+        _ => store.delete(&body),
+    }
+}
+
+impl Store {
+    fn next_version(&mut self) -> String {
+        self.resource_version += 1;
+        self.resource_version.to_string()
+    }
+
+    fn create(&mut self, mut object: Value) -> (u16, Value) {
+        if self.hosting.is_some() {
+            let message = format!("configmaps {HOSTING_NAME:?} already exists");
+            return (
+                409,
+                status(409, "AlreadyExists", &message, hosting_details()),
+            );
+        }
+        let version = self.next_version();
+        object["kind"] = json!("ConfigMap");
+        object["apiVersion"] = json!("v1");
+        object["metadata"] = metadata(HOSTING_NAME, Some(HOSTING_NAMESPACE))
+            .as_object()
+            .cloned()
+            .map(|mut meta| {
+                if let Some(given) = object["metadata"].as_object() {
+                    for key in ["labels", "annotations"] {
+                        if let Some(value) = given.get(key) {
+                            meta.insert(key.to_string(), value.clone());
+                        }
+                    }
+                }
+                meta.insert("resourceVersion".to_string(), json!(version));
+                Value::Object(meta)
+            })
+            .unwrap_or_default();
+        self.hosting = Some(object.clone());
+        (201, object)
+    }
+
+    /// PUT: the whole object, accepted only with the resourceVersion it currently has.
+    fn update(&mut self, mut object: Value) -> (u16, Value) {
+        self.another_writer_first();
+        let Some(current) = self.hosting.clone() else {
+            return not_found_hosting();
+        };
+        let Some(sent) = object
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            let message = format!(
+                "ConfigMap {HOSTING_NAME:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+            );
+            return (422, status(422, "Invalid", &message, hosting_details()));
+        };
+        if Some(sent.as_str()) != current["metadata"]["resourceVersion"].as_str() {
+            return conflict();
+        }
+        object["metadata"]["uid"] = current["metadata"]["uid"].clone();
+        object["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"].clone();
+        object["metadata"]["resourceVersion"] = json!(self.next_version());
+        self.hosting = Some(object.clone());
+        (200, object)
+    }
+
+    /// PATCH as JSON merge patch (what a strategic merge of a ConfigMap's maps amounts to).
+    fn patch(&mut self, content_type: &str, patch: &Value) -> (u16, Value) {
+        let merge = content_type.starts_with("application/merge-patch+json")
+            || content_type.starts_with("application/strategic-merge-patch+json");
+        if !merge {
+            let message = format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {content_type:?}; this stand-in merges only)"
+            );
+            return (
+                415,
+                status(415, "UnsupportedMediaType", &message, json!({})),
+            );
+        }
+        let Some(mut current) = self.hosting.clone() else {
+            return not_found_hosting();
+        };
+        if let Some(sent) = patch.pointer("/metadata/resourceVersion")
+            && Some(sent) != current.pointer("/metadata/resourceVersion")
+        {
+            return conflict();
+        }
+        merge_patch(&mut current, patch);
+        current["metadata"]["resourceVersion"] = json!(self.next_version());
+        self.hosting = Some(current.clone());
+        (200, current)
+    }
+
+    fn delete(&mut self, options: &Value) -> (u16, Value) {
+        let Some(current) = self.hosting.clone() else {
+            return not_found_hosting();
+        };
+        let current_version = &current["metadata"]["resourceVersion"];
+        if let Some(wanted) = options.pointer("/preconditions/resourceVersion")
+            && wanted != current_version
+        {
+            let message = format!(
+                "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
+                wanted.as_str().unwrap_or_default(),
+                current_version.as_str().unwrap_or_default()
+            );
+            return (409, status(409, "Conflict", &message, hosting_details()));
+        }
+        self.hosting = None;
+        let mut details = hosting_details();
+        details["uid"] = current["metadata"]["uid"].clone();
+        (
+            200,
+            json!({
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": details,
+            }),
+        )
+    }
+
+    /// The other writer of [`ApiServerBuilder::concurrent_writes`], when it has writes left.
+    fn another_writer_first(&mut self) {
+        if self.concurrent_writes == 0 {
+            return;
+        }
+        self.concurrent_writes -= 1;
+        let version = self.next_version();
+        if let Some(current) = self.hosting.as_mut() {
+            let key = format!("written-meanwhile-{version}");
+            current["data"][key] = json!("by another writer");
+            current["metadata"]["resourceVersion"] = json!(version);
+        }
+    }
+}
+
+/// RFC 7386: objects merge key by key, null removes, anything else replaces.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Some(patch) = patch.as_object() else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    for (key, value) in patch {
+        if value.is_null() {
+            if let Some(map) = target.as_object_mut() {
+                map.remove(key);
+            }
+        } else {
+            merge_patch(&mut target[key], value);
+        }
+    }
+}
+
+fn hosting_details() -> Value {
+    json!({"name": HOSTING_NAME, "kind": "configmaps"})
+}
+
+fn not_found_hosting() -> (u16, Value) {
+    let message = format!("configmaps {HOSTING_NAME:?} not found");
+    (404, status(404, "NotFound", &message, hosting_details()))
+}
+
+fn conflict() -> (u16, Value) {
+    let message = format!(
+        "Operation cannot be fulfilled on configmaps {HOSTING_NAME:?}: the object has been modified; please apply your changes to the latest version and try again"
+    );
+    (409, status(409, "Conflict", &message, hosting_details()))
 }
 
 fn status(code: u16, reason: &str, message: &str, details: Value) -> Value {

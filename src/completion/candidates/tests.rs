@@ -37,7 +37,7 @@ fn first_word_offers_the_visible_subcommands_with_their_about() {
     let completions = complete_words(&[""]);
     assert_eq!(
         values_of(&completions),
-        ["push", "info", "version", "completion"]
+        ["push", "info", "advertise", "version", "completion"]
     );
     assert_eq!(completions.directive, Directive::NO_FILE_COMP);
     assert_eq!(
@@ -187,4 +187,15 @@ fn wire_format_is_cobras() {
         directive: Directive::NO_FILE_COMP.with(Directive::NO_SPACE),
     };
     assert_eq!(completions.to_cobra(), "push\tPush it\nimg:dev\n:6\n");
+}
+
+#[test]
+fn advertise_offers_its_flags_and_no_file_names_for_hosts() {
+    assert_eq!(
+        values_of(&complete_words(&["advertise", "--fr"])),
+        ["--from-runtime", "--from-cluster-network"]
+    );
+    let host = complete_words(&["advertise", ""]);
+    assert_eq!(values_of(&host), Vec::<&str>::new());
+    assert_eq!(host.directive, Directive::NO_FILE_COMP);
 }

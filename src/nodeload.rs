@@ -1,7 +1,12 @@
 //! The node-load target: running a plan's command without a shell, its output kept off our
 //! stdout, and the errors when the image cannot get into the nodes that way.
 
+mod check;
+mod deliver;
+mod exec;
+mod nodes;
 mod plan;
+mod survey;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -17,7 +22,10 @@ use crate::hosting::{HOSTING_CONFIGMAP, KEP_URL};
 use crate::output::Printer;
 use crate::product::{Product, ProductKind};
 
+pub use deliver::{Delivered, Delivery, NodeReport, deliver};
+pub use nodes::NodeCluster;
 pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadCommand, LoadPlan, PlanSource};
+pub use survey::{NodeHoldings, NodeSurvey, survey};
 
 /// Lines of a failed command's output kept for the error.
 const TAIL_LINES: usize = 20;

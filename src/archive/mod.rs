@@ -50,6 +50,7 @@ pub use image::{
 };
 pub use platform::Platform;
 pub use verify::{VerifyingReader, is_verification_failure};
+pub use write::containerd_name;
 
 use members::Container;
 

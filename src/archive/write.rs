@@ -2,7 +2,7 @@
 //! names correctly: an OCI layout whose index names the image the way docker 25+ does, plus
 //! docker's `manifest.json`. Blobs are copied by streaming, layers verified on the way.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
@@ -63,14 +63,7 @@ impl Archive {
         names: &[String],
         out: &Path,
     ) -> Result<(), ArchiveError> {
-        let references = names
-            .iter()
-            .map(|name| {
-                Reference::parse(name).ok_or_else(|| {
-                    ArchiveError::invalid(self.name(), name, "this is not a valid image name")
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let references = self.references(names)?;
         if self.is_read_from(out) {
             return Err(ArchiveError::Write {
                 path: out.to_path_buf(),
@@ -86,7 +79,11 @@ impl Archive {
 
         let written = File::create(out).and_then(|file| {
             let mut builder = tar::Builder::new(BufWriter::with_capacity(WRITE_BUFFER, file));
-            self.append_all(&mut builder, &image, &manifest, &references)?;
+            let everything = Contents {
+                leave_out: &BTreeSet::new(),
+                docker_manifest: true,
+            };
+            self.append_all(&mut builder, &image, &manifest, &references, everything)?;
             builder.into_inner()?.flush()
         });
         written.map_err(|err| {
@@ -98,12 +95,36 @@ impl Archive {
         })
     }
 
+    /// Streams `image` to `out` as the OCI layout `write_docker_archive` writes, without the
+    /// layers in `leave_out` (a node already holds them) and without docker's `manifest.json`
+    /// (whose importer wants every layer in the tar; containerd's OCI importer takes the rest
+    /// from its content store). The config and manifest always go: they are small, and the
+    /// import names the image from them. Call `resolve_digests` first.
+    pub fn write_layout_without(
+        &self,
+        image: &PlatformImage,
+        names: &[String],
+        leave_out: &BTreeSet<Digest>,
+        out: impl Write,
+    ) -> io::Result<()> {
+        let references = self.references(names).map_err(io::Error::other)?;
+        let manifest = self.manifest(image).map_err(io::Error::other)?;
+        let mut builder = tar::Builder::new(out);
+        let contents = Contents {
+            leave_out,
+            docker_manifest: false,
+        };
+        self.append_all(&mut builder, image, &manifest, &references, contents)?;
+        builder.into_inner()?.flush()
+    }
+
     fn append_all(
         &self,
         builder: &mut tar::Builder<impl Write>,
         image: &PlatformImage,
         manifest: &RawBlob,
         references: &[Reference],
+        contents: Contents<'_>,
     ) -> io::Result<()> {
         append(
             builder,
@@ -122,7 +143,7 @@ impl Archive {
                 })
             })?;
             layer_paths.push(blob_path(digest));
-            if written.contains(&digest) {
+            if written.contains(&digest) || contents.leave_out.contains(digest) {
                 continue;
             }
             let reader = self.layer_reader(layer)?;
@@ -138,6 +159,9 @@ impl Archive {
             index.as_slice(),
             index.len() as u64,
         )?;
+        if !contents.docker_manifest {
+            return builder.finish();
+        }
         let docker_manifest = serde_json::to_vec(&[DockerManifestOut {
             config: blob_path(&image.config.digest),
             repo_tags: references.iter().map(Reference::familiar).collect(),
@@ -190,7 +214,25 @@ impl Archive {
     }
 }
 
+/// What a written archive holds beside the config, manifest and index.
+#[derive(Clone, Copy)]
+struct Contents<'a> {
+    leave_out: &'a BTreeSet<Digest>,
+    docker_manifest: bool,
+}
+
 impl Archive {
+    fn references(&self, names: &[String]) -> Result<Vec<Reference>, ArchiveError> {
+        names
+            .iter()
+            .map(|name| {
+                Reference::parse(name).ok_or_else(|| {
+                    ArchiveError::invalid(self.name(), name, "this is not a valid image name")
+                })
+            })
+            .collect()
+    }
+
     /// Whether `path` is the file this archive reads in place (writing there would destroy it).
     fn is_read_from(&self, path: &Path) -> bool {
         let Some(input) = &self.in_place else {
@@ -201,6 +243,12 @@ impl Archive {
             _ => false,
         }
     }
+}
+
+/// The name containerd records for `name` when it imports an archive this module wrote
+/// (`myimg:dev` is `docker.io/library/myimg:dev`); `None` when it is no valid image name.
+pub fn containerd_name(name: &str) -> Option<String> {
+    Reference::parse(name).map(|reference| reference.normalized())
 }
 
 fn blob_path(digest: &Digest) -> String {

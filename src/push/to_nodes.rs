@@ -1,5 +1,6 @@
-//! The node-load target: no registry advertised, so hand a single-platform, already-named
-//! archive to the cluster's own CLI and name the image by a content-derived tag.
+//! The node-load target: no registry advertised, so load a single-platform, already-named
+//! image into the nodes, named by a content-derived tag: into each kind or k3d node only what
+//! it lacks, else the whole archive through the cluster's own CLI.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -7,8 +8,11 @@ use std::sync::Arc;
 use super::summary::{Method, PushReport, Transfer};
 use crate::archive::{Archive, Image, Platform, PlatformImage, RawBlob};
 use crate::cluster::NodeFacts;
+use crate::digest::Digest;
 use crate::error::{Error, ExitCode, Result};
-use crate::nodeload::{self, LoadPlan};
+use crate::nodeload::{
+    self, Delivered, Delivery, LoadPlan, NodeCluster, NodeReport, NodeSurvey, PlanSource,
+};
 use crate::output::Printer;
 use crate::product::Product;
 
@@ -39,6 +43,57 @@ pub async fn load(
         format!("{}:{}", plan.repository, plan.tag),
         format!("{}:{content_tag}", plan.repository),
     ];
+    let platform_name = platform.platform.to_string();
+    let by_node = match plan.load_command {
+        Some(_) => None,
+        None => NodeCluster::of(plan.product, plan.nodes),
+    };
+    let surveyed = match &by_node {
+        Some(cluster) => match nodeload::survey(cluster).await {
+            Ok(surveyed) => Some(surveyed),
+            Err(why) => {
+                printer.debug(&format!(
+                    "cannot ask the nodes what they hold ({why}); loading the whole image"
+                ));
+                None
+            }
+        },
+        None => None,
+    };
+    let manifest = match (&by_node, surveyed) {
+        (Some(cluster), Some(surveyed)) => {
+            let load = ByNode {
+                plan,
+                cluster,
+                names,
+                scratch,
+            };
+            load.run(archive, platform, surveyed, printer).await?
+        }
+        _ => load_whole(plan, archive, platform, names, scratch, printer).await?,
+    };
+    Ok(PushReport {
+        reference: format!("{}:{content_tag}", plan.repository),
+        push_ref: None,
+        cluster_network_ref: None,
+        digest: manifest,
+        repository: plan.repository.to_string(),
+        tag: content_tag,
+        method: Method::NodeLoad,
+        platforms: vec![platform_name],
+        transfer: Transfer::default(),
+    })
+}
+
+/// The whole archive to the product's CLI (or the user's --load-command), as one command.
+async fn load_whole(
+    plan: &NodeLoad<'_>,
+    archive: Arc<Archive>,
+    platform: PlatformImage,
+    names: Vec<String>,
+    scratch: &Path,
+    printer: &Printer,
+) -> Result<Digest> {
     // The plan comes before the copy: a bad --load-command or a cluster we cannot load into
     // fails at once, not after writing the whole image.
     let as_is = archive.loadable_as_is(&names).map(Path::to_path_buf);
@@ -52,21 +107,145 @@ pub async fn load(
     };
     let manifest = match as_is {
         Some(_) => archive.manifest(&platform).map_err(Error::from)?,
-        None => write_single_platform(Arc::clone(&archive), platform.clone(), names, path).await?,
+        None => write_single_platform(Arc::clone(&archive), platform, names, path).await?,
     };
     printer.debug(&format!("node-load plan: {}", load_plan.description()));
     nodeload::run(&load_plan, printer).await?;
-    Ok(PushReport {
-        reference: format!("{}:{content_tag}", plan.repository),
-        push_ref: None,
-        cluster_network_ref: None,
-        digest: manifest.digest,
-        repository: plan.repository.to_string(),
-        tag: content_tag,
-        method: Method::NodeLoad,
-        platforms: vec![platform.platform.to_string()],
-        transfer: Transfer::default(),
+    Ok(manifest.digest)
+}
+
+/// Each node that could be asked gets only what it lacks; the others get the whole archive
+/// from the product's CLI.
+struct ByNode<'a> {
+    plan: &'a NodeLoad<'a>,
+    cluster: &'a NodeCluster,
+    names: Vec<String>,
+    scratch: &'a Path,
+}
+
+impl ByNode<'_> {
+    async fn run(
+        self,
+        archive: Arc<Archive>,
+        platform: PlatformImage,
+        surveyed: Vec<NodeSurvey>,
+        printer: &Printer,
+    ) -> Result<Digest> {
+        let (platform, manifest) = resolve(Arc::clone(&archive), platform).await?;
+        let mut known = Vec::new();
+        let mut unknown = Vec::new();
+        for node in surveyed {
+            match node {
+                NodeSurvey::Known(holdings) => known.push(holdings),
+                NodeSurvey::Unknown { node, why } => {
+                    printer.debug(&format!(
+                        "{node}: cannot be asked what it holds ({why}); it gets the whole image"
+                    ));
+                    unknown.push(node);
+                }
+            }
+        }
+        let target = self.plan.product.target_phrase();
+        let delivery = Delivery {
+            cluster: self.cluster,
+            archive: Arc::clone(&archive),
+            image: platform.clone(),
+            names: self.names.clone(),
+            manifest: manifest.digest.clone(),
+            target: target.clone(),
+        };
+        let whole = self.whole_to(&unknown, archive, platform, printer);
+        let (delivered, whole) = tokio::join!(nodeload::deliver(&delivery, known, printer), whole);
+        let delivered = delivered?;
+        whole?;
+        let layers = delivery.image.layers.len();
+        let mut told: Vec<String> = delivered
+            .iter()
+            .map(|report| tell(report, layers))
+            .collect();
+        told.extend(
+            unknown
+                .iter()
+                .map(|node| format!("{node} got the whole image")),
+        );
+        printer.status(&format!(
+            "loaded the image into {target}: {}",
+            told.join(", ")
+        ));
+        Ok(manifest.digest)
+    }
+
+    /// The nodes that could not be asked: the whole archive, by the product's CLI.
+    async fn whole_to(
+        &self,
+        nodes: &[String],
+        archive: Arc<Archive>,
+        platform: PlatformImage,
+        printer: &Printer,
+    ) -> Result<()> {
+        if nodes.is_empty() {
+            return Ok(());
+        }
+        let path = self.scratch.join("image.tar");
+        let command = self.cluster.whole_archive_command(&path, nodes);
+        let target = self.plan.product.target_phrase();
+        let description = format!(
+            "load the whole image into {}: `{command}`",
+            nodes.join(", ")
+        );
+        let load_plan = LoadPlan::new(
+            command,
+            None,
+            description,
+            target,
+            PlanSource::Product(self.plan.product.kind),
+        );
+        write_single_platform(archive, platform, self.names.clone(), path).await?;
+        printer.debug(&format!("node-load plan: {}", load_plan.description()));
+        nodeload::run(&load_plan, printer).await
+    }
+}
+
+/// `dev-worker got 1 of 4 layers (1.2 MB)`, `dev-control-plane had it already`.
+fn tell(report: &NodeReport, layers: usize) -> String {
+    let node = &report.node;
+    match report.delivered {
+        Delivered::AlreadyThere => format!("{node} had it already"),
+        Delivered::Lacking {
+            layers: sent,
+            bytes,
+        } => {
+            format!(
+                "{node} got {sent} of {layers} layers ({})",
+                megabytes(bytes)
+            )
+        }
+        Delivered::WholeAfterCheck { bytes } => {
+            format!("{node} got the whole image ({})", megabytes(bytes))
+        }
+    }
+}
+
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// Every layer digest known (compressed layers of docker archives are hashed), and the
+/// manifest the nodes get.
+async fn resolve(
+    archive: Arc<Archive>,
+    mut platform: PlatformImage,
+) -> Result<(PlatformImage, RawBlob)> {
+    tokio::task::spawn_blocking(move || {
+        archive.resolve_digests(&mut platform)?;
+        let manifest = archive.manifest(&platform)?;
+        Ok::<_, crate::archive::ArchiveError>((platform, manifest))
     })
+    .await
+    .map_err(|err| {
+        Error::new(ExitCode::Failure, "reading the image for the nodes").with_source(err)
+    })?
+    .map_err(Error::from)
 }
 
 /// Nodes import one platform (a multi-platform index fails `ctr import`, kind#3795): the one

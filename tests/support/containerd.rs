@@ -71,6 +71,11 @@ impl Containerd {
         &self.socket
     }
 
+    /// The config it was started with, for `containerd --config ... config dump`.
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("config.toml")
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("containerd.log")).unwrap_or_default()
     }

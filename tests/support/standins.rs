@@ -1,5 +1,9 @@
 //! Stand-in `kind`, `k3d`, `minikube`, `microk8s`, `k3s` and `docker` CLIs: each records its argv
-//! and hands the archive to a real containerd, as the real tools do inside each node.
+//! and hands the archive to a real containerd, as the real tools do inside each node. Nodes added
+//! with `add_node` are containers as kind and k3d see them: `kind get nodes` and `k3d node list`
+//! name them, `docker exec [-i] NODE ctr ...` runs the real ctr against that node's containerd
+//! (keeping every archive streamed into an import), and `kind load image-archive` imports into
+//! each of them (or those `--nodes` names).
 #![allow(dead_code)]
 
 use std::ffi::OsString;
@@ -40,6 +44,10 @@ impl StandIns {
         for (program, prefix) in LOADERS {
             standins.write(program, &standins.importer(prefix, ""));
         }
+        std::fs::create_dir(standins.nodes_dir()).expect("creating the nodes dir");
+        standins.write("kind", &standins.kind_script());
+        standins.write("k3d", &standins.k3d_script());
+        standins.write("docker", &standins.docker_script());
         standins
     }
 
@@ -106,6 +114,184 @@ impl StandIns {
             "microk8s",
             &self.importer(&["ctr", "image", "import"], &unknown),
         );
+    }
+
+    /// Makes `name` a node container whose containerd is `runtime`, its CRI unpacking into the
+    /// `native` snapshotter (so an import that does not name it leaves the image unpacked for
+    /// the kubelet). Nodes are listed in name order.
+    pub fn add_node(&self, name: &str, runtime: &Containerd) {
+        let facts = format!(
+            "sock={}\nconf={}\nsnap=native\n",
+            quote(&runtime.socket().to_string_lossy()),
+            quote(&runtime.config().to_string_lossy()),
+        );
+        std::fs::write(self.nodes_dir().join(name), facts).expect("adding a node");
+        std::fs::create_dir_all(self.received_dir().join(name)).expect("creating received dir");
+    }
+
+    /// Takes every node away: `kind get nodes` lists none.
+    pub fn remove_nodes(&self) {
+        for entry in std::fs::read_dir(self.nodes_dir()).expect("reading the nodes dir") {
+            std::fs::remove_file(entry.expect("a node entry").path()).expect("removing a node");
+        }
+    }
+
+    /// Makes `ctr` queries of the node's content fail as when its containerd does not answer;
+    /// imports still work.
+    pub fn unqueryable(&self, node: &str) {
+        std::fs::write(self.nodes_dir().join(format!(".{node}.unqueryable")), "")
+            .expect("marking a node");
+    }
+
+    /// Makes the node's `ctr content ls -q` also name `digest`, which its store does not hold:
+    /// a listing gone stale (containerd's garbage collector removed the blob since).
+    pub fn stale_listing(&self, node: &str, digest: &str) {
+        std::fs::write(
+            self.nodes_dir().join(format!(".{node}.stale")),
+            format!("{digest}\n"),
+        )
+        .expect("marking a node");
+    }
+
+    /// Every archive streamed into `docker exec -i NODE ctr ... import -`, in order.
+    pub fn received(&self, node: &str) -> Vec<PathBuf> {
+        let mut files: Vec<(u32, PathBuf)> = std::fs::read_dir(self.received_dir().join(node))
+            .map(|dir| {
+                dir.map(|entry| entry.unwrap().path())
+                    .filter_map(|path| {
+                        let seq = path.file_stem()?.to_str()?.parse().ok()?;
+                        Some((seq, path))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files.into_iter().map(|(_, path)| path).collect()
+    }
+
+    fn nodes_dir(&self) -> PathBuf {
+        self.dir.path().join("nodes")
+    }
+
+    fn received_dir(&self) -> PathBuf {
+        self.dir.path().join("received")
+    }
+
+    /// `kind get nodes --name NAME` lists the nodes; `kind load image-archive FILE --name NAME
+    /// [--nodes A,B]` imports FILE into each with the node's snapshotter, as kind does
+    /// (into the single runtime when no node was added).
+    fn kind_script(&self) -> String {
+        format!(
+            r#"nodes={nodes}
+if [ "$#" -eq 4 ] && [ "$1" = get ] && [ "$2" = nodes ] && [ "$3" = --name ]; then
+  found=
+  for f in "$nodes"/*; do [ -f "$f" ] || continue; basename "$f"; found=1; done
+  [ -n "$found" ] || echo "No kind nodes found for cluster "$4"." >&2
+  exit 0
+fi
+if [ "$#" -ge 3 ] && [ "$1" = load ] && [ "$2" = image-archive ]; then
+  archive=$3; shift 3; targets=
+  while [ "$#" -ge 2 ]; do
+    case "$1" in
+      --name) shift 2;;
+      --nodes) targets=$(printf '%s' "$2" | tr , ' '); shift 2;;
+      *) break;;
+    esac
+  done
+  if [ "$#" -eq 0 ]; then
+    if ! ls "$nodes"/* >/dev/null 2>&1; then
+      exec {ctr} -a {sock} -n {ns} images import --all-platforms --digests "$archive"
+    fi
+    [ -n "$targets" ] || targets=$(cd "$nodes" && ls)
+    for node in $targets; do
+      . "$nodes/$node" || exit 1
+      {ctr} -a "$sock" -n {ns} images import --all-platforms --digests --snapshotter="$snap" "$archive" || exit 1
+    done
+    exit 0
+  fi
+fi
+echo "$0 (stand-in): unexpected arguments: $*" >&2
+exit 2
+"#,
+            nodes = quote(&self.nodes_dir().to_string_lossy()),
+            ctr = quote(&self.ctr.to_string_lossy()),
+            sock = quote(&self.socket.to_string_lossy()),
+            ns = K8S_NAMESPACE,
+        )
+    }
+
+    /// `k3d node list -o json` as k3d prints it: the added nodes as servers of cluster `dev`,
+    /// and its load balancer; `k3d image import FILE -c NAME` as before.
+    fn k3d_script(&self) -> String {
+        format!(
+            r#"nodes={nodes}
+if [ "$*" = "node list -o json" ]; then
+  printf '['
+  for f in "$nodes"/*; do
+    [ -f "$f" ] || continue
+    printf '{{"name":"%s","role":"server","runtimeLabels":{{"k3d.cluster":"dev","k3d.role":"server"}}}},' "$(basename "$f")"
+  done
+  printf '{{"name":"k3d-dev-serverlb","role":"loadbalancer","runtimeLabels":{{"k3d.cluster":"dev"}}}}]
+'
+  exit 0
+fi
+{importer}"#,
+            nodes = quote(&self.nodes_dir().to_string_lossy()),
+            importer = self.importer(&["image", "import"], ""),
+        )
+    }
+
+    /// `docker exec [-i] NODE ctr ARGS...` runs the real ctr against the node's containerd;
+    /// `docker exec NODE containerd config dump` dumps its real config with the CRI section a
+    /// kind node has; `docker load -i FILE` imports into the single runtime.
+    fn docker_script(&self) -> String {
+        format!(
+            r#"nodes={nodes}
+received={received}
+if [ "$1" = exec ]; then
+  shift
+  stdin=
+  if [ "$1" = -i ]; then stdin=1; shift; fi
+  node=$1; shift
+  if [ ! -f "$nodes/$node" ]; then
+    echo "Error response from daemon: No such container: $node" >&2
+    exit 1
+  fi
+  . "$nodes/$node"
+  if [ "$1" = containerd ] && [ "$2 $3" = "config dump" ]; then
+    containerd --config "$conf" config dump || exit 1
+    printf '[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "%s"
+' "$snap"
+    exit 0
+  fi
+  if [ "$1" = ctr ]; then
+    shift
+    if [ -f "$nodes/.$node.unqueryable" ] && [ "$3" = content ]; then
+      echo 'ctr: failed to dial "/run/containerd/containerd.sock": context deadline exceeded' >&2
+      exit 1
+    fi
+    if [ -f "$nodes/.$node.stale" ] && [ "$3 $4 $5" = "content ls -q" ]; then
+      {ctr} -a "$sock" "$@" || exit 1
+      cat "$nodes/.$node.stale"
+      exit 0
+    fi
+    if [ -n "$stdin" ]; then
+      kept="$received/$node/$(ls "$received/$node" | wc -l).tar"
+      cat > "$kept"
+      exec {ctr} -a "$sock" "$@" < "$kept"
+    fi
+    exec {ctr} -a "$sock" "$@"
+  fi
+  echo "OCI runtime exec failed: exec: "$1": executable file not found in \$PATH" >&2
+  exit 126
+fi
+{importer}"#,
+            nodes = quote(&self.nodes_dir().to_string_lossy()),
+            received = quote(&self.received_dir().to_string_lossy()),
+            ctr = quote(&self.ctr.to_string_lossy()),
+            importer = self.importer(&["load", "-i"], ""),
+        )
     }
 
     /// Every recorded invocation, in order, program first.

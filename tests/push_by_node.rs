@@ -420,3 +420,22 @@ fn k3d_nodes_get_only_what_they_lack_too() {
         "{calls:#?}"
     );
 }
+
+#[test]
+fn a_node_the_image_cannot_get_into_fails_the_push_naming_it_and_why() {
+    let cluster = Cluster::kind(&NODES);
+    let full_disk = "ctr: failed to extract layer sha256:0123: write /var/lib/containerd/x: no space left on device";
+    cluster.standins.failing_import("dev-worker", full_disk);
+    let input = cluster.archive(&Image::sample(28), "first.tar");
+    let run = cluster.push(&[input.to_str().unwrap()]);
+    assert_eq!(run.code, 6, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: loading the image into node dev-worker of kind cluster \"dev\"\n\
+             caused by: `docker exec -i dev-worker ctr -n k8s.io images import --all-platforms --digests --snapshotter=native -` failed (exit status: 1): {full_disk}\n\
+             hint: or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/\n"
+        )
+    );
+}

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 
+use super::Progress;
 use super::check::image_ready;
 use super::exec::{self, Failure, Succeeded};
 use super::nodes::NodeCluster;
@@ -54,19 +55,23 @@ pub async fn deliver(
     nodes: Vec<NodeHoldings>,
     printer: &Printer,
 ) -> Result<Vec<NodeReport>> {
-    join_all(
+    let progress = Progress::start(
+        printer,
+        format!("loading the image into the nodes of {}", delivery.target),
+    );
+    let delivered = join_all(
         nodes
             .into_iter()
-            .map(|holdings| deliver_to_node(delivery, holdings, printer)),
+            .map(|holdings| deliver_to_node(delivery, holdings, &progress, printer)),
     )
-    .await
-    .into_iter()
-    .collect()
+    .await;
+    delivered.into_iter().collect()
 }
 
 async fn deliver_to_node(
     delivery: &Delivery<'_>,
     holdings: NodeHoldings,
+    progress: &Progress,
     printer: &Printer,
 ) -> Result<NodeReport> {
     let node = holdings.node.clone();
@@ -91,7 +96,7 @@ async fn deliver_to_node(
         .filter(|digest| holdings.blobs.contains(**digest))
         .map(|digest| (*digest).clone())
         .collect();
-    let first = import_and_check(delivery, &holdings, held.clone(), printer).await?;
+    let first = import_and_check(delivery, &holdings, held.clone(), progress, printer).await?;
     let why = match first {
         Ok(sent) => {
             return Ok(report(Delivered::Lacking {
@@ -102,11 +107,14 @@ async fn deliver_to_node(
         Err(why) if held.is_empty() => return Err(node_failed(delivery, &node, why)),
         Err(why) => why,
     };
-    printer.debug(&format!(
-        "{node}: still incomplete after loading only the {} layer(s) it lacked ({why}); loading the whole image into it",
-        lacking_layers.len()
-    ));
-    match import_and_check(delivery, &holdings, BTreeSet::new(), printer).await? {
+    progress.note(
+        printer,
+        &format!(
+            "{node}: still incomplete after loading only the {} layer(s) it lacked ({why}); loading the whole image into it",
+            lacking_layers.len()
+        ),
+    );
+    match import_and_check(delivery, &holdings, BTreeSet::new(), progress, printer).await? {
         Ok(sent) => Ok(report(Delivered::WholeAfterCheck {
             bytes: sent.bytes_in,
         })),
@@ -120,6 +128,7 @@ async fn import_and_check(
     delivery: &Delivery<'_>,
     holdings: &NodeHoldings,
     leave_out: BTreeSet<Digest>,
+    progress: &Progress,
     printer: &Printer,
 ) -> Result<Result<Succeeded, Failure>> {
     let mut args = vec!["images", "import", "--all-platforms", "--digests"];
@@ -147,7 +156,7 @@ async fn import_and_check(
         .lines()
         .filter(|line| !line.trim().is_empty())
     {
-        printer.debug(&format!("  {}: {}", holdings.node, exec::printable(line)));
+        progress.show_line(printer, &holdings.node, &exec::printable(line));
     }
     Ok(check(delivery, holdings).await.map(|()| imported))
 }
@@ -186,6 +195,10 @@ fn node_failed(delivery: &Delivery<'_>, node: &str, why: Failure) -> Error {
         format!("loading the image into node {node} of {}", delivery.target),
     )
     .with_source(why)
+    .with_hint(format!(
+        "or give the cluster a registry to push to instead: {}",
+        delivery.cluster.registry_guide()
+    ))
 }
 
 /// Reading the input archive failed while streaming it: the input's fault, not the node's.

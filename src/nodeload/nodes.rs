@@ -50,15 +50,16 @@ impl NodeCluster {
         LoadCommand::new(self.product.as_str(), args.into_iter().map(OsString::from))
     }
 
-    /// The node names in what `list_command` printed: kind's one per line; k3d's JSON list,
-    /// keeping this cluster's servers and agents (its load balancer and registry run no
-    /// containerd).
+    /// The node names in what `list_command` printed: kind's one per line, without the
+    /// external load balancer of an HA cluster; k3d's JSON list, keeping this cluster's
+    /// servers and agents. Load balancers and registries run no containerd.
     pub fn parse_node_list(&self, stdout: &str) -> Result<Vec<String>, String> {
         if self.product != ProductKind::K3d {
+            let load_balancer = format!("{}-external-load-balancer", self.name);
             return Ok(stdout
                 .lines()
                 .map(str::trim)
-                .filter(|line| !line.is_empty())
+                .filter(|line| !line.is_empty() && *line != load_balancer)
                 .map(str::to_string)
                 .collect());
         }
@@ -70,6 +71,11 @@ impl NodeCluster {
             .filter(|node| node.runtime_labels.cluster.as_deref() == Some(self.name.as_str()))
             .map(|node| node.name)
             .collect())
+    }
+
+    /// The product's guide to giving the cluster a registry, for hints.
+    pub fn registry_guide(&self) -> &'static str {
+        self.product.registry_guide()
     }
 
     /// `ENGINE exec NODE ctr -n k8s.io ARGS...`; with `-i` when stdin carries an archive.
@@ -239,10 +245,10 @@ mod tests {
     }
 
     #[test]
-    fn kind_lists_a_node_per_line() {
+    fn kind_lists_a_node_per_line_without_its_load_balancer() {
         let kind = cluster(ProductKind::Kind, None);
         assert_eq!(
-            kind.parse_node_list("dev-control-plane\ndev-worker\n\n"),
+            kind.parse_node_list("dev-control-plane\ndev-external-load-balancer\ndev-worker\n\n"),
             Ok(vec!["dev-control-plane".into(), "dev-worker".into()])
         );
     }

@@ -153,6 +153,12 @@ impl StandIns {
         .expect("marking a node");
     }
 
+    /// Makes every import into the node fail, ctr saying `says` (a full disk, say).
+    pub fn failing_import(&self, node: &str, says: &str) {
+        std::fs::write(self.nodes_dir().join(format!(".{node}.import-fails")), says)
+            .expect("marking a node");
+    }
+
     /// Every archive streamed into `docker exec -i NODE ctr ... import -`, in order.
     pub fn received(&self, node: &str) -> Vec<PathBuf> {
         let mut files: Vec<(u32, PathBuf)> = std::fs::read_dir(self.received_dir().join(node))
@@ -275,6 +281,11 @@ if [ "$1" = exec ]; then
       {ctr} -a "$sock" "$@" || exit 1
       cat "$nodes/.$node.stale"
       exit 0
+    fi
+    if [ -f "$nodes/.$node.import-fails" ] && [ "$3 $4" = "images import" ]; then
+      cat > /dev/null
+      cat "$nodes/.$node.import-fails" >&2
+      exit 1
     fi
     if [ -n "$stdin" ]; then
       kept="$received/$node/$(ls "$received/$node" | wc -l).tar"

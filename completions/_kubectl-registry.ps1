@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'kubectl-registry' -ScriptBlock 
             [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Push an image archive (or a local engine''s image) into the cluster and print its ref')
             [CompletionResult]::new('info', 'info', [CompletionResultType]::ParameterValue, 'Show the cluster''s local registry, where it was found, and what push would do')
             [CompletionResult]::new('advertise', 'advertise', [CompletionResultType]::ParameterValue, 'Advertise a registry in the cluster (KEP-1755 ConfigMap), or remove the advertisement')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check every hop a push takes, one line per check, and name the one that is broken')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the version')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             break
@@ -90,6 +91,24 @@ Register-ArgumentCompleter -Native -CommandName 'kubectl-registry' -ScriptBlock 
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the ConfigMap as YAML instead of writing it')
             [CompletionResult]::new('--delete', '--delete', [CompletionResultType]::ParameterName, 'Remove the advertisement (other keys of the ConfigMap are kept)')
             [CompletionResult]::new('--no-verify', '--no-verify', [CompletionResultType]::ParameterName, 'Do not check first that HOST answers like a registry from here')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kubectl-registry;doctor' {
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Trust this PEM CA bundle for the registry''s TLS certificate')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--registry', '--registry', [CompletionResultType]::ParameterName, 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]')
+            [CompletionResult]::new('--registry-from-runtime', '--registry-from-runtime', [CompletionResultType]::ParameterName, 'How the nodes'' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]')
+            [CompletionResult]::new('--pod', '--pod', [CompletionResultType]::ParameterName, 'Also run a short-lived pod that pulls a probe image, the nodes'' own check')
+            [CompletionResult]::new('--insecure', '--insecure', [CompletionResultType]::ParameterName, 'Allow plain HTTP to a registry that is not on loopback')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

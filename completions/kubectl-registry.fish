@@ -34,6 +34,7 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s V -l 
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "push" -d 'Push an image archive (or a local engine\'s image) into the cluster and print its ref'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "info" -d 'Show the cluster\'s local registry, where it was found, and what push would do'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "advertise" -d 'Advertise a registry in the cluster (KEP-1755 ConfigMap), or remove the advertisement'
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "doctor" -d 'Check every hop a push takes, one line per check, and name the one that is broken'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "version" -d 'Print the version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "completion" -d 'Print a shell completion script'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s t -l tag -d 'Name to push as, NAME[:TAG] (default: the name recorded in the archive)' -r
@@ -79,6 +80,18 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advert
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s V -l version -d 'Print version'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l ca-file -d 'Trust this PEM CA bundle for the registry\'s TLS certificate' -r -F
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -s o -l output -d 'Output format' -r -f -a "text\t''
+json\t''"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l pod -d 'Also run a short-lived pod that pulls a probe image, the nodes\' own check'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s o -l output -d 'Output format' -r -f -a "text\t''
 json\t''"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F

@@ -61,6 +61,9 @@ pub enum Command {
     /// Advertise a registry in the cluster (KEP-1755 ConfigMap), or remove the advertisement.
     #[command(long_about = ADVERTISE_LONG_ABOUT, after_help = ADVERTISE_EXAMPLES)]
     Advertise(AdvertiseArgs),
+    /// Check every hop a push takes, one line per check, and name the one that is broken.
+    #[command(long_about = DOCTOR_LONG_ABOUT, after_help = DOCTOR_EXAMPLES)]
+    Doctor(DoctorArgs),
     /// Print the version.
     #[command(after_help = VERSION_EXAMPLES)]
     Version(OutputArgs),
@@ -154,6 +157,24 @@ pub struct AdvertiseArgs {
     pub no_verify: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Also run a short-lived pod that pulls a probe image, the nodes' own check.
+    #[arg(long)]
+    pub pod: bool,
+
+    /// Allow plain HTTP to a registry that is not on loopback.
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Trust this PEM CA bundle for the registry's TLS certificate.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
 #[derive(Debug, Clone, Copy, Args)]
 pub struct OutputArgs {
     /// Output format.
@@ -208,6 +229,9 @@ Examples:
 
   # Show the current cluster's local registry and what push would do
   kubectl registry info
+
+  # Find out which hop is broken when a pod cannot pull
+  kubectl registry doctor
 
 Exit codes:
   0  success
@@ -279,6 +303,27 @@ Examples:
 
   # Remove the advertisement
   kubectl registry advertise --delete";
+
+const DOCTOR_LONG_ABOUT: &str = "\
+Walk every hop a push takes and print one line per check: the kubeconfig and its context, the \
+API server, what discovery finds, the registry from here, a round trip of a tiny probe image, what \
+the nodes will pull from, and the node loader when there is no registry. It never stops early, \
+and exits 0 only when push would work.
+
+A check shows ✓ when it passed, ✗ when it failed (push would not work) and – when \
+it does not apply or could not be checked. --pod also runs a short-lived pod that pulls the probe \
+image, the definitive check of what the nodes can pull.";
+
+const DOCTOR_EXAMPLES: &str = "\
+Examples:
+  # Check the current cluster, one line per hop
+  kubectl registry doctor
+
+  # The same for another context, as JSON
+  kubectl registry doctor --context kind-dev -o json
+
+  # Also pull a probe image from a pod, as the nodes would
+  kubectl registry doctor --pod";
 
 const VERSION_EXAMPLES: &str = "\
 Examples:

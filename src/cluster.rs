@@ -1,5 +1,6 @@
 //! The only Kubernetes I/O: kubeconfig, the hosting ConfigMap, nodes, services -> plain facts.
 
+mod health;
 mod hosting_write;
 
 use std::collections::BTreeMap;

@@ -24,6 +24,8 @@ pub enum Choice {
 /// A kubeconfig and the context chosen in it.
 pub struct Selected {
     pub kubeconfig: Kubeconfig,
+    /// The file(s) read, as messages name them.
+    pub source: String,
     pub context: String,
     pub facts: KubeconfigFacts,
 }
@@ -257,6 +259,7 @@ fn select_context(loaded: Loaded, wanted: Option<&str>) -> Result<Selected> {
         server: cluster.server.clone(),
     };
     Ok(Selected {
+        source: origin.to_string(),
         context: name.to_string(),
         kubeconfig: merged,
         facts,

@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod completion;
 pub mod digest;
 pub mod discovery;
+pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod hosting;
@@ -45,6 +46,7 @@ pub fn run(cli: Cli, printer: &Printer) -> Result<()> {
                 Ok(())
             }
             Command::Advertise(args) => advertise::run(&args, &cli.cluster, printer).await,
+            Command::Doctor(args) => doctor::run(&args, &cli.cluster, printer).await,
             Command::Info(args) => info::run(&args, &cli.cluster, printer).await,
             Command::Completion(args) => completion::print_script(args.shell),
             Command::Push(args) => push::run(&args, &cli.cluster, printer).await,

@@ -10,22 +10,30 @@ pub struct Printer {
     verbose: u8,
     stderr_is_terminal: bool,
     color: bool,
+    stdout_color: bool,
 }
 
 impl Printer {
     pub fn new(verbose: u8) -> Self {
         let stderr_is_terminal = std::io::stderr().is_terminal();
-        let color = stderr_is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let color = stderr_is_terminal && !no_color;
         Self {
             verbose,
             stderr_is_terminal,
             color,
+            stdout_color: std::io::stdout().is_terminal() && !no_color,
         }
     }
 
     /// True when progress bars and the summary line should be drawn.
     pub fn interactive(&self) -> bool {
         self.stderr_is_terminal
+    }
+
+    /// True when a result may be coloured: stdout is a terminal and `NO_COLOR` is unset.
+    pub fn stdout_color(&self) -> bool {
+        self.stdout_color
     }
 
     pub fn verbose(&self) -> u8 {

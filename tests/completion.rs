@@ -258,7 +258,14 @@ fn kubectl_completes_subcommand_names() {
     let (candidates, _) = path.kubectl_complete(&[""]);
     assert_eq!(
         values(&candidates),
-        ["push", "info", "advertise", "version", "completion"]
+        [
+            "push",
+            "info",
+            "advertise",
+            "doctor",
+            "version",
+            "completion"
+        ]
     );
 }
 

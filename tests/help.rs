@@ -46,7 +46,14 @@ fn example_invocations(examples: &[&str]) -> Vec<Vec<String>> {
 
 #[test]
 fn every_command_shows_examples_that_parse_as_that_command() {
-    for command in ["push", "info", "advertise", "version", "completion"] {
+    for command in [
+        "push",
+        "info",
+        "advertise",
+        "doctor",
+        "version",
+        "completion",
+    ] {
         for flag in ["-h", "--help"] {
             let text = help(&[command, flag]);
             let examples = section(&text, "Examples:");
@@ -90,6 +97,7 @@ fn examples_fit_an_80_column_terminal() {
         &["push"],
         &["info"],
         &["advertise"],
+        &["doctor"],
         &["version"],
         &["completion"],
     ] {

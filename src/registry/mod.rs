@@ -5,6 +5,7 @@ mod auth;
 mod credentials;
 mod errors;
 mod manifest;
+mod manifest_check;
 mod request;
 mod transport;
 mod upload;
@@ -15,6 +16,7 @@ use reqwest::{Method, Response, Url};
 
 pub use self::credentials::CredentialSources;
 pub use self::errors::{RegistryResponse, is_retryable};
+pub use self::manifest_check::Deletion;
 pub use self::transport::TransportOptions;
 
 use self::auth::{Auth, Scope};

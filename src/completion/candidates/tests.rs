@@ -37,7 +37,14 @@ fn first_word_offers_the_visible_subcommands_with_their_about() {
     let completions = complete_words(&[""]);
     assert_eq!(
         values_of(&completions),
-        ["push", "info", "advertise", "version", "completion"]
+        [
+            "push",
+            "info",
+            "advertise",
+            "doctor",
+            "version",
+            "completion"
+        ]
     );
     assert_eq!(completions.directive, Directive::NO_FILE_COMP);
     assert_eq!(

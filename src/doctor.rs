@@ -1,0 +1,378 @@
+//! `kubectl registry doctor`: walks every hop a push takes (kubeconfig, API server, discovery,
+//! the registry, a probe round trip, what the nodes pull, the node loader), one check each, never
+//! stopping early; exits 0 only when push would work.
+
+mod loader;
+mod probe;
+mod report;
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::cli::{ClusterArgs, DoctorArgs, OutputFormat};
+use crate::cluster::{Cluster, Lookup};
+use crate::discovery::{self, Discovered};
+use crate::error::{Context, ExitCode, Result};
+use crate::hosting::{HOSTING_CONFIGMAP, HOSTING_NAMESPACE, LocalRegistry, RegistrySource};
+use crate::kubeconfig::{self, Choice};
+use crate::nodeload;
+use crate::output::Printer;
+use crate::product;
+use crate::registry::{Deletion, RegistryClient, TransportOptions, short_digest};
+use report::{Check, Report};
+
+/// Stands for the archive in the loader command shown.
+const ARCHIVE_SHOWN: &str = "<archive>";
+
+pub async fn run(args: &DoctorArgs, cluster_args: &ClusterArgs, printer: &Printer) -> Result<()> {
+    let mut report = Report::default();
+    // Discovery first, exactly as push runs it; the checks below explain what it found.
+    let discovered = discovery::discover(cluster_args, printer).await;
+    let overridden = matches!(&discovered, Ok(found) if found.cluster.is_none());
+
+    let cluster = check_cluster(cluster_args, overridden, printer, &mut report).await;
+    let finding = check_discovery(&discovered, cluster.as_ref(), &mut report).await;
+
+    match finding {
+        Finding::Registry(registry) => {
+            check_registry(args, registry, &mut report).await;
+            report.add(nodes_check(registry));
+            report.add(Check::skipped(
+                "node-load",
+                "not needed: push uses the registry",
+            ));
+        }
+        Finding::Nothing => {
+            let none = "no registry is advertised";
+            report.add(Check::skipped(
+                "registry",
+                format!("{none}, so there is none to reach"),
+            ));
+            report.add(Check::skipped(
+                "round-trip",
+                format!("{none}, so there is none to push the probe image to"),
+            ));
+            report.add(Check::skipped(
+                "nodes",
+                "push loads images into the nodes instead of a registry",
+            ));
+            report.add(match (&discovered, cluster.as_ref()) {
+                (Ok(found), Some(cluster)) => loader_check(found, cluster).await,
+                _ => Check::skipped("node-load", "skipped: the cluster could not be read"),
+            });
+        }
+        Finding::Unknown => {
+            for name in ["registry", "round-trip", "nodes", "node-load"] {
+                report.add(Check::skipped(
+                    name,
+                    "skipped: what the cluster advertises is not known",
+                ));
+            }
+        }
+    }
+
+    let text = match args.output.output {
+        OutputFormat::Text => report.text(printer.stdout_color()),
+        OutputFormat::Json => serde_json::to_string_pretty(&report.checks)
+            .context(ExitCode::Failure, || "writing the checks as JSON")?,
+    };
+    printer.result(&text);
+    match report.verdict() {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// Checks 1 and 2: which kubeconfig and context, and whether the API server answers. The
+/// connected cluster, when it answers.
+async fn check_cluster(
+    cluster_args: &ClusterArgs,
+    overridden: bool,
+    printer: &Printer,
+    report: &mut Report,
+) -> Option<Cluster> {
+    let not_needed =
+        "not needed to push: the registry is named by --registry or KUBECTL_REGISTRY_HOST";
+    match kubeconfig::choose(cluster_args, printer) {
+        Ok(Choice::Context(selected)) => report.add(Check::passed(
+            "kubeconfig",
+            format!("{}, context {}", selected.source, selected.context),
+        )),
+        Ok(Choice::InCluster) => report.add(Check::passed(
+            "kubeconfig",
+            "none: in a pod, with its service account (in-cluster config)",
+        )),
+        Err(error) if overridden => {
+            report.add(Check::skipped(
+                "kubeconfig",
+                format!("{}; {not_needed}", error.message()),
+            ));
+            report.add(Check::skipped("api-server", "skipped: no kubeconfig"));
+            return None;
+        }
+        Err(error) => {
+            report.add(Check::from_error("kubeconfig", &error));
+            report.add(Check::skipped("api-server", "skipped: no kubeconfig"));
+            return None;
+        }
+    }
+    let started = Instant::now();
+    let answered = match Cluster::connect(cluster_args, printer).await {
+        Ok(cluster) => cluster
+            .server_version()
+            .await
+            .map(|version| (cluster, version)),
+        Err(error) => Err(error),
+    };
+    match answered {
+        Ok((cluster, version)) => {
+            let server = cluster.facts().server.clone().unwrap_or_default();
+            report.add(Check::passed(
+                "api-server",
+                format!(
+                    "{server} answered in {} ms (Kubernetes {version})",
+                    started.elapsed().as_millis()
+                ),
+            ));
+            Some(cluster)
+        }
+        Err(error) if overridden => {
+            let mut skipped = Check::from_error("api-server", &error);
+            skipped.ok = None;
+            skipped.exit = None;
+            skipped.detail = format!("{}; {not_needed}", skipped.detail);
+            report.add(skipped);
+            None
+        }
+        Err(error) => {
+            report.add(Check::from_error("api-server", &error));
+            None
+        }
+    }
+}
+
+/// What discovery came to.
+enum Finding<'a> {
+    Registry(&'a LocalRegistry),
+    Nothing,
+    /// Discovery failed: whether there is a registry is not known.
+    Unknown,
+}
+
+/// Check 3: where the registry was found and every field of it, or why none was.
+async fn check_discovery<'a>(
+    discovered: &'a Result<Discovered>,
+    cluster: Option<&Cluster>,
+    report: &mut Report,
+) -> Finding<'a> {
+    let found = match discovered {
+        Ok(found) => found,
+        Err(_) if cluster.is_none() => {
+            report.add(Check::skipped(
+                "discovery",
+                "skipped: the cluster could not be read",
+            ));
+            return Finding::Unknown;
+        }
+        Err(error) => {
+            report.add(Check::from_error("discovery", error));
+            return Finding::Unknown;
+        }
+    };
+    let Some(registry) = &found.registry else {
+        report.add(nothing_advertised(cluster).await);
+        return Finding::Nothing;
+    };
+    report.add(Check::passed(
+        "discovery",
+        format!(
+            "{}: host {}, hostFromContainerRuntime {}, hostFromClusterNetwork {}, help {}",
+            source_phrase(registry.source),
+            registry.host,
+            registry.host_from_container_runtime,
+            registry
+                .host_from_cluster_network
+                .as_ref()
+                .map_or("(not advertised)".to_string(), ToString::to_string),
+            registry.help.as_deref().unwrap_or("(none)")
+        ),
+    ));
+    Finding::Registry(registry)
+}
+
+/// Why discovery found nothing, as far as the ConfigMap tells.
+async fn nothing_advertised(cluster: Option<&Cluster>) -> Check {
+    let elsewhere = "and no node annotation or microk8s registry Service names one";
+    let lookup = match cluster {
+        Some(cluster) => cluster.hosting_configmap().await,
+        None => return Check::skipped("discovery", "nothing advertised"),
+    };
+    match lookup {
+        Ok(Lookup::Forbidden) => Check::skipped(
+            "discovery",
+            format!(
+                "nothing advertised: reading ConfigMap {HOSTING_CONFIGMAP} is forbidden for these credentials, so it counts as absent, {elsewhere}"
+            ),
+        )
+        .with_hint(format!(
+            "if the cluster has a registry, push needs get on configmaps in {HOSTING_NAMESPACE}: `kubectl auth can-i get configmaps -n {HOSTING_NAMESPACE}` checks it"
+        )),
+        Ok(Lookup::Found(_)) => Check::skipped(
+            "discovery",
+            format!(
+                "nothing advertised: ConfigMap {HOSTING_CONFIGMAP} names no registry this version reads (see the warning above), {elsewhere}"
+            ),
+        ),
+        Ok(Lookup::NotFound) | Err(_) => Check::skipped(
+            "discovery",
+            format!("nothing advertised: no ConfigMap {HOSTING_CONFIGMAP}, {elsewhere}"),
+        ),
+    }
+}
+
+fn source_phrase(source: RegistrySource) -> String {
+    match source {
+        RegistrySource::Flag => "--registry".to_string(),
+        RegistrySource::Env => discovery::REGISTRY_HOST_ENV.to_string(),
+        RegistrySource::Configmap => format!("ConfigMap {HOSTING_CONFIGMAP}"),
+        RegistrySource::Annotation => "the first node's annotations".to_string(),
+        RegistrySource::Microk8sService => {
+            "microk8s's Service container-registry/registry".to_string()
+        }
+    }
+}
+
+/// Checks 4 and 5: `GET /v2/` from here, then the probe's round trip.
+async fn check_registry(args: &DoctorArgs, registry: &LocalRegistry, report: &mut Report) {
+    let options = TransportOptions {
+        insecure: args.insecure,
+        ca_file: args.ca_file.clone(),
+        help: registry.help.clone(),
+        credentials: None,
+    };
+    let client = match RegistryClient::new(&registry.host, &options) {
+        Ok(client) => client,
+        Err(error) => {
+            report.add(Check::from_error("registry", &error));
+            report.add(Check::skipped(
+                "round-trip",
+                "skipped: no client for the registry",
+            ));
+            return;
+        }
+    };
+    if let Err(error) = client.ping().await {
+        report.add(Check::from_error("registry", &error));
+        report.add(Check::skipped(
+            "round-trip",
+            "skipped: the registry does not answer",
+        ));
+        return;
+    }
+    report.add(Check::passed(
+        "registry",
+        format!(
+            "{} answers GET /v2/ over {}",
+            registry.host,
+            client.scheme_name()
+        ),
+    ));
+    report.add(round_trip_check(&client).await);
+}
+
+async fn round_trip_check(client: &RegistryClient) -> Check {
+    let outcome = match probe::ProbeImage::build() {
+        Ok(image) => probe::round_trip(client, &image)
+            .await
+            .map(|trip| (trip, image.size())),
+        Err(error) => Err(error),
+    };
+    let (trip, size) = match outcome {
+        Ok(found) => found,
+        Err(error) => return Check::from_error("round-trip", &error),
+    };
+    let probe = format!("{}/{}", client.host(), probe::PROBE_REPOSITORY);
+    let cleanup = match trip.untagged {
+        Deletion::Deleted => "then deleted".to_string(),
+        Deletion::Refused(_) => format!(
+            "left in place: the registry does not allow deletes, so {probe}:{} stays",
+            probe::PROBE_TAG
+        ),
+    };
+    Check::passed(
+        "round-trip",
+        format!(
+            "pushed the probe image ({size} bytes) to {probe}:{}, read it back by digest {}, {cleanup}",
+            probe::PROBE_TAG,
+            short_digest(&trip.digest)
+        ),
+    )
+}
+
+/// Check 6: the host pods name, and the reminder that the nodes must reach it by that name.
+fn nodes_check(registry: &LocalRegistry) -> Check {
+    let runtime = &registry.host_from_container_runtime;
+    let check = if *runtime == registry.host {
+        Check::skipped(
+            "nodes",
+            format!("pods will pull from {runtime}, the host pushed to; not checked from a node"),
+        )
+    } else {
+        Check::skipped(
+            "nodes",
+            format!(
+                "pods will pull from {runtime}, not {}: each node's containerd must map {runtime} to the registry (kind: /etc/containerd/certs.d/{runtime}/hosts.toml); not checked from a node",
+                registry.host
+            ),
+        )
+    };
+    let check = match &registry.help {
+        Some(help) => check.with_hint(format!("this cluster's registry guide: {help}")),
+        None => check,
+    };
+    check.with_hint("`kubectl registry doctor --pod` pulls the probe image from a node")
+}
+
+/// Check 7: without a registry, the product and its loader CLI on PATH.
+async fn loader_check(found: &Discovered, cluster: &Cluster) -> Check {
+    let nodes = match cluster.nodes().await {
+        Ok(nodes) => nodes,
+        Err(error) => return Check::from_error("node-load", &error),
+    };
+    let product = product::detect(&found.kubeconfig, &nodes);
+    let Some(plan) = product.load_plan(Path::new(ARCHIVE_SHOWN)) else {
+        let error = nodeload::nothing_advertised(found.kubeconfig.context.as_deref());
+        return Check::from_error("node-load", &error);
+    };
+    let program = plan.command().program().to_string_lossy().into_owned();
+    let Some(path) = loader::find_on_path(Path::new(&program)) else {
+        let check = Check::failed(
+            "node-load",
+            ExitCode::Load,
+            format!(
+                "{} needs `{program}` to load images into its nodes, and it is not on PATH",
+                product.target_phrase()
+            ),
+        );
+        let check = match product.kind.loader_cli() {
+            Some(cli) => check.with_hint(format!("install {program}: {}", cli.install_url)),
+            None => check,
+        };
+        return check.with_hint(format!(
+            "or give the cluster a registry: {}",
+            product.registry_guide()
+        ));
+    };
+    let version = loader::version(&path, &program).await.map_or_else(
+        || "version unknown".to_string(),
+        |v| format!("version {v:?}"),
+    );
+    Check::passed(
+        "node-load",
+        format!(
+            "{}: `{program}` is on PATH ({}, {version})",
+            product.target_phrase(),
+            path.display()
+        ),
+    )
+}

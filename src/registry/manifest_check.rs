@@ -1,0 +1,86 @@
+//! Reading a manifest back by digest (HEAD) and deleting a tag or manifest: what `doctor`'s round
+//! trip needs beyond a push.
+
+use reqwest::header::{ACCEPT, HeaderValue};
+use reqwest::{Method, StatusCode};
+
+use super::auth::Scope;
+use super::request::Request;
+use super::{RegistryClient, check_reference};
+use crate::error::Result;
+
+/// Every manifest type we push; distribution answers 404 to a HEAD that does not accept OCI.
+const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json";
+
+/// What a DELETE did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deletion {
+    Deleted,
+    /// The registry does not delete this way (deletes disabled, or tags not deletable): its words.
+    Refused(String),
+}
+
+impl RegistryClient {
+    /// `HEAD /v2/<repo>/manifests/<reference>`: the digest the registry names (or, when it names
+    /// none, the one asked for), `None` when it has no such manifest.
+    pub async fn manifest_digest(&self, repo: &str, reference: &str) -> Result<Option<String>> {
+        let what = || format!("checking for manifest {reference} in {}", self.target(repo));
+        let attempt = async {
+            check_reference(reference)?;
+            let url = self.repo_url(repo, &format!("manifests/{reference}"))?;
+            let mut request = Request::new(Method::HEAD, url, Scope::push(repo));
+            request
+                .headers
+                .insert(ACCEPT, HeaderValue::from_static(MANIFEST_TYPES));
+            let response = self.send(request).await?;
+            match response.status() {
+                StatusCode::OK => Ok(Some(
+                    response
+                        .headers()
+                        .get("Docker-Content-Digest")
+                        .and_then(|value| value.to_str().ok())
+                        .unwrap_or(reference)
+                        .to_string(),
+                )),
+                StatusCode::NOT_FOUND => Ok(None),
+                _ => Err(self.answer_error(response).await),
+            }
+        };
+        attempt.await.map_err(|cause| self.failed(what(), cause))
+    }
+
+    /// `DELETE /v2/<repo>/manifests/<reference>` (a tag, or a digest).
+    pub async fn delete_manifest(&self, repo: &str, reference: &str) -> Result<Deletion> {
+        let what = || format!("deleting manifest {reference} in {}", self.target(repo));
+        let attempt = async {
+            check_reference(reference)?;
+            let url = self.repo_url(repo, &format!("manifests/{reference}"))?;
+            let response = self
+                .send(Request::new(Method::DELETE, url, Scope::push(repo)))
+                .await?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(Deletion::Deleted);
+            }
+            let refused = matches!(
+                status,
+                StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED
+            );
+            let cause = self.answer_error(response).await;
+            if refused {
+                Ok(Deletion::Refused(cause.message().to_string()))
+            } else {
+                Err(cause)
+            }
+        };
+        attempt.await.map_err(|cause| self.failed(what(), cause))
+    }
+
+    /// `https` or `http`: what `ping` settled on.
+    pub fn scheme_name(&self) -> &'static str {
+        match self.transport().scheme() {
+            super::transport::Scheme::Http => "http",
+            super::transport::Scheme::Https => "https",
+        }
+    }
+}

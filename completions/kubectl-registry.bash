@@ -22,9 +22,6 @@ _kubectl__registry() {
             kubectl__registry,completion)
                 cmd="kubectl__registry__subcmd__completion"
                 ;;
-            kubectl__registry,doctor)
-                cmd="kubectl__registry__subcmd__doctor"
-                ;;
             kubectl__registry,info)
                 cmd="kubectl__registry__subcmd__info"
                 ;;
@@ -41,7 +38,7 @@ _kubectl__registry() {
 
     case "${cmd}" in
         kubectl__registry)
-            opts="-v -h -V --kubeconfig --context --registry --registry-from-runtime --verbose --help --version push info advertise doctor version completion"
+            opts="-v -q -h -V --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version push info advertise version completion"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -71,7 +68,7 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__advertise)
-            opts="-v -h -V --from-runtime --from-cluster-network --help-url --dry-run --delete --no-verify --kubeconfig --context --registry --registry-from-runtime --verbose --help --version"
+            opts="-v -q -h -V --from-runtime --from-cluster-network --help-url --dry-run --delete --no-verify --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -113,54 +110,12 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__completion)
-            opts="-v -h -V --kubeconfig --context --registry --registry-from-runtime --verbose --help --version bash elvish fish powershell zsh"
+            opts="-v -q -h -V --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --kubeconfig)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --context)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registry)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registry-from-runtime)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        kubectl__registry__subcmd__doctor)
-            opts="-o -v -h -V --pod --insecure --ca-file --output --kubeconfig --context --registry --registry-from-runtime --verbose --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
-                    return 0
-                    ;;
                 --kubeconfig)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -185,7 +140,7 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__info)
-            opts="-o -v -h -V --output --kubeconfig --context --registry --registry-from-runtime --verbose --help --version"
+            opts="-o -v -q -h -V --output --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -223,7 +178,7 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__push)
-            opts="-t -j -o -v -h -V --tag --image --platform --compression --jobs --insecure --ca-file --no-load --load-command --output --kubeconfig --context --registry --registry-from-runtime --verbose --help --version"
+            opts="-t -j -o -v -q -h -V --tag --image --platform --compression --jobs --insecure --ca-file --no-load --load-command --output --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -297,7 +252,7 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__version)
-            opts="-o -v -h -V --output --kubeconfig --context --registry --registry-from-runtime --verbose --help --version"
+            opts="-o -v -q -h -V --output --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_kubectl_registry_global_optspecs
-    string join \n kubeconfig= context= registry= registry-from-runtime= v/verbose h/help V/version
+    string join \n kubeconfig= context= registry= registry-from-runtime= v/verbose q/quiet h/help V/version
 end
 
 function __fish_kubectl_registry_needs_command
@@ -29,6 +29,7 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l conte
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "push" -d 'Push an image archive (or a local engine\'s image) into the cluster and print its ref'
@@ -56,6 +57,7 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" 
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l no-load -d 'Fail instead of loading into the nodes when no registry is advertised'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s o -l output -d 'Output format' -r -f -a "text\t''
@@ -65,6 +67,7 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" 
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s h -l help -d 'Print help'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l from-runtime -d 'How the nodes\' container runtime names the registry (`hostFromContainerRuntime`)' -r
@@ -78,6 +81,7 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advert
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l delete -d 'Remove the advertisement (other keys of the ConfigMap are kept)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l no-verify -d 'Do not check first that HOST answers like a registry from here'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l ca-file -d 'Trust this PEM CA bundle for the registry\'s TLS certificate' -r -F
@@ -99,6 +103,7 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand versio
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s h -l help -d 'Print help'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F
@@ -106,5 +111,6 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand comple
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s V -l version -d 'Print version'

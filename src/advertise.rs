@@ -9,28 +9,30 @@ use crate::hosting::{
 };
 use crate::output::Printer;
 use crate::registry::{RegistryClient, TransportOptions};
+use crate::settings::Settings;
 
 pub async fn run(
     args: &AdvertiseArgs,
     cluster_args: &ClusterArgs,
+    settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
     if args.delete {
-        let cluster = Cluster::connect(cluster_args, printer).await?;
+        let cluster = Cluster::connect(cluster_args, settings, printer).await?;
         let written = cluster.remove_hosting_key(&hosting_v1_key()).await?;
         printer.result(&outcome_line(written));
         return Ok(());
     }
     let advertisement = advertisement_from(args)?;
     if !args.no_verify {
-        verify(&advertisement, printer).await;
+        verify(&advertisement, settings, printer).await;
     }
     if args.dry_run {
         // The YAML ends with its own newline.
         printer.result(advertisement.configmap_yaml().trim_end());
         return Ok(());
     }
-    let cluster = Cluster::connect(cluster_args, printer).await?;
+    let cluster = Cluster::connect(cluster_args, settings, printer).await?;
     let written = cluster
         .set_hosting_key(&hosting_v1_key(), &advertisement.v1_value())
         .await?;
@@ -87,9 +89,13 @@ fn advertisement_from(args: &AdvertiseArgs) -> Result<Advertisement> {
 
 /// `GET /v2/` at `host`: a warning, never a refusal, when it does not answer like a registry
 /// (the registry may start after the cluster, or be reachable only from where users push).
-async fn verify(advertisement: &Advertisement, printer: &Printer) {
+async fn verify(advertisement: &Advertisement, settings: &Settings, printer: &Printer) {
     let host = &advertisement.host;
-    let answered = match RegistryClient::new(host, &TransportOptions::default()) {
+    let transport = TransportOptions {
+        credentials: settings.credentials.clone(),
+        ..TransportOptions::default()
+    };
+    let answered = match RegistryClient::new(host, &transport) {
         Ok(client) => client.ping().await,
         Err(err) => Err(err),
     };

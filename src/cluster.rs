@@ -15,8 +15,9 @@ use tokio::sync::OnceCell;
 use crate::cli::ClusterArgs;
 use crate::error::{Error, ExitCode, Result};
 use crate::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
-use crate::kubeconfig::{self, Choice};
+use crate::kubeconfig::{self, Choice, KubeconfigFacts};
 use crate::output::Printer;
+use crate::settings::Settings;
 
 pub use hosting_write::Written;
 
@@ -27,15 +28,6 @@ const READ_TIMEOUT: Duration = Duration::from_secs(15);
 /// microk8s's registry addon Service.
 pub const MICROK8S_REGISTRY_NAMESPACE: &str = "container-registry";
 pub const MICROK8S_REGISTRY_SERVICE: &str = "registry";
-
-/// What the kubeconfig says about the current cluster (plain data, no client).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KubeconfigFacts {
-    pub context: Option<String>,
-    /// The kubeconfig's name for the context's cluster.
-    pub cluster: Option<String>,
-    pub server: Option<String>,
-}
 
 /// What the product detector needs to know about one node.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -66,8 +58,12 @@ pub struct Cluster {
 
 impl Cluster {
     /// Builds a client for the chosen context; no request is sent yet.
-    pub async fn connect(args: &ClusterArgs, printer: &Printer) -> Result<Self> {
-        let (mut config, facts) = client_config(args, printer).await?;
+    pub async fn connect(
+        args: &ClusterArgs,
+        settings: &Settings,
+        printer: &Printer,
+    ) -> Result<Self> {
+        let (mut config, facts) = client_config(args, settings, printer).await?;
         config.connect_timeout = Some(CONNECT_TIMEOUT);
         config.read_timeout = Some(READ_TIMEOUT);
         config.write_timeout = Some(READ_TIMEOUT);
@@ -277,9 +273,10 @@ impl Target {
 /// kube's settings for the chosen context (or the pod's service account), and what to report.
 async fn client_config(
     args: &ClusterArgs,
+    settings: &Settings,
     printer: &Printer,
 ) -> Result<(kube::Config, KubeconfigFacts)> {
-    match kubeconfig::choose(args, printer)? {
+    match kubeconfig::choose(args, settings, printer)? {
         Choice::Context(selected) => {
             let options = KubeConfigOptions {
                 context: Some(selected.context.clone()),

@@ -2,14 +2,13 @@
 //! ConfigMap, the older node annotations, microk8s's registry Service.
 
 use crate::cli::ClusterArgs;
-use crate::cluster::{Cluster, KubeconfigFacts, Lookup};
+use crate::cluster::{Cluster, Lookup};
 use crate::error::{Error, ExitCode, Result};
 use crate::hosting::{self, HOSTING_CONFIGMAP, LocalRegistry, Note, RegistrySource};
 use crate::kubeconfig;
+use crate::kubeconfig::KubeconfigFacts;
 use crate::output::Printer;
-
-pub const REGISTRY_HOST_ENV: &str = "KUBECTL_REGISTRY_HOST";
-pub const REGISTRY_RUNTIME_HOST_ENV: &str = "KUBECTL_REGISTRY_RUNTIME_HOST";
+use crate::settings::{REGISTRY_HOST_ENV, REGISTRY_RUNTIME_HOST_ENV, Settings};
 
 /// What discovery found.
 pub struct Discovered {
@@ -21,9 +20,14 @@ pub struct Discovered {
 
 /// Finds the registry. With `--registry` or `KUBECTL_REGISTRY_HOST` the cluster is not contacted
 /// and no kubeconfig is needed.
-pub async fn discover(args: &ClusterArgs, printer: &Printer) -> Result<Discovered> {
+pub async fn discover(
+    args: &ClusterArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<Discovered> {
     let mut notes = Vec::new();
-    let overridden = registry_from_flags_or_env(args, &read_env, &mut notes);
+    let env = |name: &str| env_value(settings, name);
+    let overridden = registry_from_flags_or_env(args, &env, &mut notes);
     show(&notes, printer);
     if let Some(registry) = overridden? {
         printer.debug(&format!(
@@ -32,12 +36,12 @@ pub async fn discover(args: &ClusterArgs, printer: &Printer) -> Result<Discovere
             origin(registry.source)
         ));
         return Ok(Discovered {
-            kubeconfig: kubeconfig::facts_if_available(args, printer),
+            kubeconfig: kubeconfig::facts_if_available(args, settings, printer),
             registry: Some(registry),
             cluster: None,
         });
     }
-    let cluster = Cluster::connect(args, printer).await?;
+    let cluster = Cluster::connect(args, settings, printer).await?;
     let registry = registry_from_cluster(&cluster, printer).await?;
     Ok(Discovered {
         kubeconfig: cluster.facts().clone(),
@@ -46,15 +50,22 @@ pub async fn discover(args: &ClusterArgs, printer: &Printer) -> Result<Discovere
     })
 }
 
-fn read_env(name: &str) -> Result<Option<String>> {
-    match std::env::var(name) {
-        Ok(value) if value.is_empty() => Ok(None),
-        Ok(value) => Ok(Some(value)),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(err @ std::env::VarError::NotUnicode(_)) => {
-            Err(Error::new(ExitCode::Usage, format!("reading {name}")).with_source(err))
-        }
-    }
+/// One of the two registry variables, as read at start; a value that is not UTF-8 is a usage error.
+fn env_value(settings: &Settings, name: &str) -> Result<Option<String>> {
+    let raw = match name {
+        REGISTRY_HOST_ENV => &settings.registry_host,
+        _ => &settings.registry_runtime_host,
+    };
+    raw.clone()
+        .map(|value| {
+            value.into_string().map_err(|value| {
+                Error::new(
+                    ExitCode::Usage,
+                    format!("reading {name}: {value:?} is not UTF-8"),
+                )
+            })
+        })
+        .transpose()
 }
 
 fn show(notes: &[Note], printer: &Printer) {

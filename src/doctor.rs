@@ -15,27 +15,33 @@ use crate::discovery::{self, Discovered};
 use crate::error::{Context, ExitCode, Result};
 use crate::hosting::{HOSTING_CONFIGMAP, HOSTING_NAMESPACE, LocalRegistry, RegistrySource};
 use crate::kubeconfig::{self, Choice};
-use crate::nodeload;
+use crate::nodeload::{self, LoadPlan};
 use crate::output::Printer;
 use crate::product;
 use crate::registry::{Deletion, RegistryClient, TransportOptions, short_digest};
+use crate::settings::{REGISTRY_HOST_ENV, Settings};
 use report::{Check, Report};
 
 /// Stands for the archive in the loader command shown.
 const ARCHIVE_SHOWN: &str = "<archive>";
 
-pub async fn run(args: &DoctorArgs, cluster_args: &ClusterArgs, printer: &Printer) -> Result<()> {
+pub async fn run(
+    args: &DoctorArgs,
+    cluster_args: &ClusterArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<()> {
     let mut report = Report::default();
     // Discovery first, exactly as push runs it; the checks below explain what it found.
-    let discovered = discovery::discover(cluster_args, printer).await;
+    let discovered = discovery::discover(cluster_args, settings, printer).await;
     let overridden = matches!(&discovered, Ok(found) if found.cluster.is_none());
 
-    let cluster = check_cluster(cluster_args, overridden, printer, &mut report).await;
+    let cluster = check_cluster(cluster_args, settings, overridden, printer, &mut report).await;
     let finding = check_discovery(&discovered, cluster.as_ref(), &mut report).await;
 
     match finding {
         Finding::Registry(registry) => {
-            check_registry(args, registry, &mut report).await;
+            check_registry(args, settings, registry, &mut report).await;
             report.add(nodes_check(registry));
             report.add(Check::skipped(
                 "node-load",
@@ -57,7 +63,7 @@ pub async fn run(args: &DoctorArgs, cluster_args: &ClusterArgs, printer: &Printe
                 "push loads images into the nodes instead of a registry",
             ));
             report.add(match (&discovered, cluster.as_ref()) {
-                (Ok(found), Some(cluster)) => loader_check(found, cluster).await,
+                (Ok(found), Some(cluster)) => loader_check(found, cluster, settings).await,
                 _ => Check::skipped("node-load", "skipped: the cluster could not be read"),
             });
         }
@@ -87,13 +93,14 @@ pub async fn run(args: &DoctorArgs, cluster_args: &ClusterArgs, printer: &Printe
 /// connected cluster, when it answers.
 async fn check_cluster(
     cluster_args: &ClusterArgs,
+    settings: &Settings,
     overridden: bool,
     printer: &Printer,
     report: &mut Report,
 ) -> Option<Cluster> {
     let not_needed =
         "not needed to push: the registry is named by --registry or KUBECTL_REGISTRY_HOST";
-    match kubeconfig::choose(cluster_args, printer) {
+    match kubeconfig::choose(cluster_args, settings, printer) {
         Ok(Choice::Context(selected)) => report.add(Check::passed(
             "kubeconfig",
             format!("{}, context {}", selected.source, selected.context),
@@ -117,7 +124,7 @@ async fn check_cluster(
         }
     }
     let started = Instant::now();
-    let answered = match Cluster::connect(cluster_args, printer).await {
+    let answered = match Cluster::connect(cluster_args, settings, printer).await {
         Ok(cluster) => cluster
             .server_version()
             .await
@@ -233,7 +240,7 @@ async fn nothing_advertised(cluster: Option<&Cluster>) -> Check {
 fn source_phrase(source: RegistrySource) -> String {
     match source {
         RegistrySource::Flag => "--registry".to_string(),
-        RegistrySource::Env => discovery::REGISTRY_HOST_ENV.to_string(),
+        RegistrySource::Env => REGISTRY_HOST_ENV.to_string(),
         RegistrySource::Configmap => format!("ConfigMap {HOSTING_CONFIGMAP}"),
         RegistrySource::Annotation => "the first node's annotations".to_string(),
         RegistrySource::Microk8sService => {
@@ -243,12 +250,17 @@ fn source_phrase(source: RegistrySource) -> String {
 }
 
 /// Checks 4 and 5: `GET /v2/` from here, then the probe's round trip.
-async fn check_registry(args: &DoctorArgs, registry: &LocalRegistry, report: &mut Report) {
+async fn check_registry(
+    args: &DoctorArgs,
+    settings: &Settings,
+    registry: &LocalRegistry,
+    report: &mut Report,
+) {
     let options = TransportOptions {
         insecure: args.insecure,
         ca_file: args.ca_file.clone(),
         help: registry.help.clone(),
-        credentials: None,
+        credentials: settings.credentials.clone(),
     };
     let client = match RegistryClient::new(&registry.host, &options) {
         Ok(client) => client,
@@ -334,18 +346,18 @@ fn nodes_check(registry: &LocalRegistry) -> Check {
 }
 
 /// Check 7: without a registry, the product and its loader CLI on PATH.
-async fn loader_check(found: &Discovered, cluster: &Cluster) -> Check {
+async fn loader_check(found: &Discovered, cluster: &Cluster, settings: &Settings) -> Check {
     let nodes = match cluster.nodes().await {
         Ok(nodes) => nodes,
         Err(error) => return Check::from_error("node-load", &error),
     };
     let product = product::detect(&found.kubeconfig, &nodes);
-    let Some(plan) = product.load_plan(Path::new(ARCHIVE_SHOWN)) else {
+    let Some(plan) = LoadPlan::for_product(&product, Path::new(ARCHIVE_SHOWN)) else {
         let error = nodeload::nothing_advertised(found.kubeconfig.context.as_deref());
         return Check::from_error("node-load", &error);
     };
     let program = plan.command().program().to_string_lossy().into_owned();
-    let Some(path) = loader::find_on_path(Path::new(&program)) else {
+    let Some(path) = loader::find_on_path(Path::new(&program), settings.path.as_deref()) else {
         let check = Check::failed(
             "node-load",
             ExitCode::Load,

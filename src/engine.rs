@@ -6,9 +6,8 @@ use std::process::Stdio;
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
 
-/// Engines asked for a named image, in order; `KUBECTL_REGISTRY_ENGINE` puts one first.
+/// Engines asked for a named image, in order; the preferred one (`KUBECTL_REGISTRY_ENGINE`) first.
 const ENGINES: [&str; 3] = ["docker", "podman", "nerdctl"];
-const ENGINE_ENV: &str = "KUBECTL_REGISTRY_ENGINE";
 
 /// What the user named on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,10 +33,15 @@ impl Source {
 }
 
 /// Saves `image` from the first local engine that has it into `dir`, returning the archive path.
-pub async fn save(image: &str, dir: &Path, printer: &Printer) -> Result<PathBuf> {
+pub async fn save(
+    image: &str,
+    preferred: Option<&str>,
+    dir: &Path,
+    printer: &Printer,
+) -> Result<PathBuf> {
     let archive = dir.join("engine-image.tar");
     let mut failures = Vec::new();
-    for engine in engine_order() {
+    for engine in engine_order(preferred) {
         printer.debug(&format!("asking {engine} for {image}"));
         let output = tokio::process::Command::new(&engine)
             .args(["image", "save", "-o"])
@@ -77,17 +81,15 @@ pub async fn save(image: &str, dir: &Path, printer: &Printer) -> Result<PathBuf>
     ))
 }
 
-fn engine_order() -> Vec<String> {
-    let preferred = std::env::var(ENGINE_ENV).ok().filter(|e| !e.is_empty());
+fn engine_order(preferred: Option<&str>) -> Vec<String> {
     preferred
-        .iter()
-        .cloned()
+        .into_iter()
         .chain(
             ENGINES
-                .iter()
-                .map(|e| e.to_string())
-                .filter(|e| Some(e) != preferred.as_ref()),
+                .into_iter()
+                .filter(|engine| Some(*engine) != preferred),
         )
+        .map(str::to_string)
         .collect()
 }
 

@@ -6,20 +6,27 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::cli::{ClusterArgs, InfoArgs, OutputFormat};
-use crate::cluster::{Cluster, KubeconfigFacts};
-use crate::discovery::{self, REGISTRY_HOST_ENV};
+use crate::cluster::Cluster;
+use crate::discovery;
 use crate::error::{Context, ExitCode, Result};
 use crate::hosting::{HOSTING_CONFIGMAP, KEP_URL, LocalRegistry, RegistryHost, RegistrySource};
-use crate::nodeload::ARCHIVE_PLACEHOLDER;
+use crate::kubeconfig::KubeconfigFacts;
+use crate::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::output::Printer;
 use crate::product::{self, Product, ProductKind};
+use crate::settings::{REGISTRY_HOST_ENV, Settings};
 
 /// Stands for the archive in the node-load command that `info` shows.
 const ARCHIVE_SHOWN: &str = "<archive>";
 
 /// Prints what discovery found. Finding no registry is a result, not a failure.
-pub async fn run(args: &InfoArgs, cluster_args: &ClusterArgs, printer: &Printer) -> Result<()> {
-    let discovered = discovery::discover(cluster_args, printer).await?;
+pub async fn run(
+    args: &InfoArgs,
+    cluster_args: &ClusterArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<()> {
+    let discovered = discovery::discover(cluster_args, settings, printer).await?;
     let product = match &discovered.cluster {
         Some(cluster) => Some(detect_product(cluster, printer).await?),
         None => None,
@@ -113,7 +120,7 @@ impl PushPreview {
                 ),
             };
         }
-        match product.and_then(|p| p.load_plan(Path::new(ARCHIVE_SHOWN))) {
+        match product.and_then(|p| LoadPlan::for_product(p, Path::new(ARCHIVE_SHOWN))) {
             Some(plan) => Self {
                 method: PushMethod::NodeLoad,
                 // The placeholder is a word for the reader, not a path: shown bare, as usage

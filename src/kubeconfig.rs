@@ -9,9 +9,18 @@ use std::path::{Path, PathBuf};
 use kube::config::{Kubeconfig, KubeconfigError};
 
 use crate::cli::ClusterArgs;
-use crate::cluster::KubeconfigFacts;
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
+use crate::settings::Settings;
+
+/// What the kubeconfig says about the current cluster (plain data, no client).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KubeconfigFacts {
+    pub context: Option<String>,
+    /// The kubeconfig's name for the context's cluster.
+    pub cluster: Option<String>,
+    pub server: Option<String>,
+}
 
 /// What to connect with.
 pub enum Choice {
@@ -78,10 +87,14 @@ fn list(paths: &[PathBuf]) -> String {
 const SKIP_HINT: &str = "or skip discovery with --registry HOST[:PORT]";
 
 /// Reads the kubeconfig and picks the context, without contacting any server.
-pub fn choose(args: &ClusterArgs, printer: &Printer) -> Result<Choice> {
-    let loaded = load(args, printer)?;
+pub fn choose(args: &ClusterArgs, settings: &Settings, printer: &Printer) -> Result<Choice> {
+    let loaded = load(args, settings, printer)?;
     let nothing_configured = loaded.merged.contexts.is_empty() && loaded.merged.clusters.is_empty();
-    if nothing_configured && args.kubeconfig.is_none() && args.context.is_none() && in_a_pod() {
+    if nothing_configured
+        && args.kubeconfig.is_none()
+        && args.context.is_none()
+        && settings.in_a_pod
+    {
         printer.debug("no kubeconfig; using the pod's service account (in-cluster config)");
         return Ok(Choice::InCluster);
     }
@@ -90,8 +103,12 @@ pub fn choose(args: &ClusterArgs, printer: &Printer) -> Result<Choice> {
 }
 
 /// The current context's names and server, when a kubeconfig can be read; never an error.
-pub fn facts_if_available(args: &ClusterArgs, printer: &Printer) -> KubeconfigFacts {
-    match choose(args, printer) {
+pub fn facts_if_available(
+    args: &ClusterArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> KubeconfigFacts {
+    match choose(args, settings, printer) {
         Ok(Choice::Context(selected)) => selected.facts,
         Ok(Choice::InCluster) => KubeconfigFacts::default(),
         Err(err) => {
@@ -101,11 +118,7 @@ pub fn facts_if_available(args: &ClusterArgs, printer: &Printer) -> KubeconfigFa
     }
 }
 
-fn in_a_pod() -> bool {
-    std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|v| !v.is_empty())
-}
-
-fn load(args: &ClusterArgs, printer: &Printer) -> Result<Loaded> {
+fn load(args: &ClusterArgs, settings: &Settings, printer: &Printer) -> Result<Loaded> {
     if let Some(path) = &args.kubeconfig {
         // An explicit file must exist, as with kubectl --kubeconfig.
         return Ok(Loaded {
@@ -114,19 +127,11 @@ fn load(args: &ClusterArgs, printer: &Printer) -> Result<Loaded> {
             any_file_read: true,
         });
     }
-    let from_env: Vec<PathBuf> = std::env::var_os("KUBECONFIG")
-        .map(|value| {
-            std::env::split_paths(&value)
-                .filter(|p| !p.as_os_str().is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
-    if !from_env.is_empty() {
-        return merge_skipping_missing(Origin::Env(from_env), printer);
+    if !settings.kubeconfig_files.is_empty() {
+        let files = settings.kubeconfig_files.clone();
+        return merge_skipping_missing(Origin::Env(files), printer);
     }
-    let default = std::env::home_dir()
-        .map(|home| home.join(".kube").join("config"))
-        .unwrap_or_else(|| PathBuf::from(".kube/config"));
+    let default = settings.default_kubeconfig.clone();
     merge_skipping_missing(Origin::Default(default), printer)
 }
 

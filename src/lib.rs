@@ -20,13 +20,15 @@ pub mod product;
 pub mod push;
 pub mod reference;
 pub mod registry;
+pub mod settings;
 
 use cli::{Cli, Command};
 use error::{Context, ExitCode, Result};
 use output::Printer;
+use settings::Settings;
 
 /// Runs one command to completion.
-pub fn run(cli: Cli, printer: &Printer) -> Result<()> {
+pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
     // kube and reqwest share rustls; pick its crypto provider once, before either builds a client.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -45,11 +47,13 @@ pub fn run(cli: Cli, printer: &Printer) -> Result<()> {
                 });
                 Ok(())
             }
-            Command::Advertise(args) => advertise::run(&args, &cli.cluster, printer).await,
-            Command::Doctor(args) => doctor::run(&args, &cli.cluster, printer).await,
-            Command::Info(args) => info::run(&args, &cli.cluster, printer).await,
+            Command::Advertise(args) => {
+                advertise::run(&args, &cli.cluster, settings, printer).await
+            }
+            Command::Doctor(args) => doctor::run(&args, &cli.cluster, settings, printer).await,
+            Command::Info(args) => info::run(&args, &cli.cluster, settings, printer).await,
             Command::Completion(args) => completion::print_script(args.shell),
-            Command::Push(args) => push::run(&args, &cli.cluster, printer).await,
+            Command::Push(args) => push::run(&args, &cli.cluster, settings, printer).await,
         }
     });
     // A failed push must not wait for a blocking read it abandoned (stdin still being spooled).

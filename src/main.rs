@@ -1,7 +1,7 @@
 //! Entry point: parse the command line, run it, render any error, exit with its code.
 
 use clap::Parser;
-use kubectl_registry::{cli::Cli, output::Printer};
+use kubectl_registry::{cli::Cli, output::Printer, settings::Settings};
 
 fn main() -> std::process::ExitCode {
     // kubectl runs the same binary as `kubectl_complete-registry` to complete plugin arguments.
@@ -9,8 +9,9 @@ fn main() -> std::process::ExitCode {
         return kubectl_registry::completion::run_kubectl_helper(&words);
     }
     let cli = Cli::parse();
-    let printer = Printer::new(cli.verbose);
-    match kubectl_registry::run(cli, &printer) {
+    let settings = Settings::from_env();
+    let printer = Printer::new(cli.verbose, cli.quiet, !settings.no_color);
+    match kubectl_registry::run(cli, &settings, &printer) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             printer.error(&err);

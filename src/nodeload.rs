@@ -6,6 +6,7 @@ mod deliver;
 mod exec;
 mod nodes;
 mod plan;
+mod product_plan;
 mod survey;
 
 use std::collections::VecDeque;

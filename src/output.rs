@@ -4,31 +4,33 @@ use std::io::{IsTerminal, Write};
 
 use crate::error::Error;
 
-/// Where everything the user sees goes. stdout carries only results.
+/// Where everything the user sees goes, and how much of it: the one owner of the quiet, verbose,
+/// colour and progress decisions. stdout carries only results.
 #[derive(Debug, Clone)]
 pub struct Printer {
     verbose: u8,
+    quiet: bool,
     stderr_is_terminal: bool,
     color: bool,
     stdout_color: bool,
 }
 
 impl Printer {
-    pub fn new(verbose: u8) -> Self {
+    /// `color_allowed` is false under `NO_COLOR`; colour also needs stderr to be a terminal.
+    pub fn new(verbose: u8, quiet: bool, color_allowed: bool) -> Self {
         let stderr_is_terminal = std::io::stderr().is_terminal();
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        let color = stderr_is_terminal && !no_color;
         Self {
-            verbose,
+            verbose: if quiet { 0 } else { verbose },
+            quiet,
             stderr_is_terminal,
-            color,
-            stdout_color: std::io::stdout().is_terminal() && !no_color,
+            color: stderr_is_terminal && color_allowed,
+            stdout_color: std::io::stdout().is_terminal() && color_allowed,
         }
     }
 
     /// True when progress bars and the summary line should be drawn.
     pub fn interactive(&self) -> bool {
-        self.stderr_is_terminal
+        self.stderr_is_terminal && !self.quiet
     }
 
     /// True when a result may be coloured: stdout is a terminal and `NO_COLOR` is unset.
@@ -49,12 +51,14 @@ impl Printer {
     }
 
     pub fn warn(&self, text: &str) {
-        self.labelled("warning", "33", text);
+        if !self.quiet {
+            self.labelled("warning", "33", text);
+        }
     }
 
-    /// Progress notes: shown at a terminal, or with -v.
+    /// Progress notes: shown at a terminal, or with -v; never with -q.
     pub fn status(&self, text: &str) {
-        if self.stderr_is_terminal || self.verbose > 0 {
+        if (self.stderr_is_terminal && !self.quiet) || self.verbose > 0 {
             eprintln!("{text}");
         }
     }

@@ -1,13 +1,11 @@
 //! Which product a cluster is (kind, k3d, minikube, ...) from kubeconfig and node facts, and what
-//! that product's own CLI runs to load an image archive into its nodes. Pure.
+//! we know of each (its registry guide, its loader CLI). Pure; node-load plans live in `nodeload`.
 
-use std::ffi::OsString;
 use std::fmt;
-use std::path::Path;
 
-use crate::cluster::{KubeconfigFacts, NodeFacts};
+use crate::cluster::NodeFacts;
 use crate::hosting::KEP_URL;
-use crate::nodeload::{Fallback, LoadCommand, LoadPlan, PlanSource};
+use crate::kubeconfig::KubeconfigFacts;
 
 /// The local cluster products we know how to load images into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -331,81 +329,7 @@ impl Product {
             _ => format!("the {} cluster", self.kind.display_name()),
         }
     }
-
-    /// How this product's own CLI loads `archive` into its nodes; `None` for an unknown cluster.
-    pub fn load_plan(&self, archive: &Path) -> Option<LoadPlan> {
-        let cli = self.kind.loader_cli()?;
-        let name = self.cluster_name.as_deref();
-        let command = |before: &[&str], after: &[&str]| {
-            let mut args: Vec<OsString> = before.iter().map(OsString::from).collect();
-            args.push(archive.as_os_str().to_os_string());
-            args.extend(after.iter().map(OsString::from));
-            LoadCommand::new(cli.program, args)
-        };
-        let name_flag = |flag: &'static str| name.map_or(vec![], |name| vec![flag, name]);
-        let target = self.target_phrase();
-        let nodes_of_target = format!("the nodes of {target}");
-        let (primary, fallback, destination) = match self.kind {
-            ProductKind::Kind => (
-                command(&["load", "image-archive"], &name_flag("--name")),
-                None,
-                nodes_of_target,
-            ),
-            ProductKind::K3d => (
-                command(&["image", "import"], &name_flag("-c")),
-                None,
-                nodes_of_target,
-            ),
-            ProductKind::Minikube => (
-                command(&["image", "load"], &name_flag("-p")),
-                None,
-                nodes_of_target,
-            ),
-            ProductKind::Microk8s => (
-                command(&["images", "import"], &[]),
-                Some(Fallback {
-                    command: command(&["ctr", "image", "import"], &[]),
-                    when_output_contains: MICROK8S_UNKNOWN_SUBCOMMAND,
-                }),
-                "every MicroK8s node".to_string(),
-            ),
-            ProductKind::K3s => (
-                command(&["ctr", "-n", "k8s.io", "images", "import"], &[]),
-                None,
-                "this K3s node's containerd".to_string(),
-            ),
-            ProductKind::DockerDesktop
-            | ProductKind::Orbstack
-            | ProductKind::Colima
-            | ProductKind::RancherDesktop => (
-                command(&["load", "-i"], &[]),
-                None,
-                format!(
-                    "the local docker image store (docker's current context), which the {} nodes share",
-                    self.kind.display_name()
-                ),
-            ),
-            ProductKind::Unknown => return None,
-        };
-        let mut description = format!("load the image into {destination}: `{primary}`");
-        if let Some(fallback) = &fallback {
-            description.push_str(&format!(
-                ", or `{}` where MicroK8s is older than 1.25",
-                fallback.command
-            ));
-        }
-        Some(LoadPlan::new(
-            primary,
-            fallback,
-            description,
-            target,
-            PlanSource::Product(self.kind),
-        ))
-    }
 }
-
-/// What `microk8s` before 1.25 prints (on stdout, exit 1) for `microk8s images`.
-const MICROK8S_UNKNOWN_SUBCOMMAND: &str = "is not a valid MicroK8s subcommand";
 
 #[cfg(test)]
 mod tests;

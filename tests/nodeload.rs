@@ -6,8 +6,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kubectl_registry::cluster::{KubeconfigFacts, NodeFacts};
+use kubectl_registry::cluster::NodeFacts;
 use kubectl_registry::error::{Error, ExitCode};
+use kubectl_registry::kubeconfig::KubeconfigFacts;
 use kubectl_registry::nodeload::{self, LoadPlan};
 use kubectl_registry::output::Printer;
 use kubectl_registry::product::{self, Product, ProductKind};
@@ -45,8 +46,7 @@ impl Bench {
             kind,
             cluster_name: cluster_name.map(str::to_string),
         };
-        product
-            .load_plan(&self.archive)
+        LoadPlan::for_product(&product, &self.archive)
             .unwrap()
             .with_env("PATH", self.standins.path())
     }
@@ -73,7 +73,7 @@ impl Bench {
 }
 
 async fn run(plan: &LoadPlan) -> Result<(), Error> {
-    nodeload::run(plan, &Printer::new(0)).await
+    nodeload::run(plan, &Printer::new(0, false, false)).await
 }
 
 /// Writes a one-layer OCI layout by hand, then has the real skopeo write the single-platform
@@ -318,8 +318,7 @@ async fn a_detected_kind_cluster_gets_its_name_from_the_node() {
         ..Default::default()
     }];
     let detected = product::detect(&kubeconfig, &nodes);
-    let plan = detected
-        .load_plan(&bench.archive)
+    let plan = LoadPlan::for_product(&detected, &bench.archive)
         .unwrap()
         .with_env("PATH", bench.standins.path());
     run(&plan).await.unwrap();
@@ -470,7 +469,7 @@ fn an_unknown_cluster_has_no_plan_and_an_error_naming_the_configmap() {
     }];
     let detected = product::detect(&kubeconfig, &nodes);
     assert_eq!(detected.kind, ProductKind::Unknown);
-    assert!(detected.load_plan(Path::new("/tmp/img.tar")).is_none());
+    assert!(LoadPlan::for_product(&detected, Path::new("/tmp/img.tar")).is_none());
     let err = nodeload::nothing_advertised(kubeconfig.context.as_deref());
     assert_eq!(err.exit_code(), ExitCode::Load);
     assert_eq!(
@@ -492,16 +491,18 @@ fn the_clis_output_never_reaches_our_stdout() {
         // The child: load as push will, verbose so that the CLI's lines are echoed on stderr.
         let spec = spec.into_string().unwrap();
         let (path, archive) = spec.split_once('\n').unwrap();
-        let plan = Product {
-            kind: ProductKind::Kind,
-            cluster_name: Some("dev".into()),
-        }
-        .load_plan(Path::new(archive))
+        let plan = LoadPlan::for_product(
+            &Product {
+                kind: ProductKind::Kind,
+                cluster_name: Some("dev".into()),
+            },
+            Path::new(archive),
+        )
         .unwrap()
         .with_env("PATH", path);
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime
-            .block_on(nodeload::run(&plan, &Printer::new(1)))
+            .block_on(nodeload::run(&plan, &Printer::new(1, false, false)))
             .unwrap();
         return;
     }

@@ -145,6 +145,45 @@ fn a_name_without_a_tag_is_pushed_as_latest_with_a_warning() {
 }
 
 #[test]
+fn quiet_leaves_only_the_ref_and_errors() {
+    let bench = Bench::new();
+    let image = Image::sample(25);
+    let path = archive(&bench, &image, Format::DockerLegacy, &["myimg:dev"]);
+    let run = bench.push(&[&path, "--tag", "myimg", "-q", "-v"]);
+    assert_eq!(
+        run.code, 2,
+        "-q and -v contradict each other: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("'--quiet' cannot be used with '--verbose"),
+        "{}",
+        run.stderr
+    );
+
+    let run = bench.push(&[&path, "--tag", "myimg", "-q"]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (0, ""),
+        "no latest warning under -q"
+    );
+    let (_, digest) = bench.landed("myimg:latest");
+    assert_eq!(
+        run.stdout,
+        format!("{RUNTIME_HOST}/myimg:latest@{digest}\n")
+    );
+
+    let run = bench.push(&[&bench.path("absent.tar").to_string_lossy(), "-q"]);
+    assert_eq!(run.code, 4);
+    assert!(
+        run.stderr.starts_with("error: "),
+        "errors still show: {}",
+        run.stderr
+    );
+}
+
+#[test]
 fn an_archive_name_without_a_tag_is_pushed_as_latest_with_a_warning() {
     let bench = Bench::new();
     let image = Image::sample(24);

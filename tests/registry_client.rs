@@ -31,7 +31,7 @@ fn install_crypto() {
 fn options() -> TransportOptions {
     TransportOptions {
         help: Some(HELP.to_string()),
-        credentials: Some(CredentialSources::default()),
+        credentials: CredentialSources::default(),
         ..TransportOptions::default()
     }
 }
@@ -359,7 +359,7 @@ async fn wrong_or_missing_credentials_name_the_host_and_docker_login() {
     let host = registry.host();
     let dir = tempfile::tempdir().unwrap();
     let wrong = TransportOptions {
-        credentials: Some(docker_config(dir.path(), &auths(&host, "alice", "wrong"))),
+        credentials: docker_config(dir.path(), &auths(&host, "alice", "wrong")),
         ..options()
     };
 
@@ -384,10 +384,10 @@ async fn wrong_or_missing_credentials_name_the_host_and_docker_login() {
     );
 
     let nowhere = TransportOptions {
-        credentials: Some(CredentialSources {
+        credentials: CredentialSources {
             docker_config: Some(dir.path().join("absent.json")),
             ..CredentialSources::default()
-        }),
+        },
         ..options()
     };
     let blob = b"layer";
@@ -410,7 +410,7 @@ async fn credentials_from_docker_auths_let_a_push_through() {
     let host = registry.host();
     let dir = tempfile::tempdir().unwrap();
     let options = TransportOptions {
-        credentials: Some(docker_config(dir.path(), &auths(&host, "alice", "s3cret"))),
+        credentials: docker_config(dir.path(), &auths(&host, "alice", "s3cret")),
         ..options()
     };
     let client = client(&host, &options);
@@ -459,10 +459,10 @@ async fn credentials_from_a_helper_on_path_let_a_push_through() {
     let dir = tempfile::tempdir().unwrap();
     write_helper(dir.path(), &host, "alice", "s3cret");
     let options = TransportOptions {
-        credentials: Some(docker_config(
+        credentials: docker_config(
             dir.path(),
             &format!(r#"{{"credHelpers":{{"{host}":"test"}}}}"#),
-        )),
+        ),
         ..options()
     };
     let client = client(&host, &options);
@@ -485,7 +485,7 @@ async fn a_store_without_credentials_falls_back_to_auths() {
     write_helper(dir.path(), "some.other.registry", "x", "y");
     let json = auths(&host, "alice", "s3cret").replacen('{', r#"{"credsStore":"test","#, 1);
     let options = TransportOptions {
-        credentials: Some(docker_config(dir.path(), &json)),
+        credentials: docker_config(dir.path(), &json),
         ..options()
     };
     client(&host, &options).ping().await.unwrap();
@@ -703,7 +703,7 @@ async fn a_bearer_challenge_is_met_with_a_token_for_the_push_scope() {
     let host = registry.host();
     let dir = tempfile::tempdir().unwrap();
     let options = TransportOptions {
-        credentials: Some(docker_config(dir.path(), &auths(&host, "alice", "s3cret"))),
+        credentials: docker_config(dir.path(), &auths(&host, "alice", "s3cret")),
         ..options()
     };
     let client = client(&host, &options);
@@ -743,7 +743,7 @@ async fn an_identity_token_is_exchanged_for_an_access_token() {
     let dir = tempfile::tempdir().unwrap();
     let json = format!(r#"{{"auths":{{"{host}":{{"identitytoken":"refresh-me"}}}}}}"#);
     let options = TransportOptions {
-        credentials: Some(docker_config(dir.path(), &json)),
+        credentials: docker_config(dir.path(), &json),
         ..options()
     };
     let client = client(&host, &options);
@@ -762,7 +762,7 @@ async fn a_token_server_refusing_the_password_names_the_host_and_docker_login() 
     let host = registry.host();
     let dir = tempfile::tempdir().unwrap();
     let options = TransportOptions {
-        credentials: Some(docker_config(dir.path(), &auths(&host, "alice", "nope"))),
+        credentials: docker_config(dir.path(), &auths(&host, "alice", "nope")),
         ..options()
     };
     let blob = b"layer";

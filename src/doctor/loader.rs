@@ -1,5 +1,6 @@
 //! The node loader push would run where no registry is advertised: found on PATH, and its version.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -7,13 +8,12 @@ use std::time::Duration;
 /// A loader that hangs must not hold the report.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Where `program` is on PATH, as the shell would find it.
-pub fn find_on_path(program: &Path) -> Option<PathBuf> {
+/// Where `program` is on `path` (the settings' PATH), as the shell would find it.
+pub fn find_on_path(program: &Path, path: Option<&OsStr>) -> Option<PathBuf> {
     if program.components().count() > 1 {
         return is_executable(program).then(|| program.to_path_buf());
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+    std::env::split_paths(path?)
         .map(|dir| dir.join(program))
         .find(|candidate| is_executable(candidate))
 }

@@ -17,7 +17,6 @@ use crate::hosting::RegistryHost;
 const FILE_NAME: &str = "sent-blobs-v1.json";
 /// Oldest entries go first past this; a layer costs ~250 bytes, so the file stays under ~5 MB.
 const MAX_ENTRIES: usize = 20_000;
-pub const CACHE_DIR_ENV: &str = "KUBECTL_REGISTRY_CACHE_DIR";
 
 /// A blob as a registry holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,18 +41,8 @@ pub struct SentBlobs {
 }
 
 impl SentBlobs {
-    /// `$KUBECTL_REGISTRY_CACHE_DIR`, else `$XDG_CACHE_HOME/kubectl-registry`, else
-    /// `~/.cache/kubectl-registry`; no home at all means no cache.
-    pub fn load_default() -> Self {
-        let dir = std::env::var_os(CACHE_DIR_ENV)
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("XDG_CACHE_HOME")
-                    .map(|d| PathBuf::from(d).join("kubectl-registry"))
-            })
-            .or_else(|| {
-                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kubectl-registry"))
-            });
+    /// The record kept in `dir` (the settings' cache directory); no directory means no record.
+    pub fn load_in(dir: Option<&Path>) -> Self {
         match dir {
             Some(dir) => Self::load(&dir.join(FILE_NAME)),
             None => Self::empty(None),

@@ -25,10 +25,16 @@ use crate::output::Printer;
 use crate::product;
 use crate::reference::{ImageName, Target};
 use crate::registry::TransportOptions;
+use crate::settings::Settings;
 use stream::Encoding;
 use summary::{Method, PushReport};
 
-pub async fn run(args: &PushArgs, cluster_args: &ClusterArgs, printer: &Printer) -> Result<()> {
+pub async fn run(
+    args: &PushArgs,
+    cluster_args: &ClusterArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<()> {
     let started = Instant::now();
     if let Some(template) = &args.load_command {
         // A bad flag fails before any work, whether or not the load would have been needed.
@@ -39,8 +45,8 @@ pub async fn run(args: &PushArgs, cluster_args: &ClusterArgs, printer: &Printer)
         .tempdir()
         .context(ExitCode::Failure, || "creating a temporary directory")?;
     let (archive, discovered) = tokio::try_join!(
-        open_source(&args.source, scratch.path(), printer),
-        discovery::discover(cluster_args, printer),
+        open_source(&args.source, settings, scratch.path(), printer),
+        discovery::discover(cluster_args, settings, printer),
     )?;
     let image = archive
         .select(args.image.as_deref(), args.platform.as_deref())
@@ -59,7 +65,7 @@ pub async fn run(args: &PushArgs, cluster_args: &ClusterArgs, printer: &Printer)
                 &name,
                 &[&registry.host, &registry.host_from_container_runtime],
             );
-            push_to_registry(args, registry, &target, archive, image, printer).await?
+            push_to_registry(args, settings, registry, &target, archive, image, printer).await?
         }
         None => {
             load_into_nodes(
@@ -79,12 +85,18 @@ pub async fn run(args: &PushArgs, cluster_args: &ClusterArgs, printer: &Printer)
 }
 
 /// The archive named on the command line, stdin, or a local engine's image saved to `scratch`.
-async fn open_source(raw: &str, scratch: &Path, printer: &Printer) -> Result<Arc<Archive>> {
+async fn open_source(
+    raw: &str,
+    settings: &Settings,
+    scratch: &Path,
+    printer: &Printer,
+) -> Result<Arc<Archive>> {
     let source = match Source::classify(raw) {
         Source::Stdin => archive::Source::Stdin,
         Source::Path(path) => archive::Source::Path(path),
         Source::EngineImage(image) => {
-            archive::Source::Path(engine::save(&image, scratch, printer).await?)
+            let preferred = settings.preferred_engine.as_deref();
+            archive::Source::Path(engine::save(&image, preferred, scratch, printer).await?)
         }
     };
     let archive = tokio::task::spawn_blocking(move || Archive::open(&source))
@@ -117,6 +129,7 @@ fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
 
 async fn push_to_registry(
     args: &PushArgs,
+    settings: &Settings,
     registry: &LocalRegistry,
     target: &Target,
     archive: Arc<Archive>,
@@ -132,8 +145,9 @@ async fn push_to_registry(
             insecure: args.insecure,
             ca_file: args.ca_file.clone(),
             help: registry.help.clone(),
-            credentials: None,
+            credentials: settings.credentials.clone(),
         },
+        cache_dir: settings.cache_dir.as_deref(),
     };
     let platforms = image.platform_names();
     let (digest, transfer) = to_registry::push(&plan, archive, image, printer).await?;

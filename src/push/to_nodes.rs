@@ -100,9 +100,7 @@ async fn load_whole(
     let path = as_is.clone().unwrap_or_else(|| scratch.join("image.tar"));
     let load_plan = match plan.load_command {
         Some(template) => LoadPlan::from_template(template, &path)?,
-        None => plan
-            .product
-            .load_plan(&path)
+        None => LoadPlan::for_product(plan.product, &path)
             .ok_or_else(|| nodeload::nothing_advertised(plan.context))?,
     };
     let manifest = match as_is {

@@ -2,6 +2,7 @@
 //! parallel), then the platform manifests, then the tag last: the one commit point.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -28,6 +29,8 @@ pub struct RegistryPush<'a> {
     pub encoding: Encoding,
     pub jobs: usize,
     pub transport: TransportOptions,
+    /// Where the record of sent blobs is kept; `None`: none.
+    pub cache_dir: Option<&'a Path>,
 }
 
 /// Pushes `image` and returns the digest the tag now points to, with what moved.
@@ -43,7 +46,7 @@ pub async fn push(
     resolve_unknown_digests(&archive, &mut image).await?;
 
     let progress = Progress::new(printer);
-    let mut sent_before = SentBlobs::load_default();
+    let mut sent_before = SentBlobs::load_in(plan.cache_dir);
     let uploader = Uploader {
         client: &client,
         repo,

@@ -54,14 +54,14 @@ impl Scope {
 /// Auth state for one registry, shared by every request of a client.
 #[derive(Debug)]
 pub struct Auth {
-    sources: Option<CredentialSources>,
+    sources: CredentialSources,
     credentials: OnceCell<Option<Credentials>>,
     challenge: Mutex<Option<Challenge>>,
     tokens: Mutex<HashMap<String, String>>,
 }
 
 impl Auth {
-    pub fn new(sources: Option<CredentialSources>) -> Self {
+    pub fn new(sources: CredentialSources) -> Self {
         Self {
             sources,
             credentials: OnceCell::new(),
@@ -117,7 +117,7 @@ impl Auth {
             Some(Some(found)) => format!("the credentials from the {} were refused", found.origin),
             Some(None) => format!(
                 "no credentials for {host} were found ({})",
-                self.sources().describe()
+                self.sources.describe()
             ),
             None => "no credentials were sent".to_string(),
         };
@@ -131,17 +131,9 @@ impl Auth {
         ))
     }
 
-    fn sources(&self) -> CredentialSources {
-        self.sources
-            .clone()
-            .unwrap_or_else(CredentialSources::from_env)
-    }
-
     async fn credentials(&self, transport: &Transport) -> Result<&Option<Credentials>> {
         self.credentials
-            .get_or_try_init(|| async {
-                credentials::lookup(&transport.host, &self.sources()).await
-            })
+            .get_or_try_init(|| async { credentials::lookup(&transport.host, &self.sources).await })
             .await
     }
 

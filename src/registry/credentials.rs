@@ -14,7 +14,7 @@ use tokio::io::AsyncWriteExt;
 use crate::error::{Error, ExitCode, Result};
 use crate::hosting::RegistryHost;
 
-/// Where credentials are looked up. Tests pass their own; the CLI uses [`CredentialSources::from_env`].
+/// Where credentials are looked up: the settings' files, or a test's own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CredentialSources {
     /// Docker's `config.json` (`$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`).
@@ -26,26 +26,6 @@ pub struct CredentialSources {
 }
 
 impl CredentialSources {
-    pub fn from_env() -> Self {
-        let docker_dir = std::env::var_os("DOCKER_CONFIG")
-            .filter(|dir| !dir.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::home_dir().map(|home| home.join(".docker")));
-        let podman_auth_file = std::env::var_os("REGISTRY_AUTH_FILE")
-            .filter(|file| !file.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("XDG_RUNTIME_DIR")
-                    .filter(|dir| !dir.is_empty())
-                    .map(|dir| PathBuf::from(dir).join("containers/auth.json"))
-            });
-        Self {
-            docker_config: docker_dir.map(|dir| dir.join("config.json")),
-            podman_auth_file,
-            helper_path: None,
-        }
-    }
-
     /// The files we read, for messages: "looked in ...".
     pub fn describe(&self) -> String {
         let files: Vec<String> = [&self.docker_config, &self.podman_auth_file]

@@ -20,8 +20,8 @@ pub struct TransportOptions {
     pub ca_file: Option<PathBuf>,
     /// The cluster's registry guide (KEP-1755 `help`), shown with every registry failure.
     pub help: Option<String>,
-    /// Where credentials are looked up; `None` reads `$DOCKER_CONFIG`, `$REGISTRY_AUTH_FILE`, ... at use.
-    pub credentials: Option<CredentialSources>,
+    /// Where credentials are looked up (the settings' docker and podman files).
+    pub credentials: CredentialSources,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,171 @@
+//! What the environment says, read once at start into one value passed down: the only module that
+//! reads environment variables, so the rest of the code (and its tests) sees plain data.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::registry::CredentialSources;
+
+pub const REGISTRY_HOST_ENV: &str = "KUBECTL_REGISTRY_HOST";
+pub const REGISTRY_RUNTIME_HOST_ENV: &str = "KUBECTL_REGISTRY_RUNTIME_HOST";
+pub const ENGINE_ENV: &str = "KUBECTL_REGISTRY_ENGINE";
+pub const CACHE_DIR_ENV: &str = "KUBECTL_REGISTRY_CACHE_DIR";
+
+/// Everything read from the environment, resolved to what the code uses.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// `KUBECONFIG`, split as kubectl splits it (empty entries dropped).
+    pub kubeconfig_files: Vec<PathBuf>,
+    /// `~/.kube/config`, where kubectl looks without `KUBECONFIG`.
+    pub default_kubeconfig: PathBuf,
+    /// `KUBERNETES_SERVICE_HOST` is set: running in a pod.
+    pub in_a_pod: bool,
+    /// `NO_COLOR` is set to anything but the empty string.
+    pub no_color: bool,
+    /// `KUBECTL_REGISTRY_HOST` and `KUBECTL_REGISTRY_RUNTIME_HOST`, raw (checked by discovery).
+    pub registry_host: Option<OsString>,
+    pub registry_runtime_host: Option<OsString>,
+    /// `PATH`, where programs we only look for (not run through the OS) are searched.
+    pub path: Option<OsString>,
+    /// `KUBECTL_REGISTRY_ENGINE`: the engine asked first for a named image.
+    pub preferred_engine: Option<String>,
+    /// Docker's and podman's credential files.
+    pub credentials: CredentialSources,
+    /// Where the record of sent blobs lives: `$KUBECTL_REGISTRY_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/kubectl-registry`, else `~/.cache/kubectl-registry`; `None`: no record kept.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Settings {
+    /// Reads the process environment.
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| std::env::var_os(name), std::env::home_dir())
+    }
+
+    /// Resolves settings from `lookup` (an environment) and the home directory.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>, home: Option<PathBuf>) -> Self {
+        let set = |name: &str| lookup(name).filter(|value| !value.is_empty());
+        let docker_dir = set("DOCKER_CONFIG")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|home| home.join(".docker")));
+        let podman_auth_file = set("REGISTRY_AUTH_FILE").map(PathBuf::from).or_else(|| {
+            set("XDG_RUNTIME_DIR").map(|dir| PathBuf::from(dir).join("containers/auth.json"))
+        });
+        let cache_dir = set(CACHE_DIR_ENV)
+            .map(PathBuf::from)
+            .or_else(|| {
+                set("XDG_CACHE_HOME").map(|dir| PathBuf::from(dir).join("kubectl-registry"))
+            })
+            .or_else(|| {
+                home.as_ref()
+                    .map(|home| home.join(".cache/kubectl-registry"))
+            });
+        Self {
+            kubeconfig_files: set("KUBECONFIG")
+                .map(|value| {
+                    std::env::split_paths(&value)
+                        .filter(|path| !path.as_os_str().is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            default_kubeconfig: home
+                .as_ref()
+                .map(|home| home.join(".kube").join("config"))
+                .unwrap_or_else(|| PathBuf::from(".kube/config")),
+            in_a_pod: set("KUBERNETES_SERVICE_HOST").is_some(),
+            no_color: set("NO_COLOR").is_some(),
+            registry_host: set(REGISTRY_HOST_ENV),
+            registry_runtime_host: set(REGISTRY_RUNTIME_HOST_ENV),
+            path: set("PATH"),
+            preferred_engine: set(ENGINE_ENV).and_then(|engine| engine.into_string().ok()),
+            credentials: CredentialSources {
+                docker_config: docker_dir.map(|dir| dir.join("config.json")),
+                podman_auth_file,
+                helper_path: None,
+            },
+            cache_dir,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn settings(vars: &[(&str, &str)], home: Option<&str>) -> Settings {
+        let vars: HashMap<String, OsString> = vars
+            .iter()
+            .map(|(name, value)| (name.to_string(), OsString::from(value)))
+            .collect();
+        Settings::from_lookup(|name| vars.get(name).cloned(), home.map(PathBuf::from))
+    }
+
+    #[test]
+    fn defaults_follow_the_home_directory() {
+        let s = settings(&[], Some("/home/dev"));
+        assert_eq!(
+            s.default_kubeconfig,
+            PathBuf::from("/home/dev/.kube/config")
+        );
+        assert!(s.kubeconfig_files.is_empty());
+        assert_eq!(
+            s.credentials.docker_config,
+            Some(PathBuf::from("/home/dev/.docker/config.json"))
+        );
+        assert_eq!(s.credentials.podman_auth_file, None);
+        assert_eq!(
+            s.cache_dir,
+            Some(PathBuf::from("/home/dev/.cache/kubectl-registry"))
+        );
+        assert!(!s.in_a_pod && !s.no_color);
+        assert_eq!(s.preferred_engine, None);
+    }
+
+    #[test]
+    fn variables_override_in_the_documented_order_and_empty_means_unset() {
+        let s = settings(
+            &[
+                ("KUBECONFIG", "/a:/b::/c"),
+                ("DOCKER_CONFIG", "/dc"),
+                ("XDG_RUNTIME_DIR", "/run/user/1"),
+                ("XDG_CACHE_HOME", "/xdg"),
+                ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+                ("NO_COLOR", ""),
+                (ENGINE_ENV, "podman"),
+                (REGISTRY_HOST_ENV, ""),
+            ],
+            None,
+        );
+        let files: Vec<PathBuf> = ["/a", "/b", "/c"].map(PathBuf::from).into();
+        assert_eq!(s.kubeconfig_files, files);
+        assert_eq!(s.default_kubeconfig, PathBuf::from(".kube/config"));
+        assert_eq!(
+            s.credentials.docker_config,
+            Some(PathBuf::from("/dc/config.json"))
+        );
+        assert_eq!(
+            s.credentials.podman_auth_file,
+            Some(PathBuf::from("/run/user/1/containers/auth.json"))
+        );
+        assert_eq!(s.cache_dir, Some(PathBuf::from("/xdg/kubectl-registry")));
+        assert!(s.in_a_pod);
+        assert!(!s.no_color, "an empty NO_COLOR is unset");
+        assert_eq!(s.preferred_engine.as_deref(), Some("podman"));
+        assert_eq!(s.registry_host, None);
+
+        let s = settings(
+            &[
+                (CACHE_DIR_ENV, "/mine"),
+                ("XDG_CACHE_HOME", "/xdg"),
+                ("REGISTRY_AUTH_FILE", "/auth.json"),
+            ],
+            Some("/h"),
+        );
+        assert_eq!(s.cache_dir, Some(PathBuf::from("/mine")));
+        assert_eq!(
+            s.credentials.podman_auth_file,
+            Some(PathBuf::from("/auth.json"))
+        );
+    }
+}

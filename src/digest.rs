@@ -31,6 +31,11 @@ impl Digest {
     pub fn hex(&self) -> &str {
         &self.0["sha256:".len()..]
     }
+
+    /// `sha256:0123456789ab…`: enough to tell blobs apart in a message.
+    pub fn short(&self) -> String {
+        format!("sha256:{}…", &self.hex()[..12])
+    }
 }
 
 impl FromStr for Digest {
@@ -71,6 +76,11 @@ impl<'de> serde::Deserialize<'de> for Digest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_digests_keep_twelve_hex_digits() {
+        assert_eq!(Digest::of_bytes(b"").short(), "sha256:e3b0c44298fc…");
+    }
 
     #[test]
     fn parses_only_sha256_with_64_lowercase_hex() {

@@ -18,7 +18,7 @@ use crate::kubeconfig::{self, Choice};
 use crate::nodeload::{self, LoadPlan};
 use crate::output::Printer;
 use crate::product;
-use crate::registry::{Deletion, RegistryClient, TransportOptions, short_digest};
+use crate::registry::{Deletion, RegistryClient, TransportOptions};
 use crate::settings::{REGISTRY_HOST_ENV, Settings};
 use report::{Check, Report};
 
@@ -316,7 +316,7 @@ async fn round_trip_check(client: &RegistryClient) -> Check {
         format!(
             "pushed the probe image ({size} bytes) to {probe}:{}, read it back by digest {}, {cleanup}",
             probe::PROBE_TAG,
-            short_digest(&trip.digest)
+            trip.digest.short()
         ),
     )
 }

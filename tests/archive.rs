@@ -622,46 +622,38 @@ fn an_export_without_any_platform_blobs_says_what_is_missing() {
 // Streaming
 
 #[test]
-fn archives_and_readers_move_to_blocking_threads() {
-    fn send_sync_static<T: Send + Sync + 'static>() {}
-    fn send_static<T: Send + 'static>() {}
-    send_sync_static::<Archive>();
-    send_static::<kubectl_registry::archive::VerifyingReader<kubectl_registry::archive::BlobReader>>(
-    );
-    send_static::<kubectl_registry::archive::BlobReader>();
-}
-
-#[test]
-fn layers_of_one_archive_stream_in_parallel() {
+fn layers_of_one_archive_stream_in_parallel_on_threads_of_their_own() {
     let image = fixtures::Image::with_layers(40, "linux/amd64", &[600 << 10, 500 << 10, 400 << 10]);
     let (_dir, path) = write(Format::DockerLegacy, &image, &["par:1"]);
-    let archive = open(&path);
+    // As the push pipeline does: the archive shared, each reader moved to a blocking thread that
+    // outlives the borrow it was made from.
+    let archive = std::sync::Arc::new(open(&path));
     let platform = only_platform(only_image(&archive));
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = platform
-            .layers
-            .iter()
-            .map(|layer| {
-                let mut reader = archive.layer_reader(layer).unwrap();
-                scope.spawn(move || {
-                    let mut bytes = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    loop {
-                        match reader.read(&mut chunk).unwrap() {
-                            0 => return bytes,
-                            read => bytes.extend_from_slice(&chunk[..read]),
-                        }
+    let handles: Vec<_> = platform
+        .layers
+        .iter()
+        .map(|layer| {
+            let mut reader = archive.layer_reader(layer).unwrap();
+            let archive = std::sync::Arc::clone(&archive);
+            std::thread::spawn(move || {
+                let _shared = archive;
+                let mut bytes = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    match reader.read(&mut chunk).unwrap() {
+                        0 => return bytes,
+                        read => bytes.extend_from_slice(&chunk[..read]),
                     }
-                })
+                }
             })
-            .collect();
-        for (index, handle) in handles.into_iter().enumerate() {
-            assert!(
-                handle.join().unwrap() == image.layer(index),
-                "layer {index}"
-            );
-        }
-    });
+        })
+        .collect();
+    for (index, handle) in handles.into_iter().enumerate() {
+        assert!(
+            handle.join().unwrap() == image.layer(index),
+            "layer {index}"
+        );
+    }
 }
 
 #[test]

@@ -206,7 +206,7 @@ fn an_unnamed_oci_layout_needs_the_tag_flag() {
     let run = bench.push(&[layout.to_str().unwrap()]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
     let manifest_digest = fixtures::sha256(&image.manifest(LayerCompression::None));
-    let short_digest = &manifest_digest[.."sha256:".len() + 12];
+    let short_digest = format!("{}…", &manifest_digest[.."sha256:".len() + 12]);
     assert_eq!(
         run.stderr,
         format!(

@@ -48,7 +48,7 @@ impl Image {
             format!(" tagged {}", self.bare_tags.join(", "))
         };
         match id {
-            Some(id) => format!("unnamed image {}{tags}", short(id)),
+            Some(id) => format!("unnamed image {}{tags}", id.short()),
             None => format!("unnamed image{tags}"),
         }
     }
@@ -60,10 +60,6 @@ impl Image {
             .map(|platform| platform.platform.to_string())
             .collect()
     }
-}
-
-fn short(digest: &Digest) -> String {
-    format!("sha256:{}", &digest.hex()[..12])
 }
 
 /// A platform named by an index whose manifest, config or a layer is missing from the archive.
@@ -153,10 +149,15 @@ impl Layer {
             .unwrap_or_else(|| oci_layer_type(self.compression))
     }
 
-    /// How errors and progress name this layer: its digest (or diff_id) and member.
+    /// The layer's identity across platforms and in what a push sent: the stored digest, or the
+    /// diff_id while a compressed docker-archive layer's digest is not yet resolved.
+    pub fn stored_digest(&self) -> &Digest {
+        self.digest.as_ref().unwrap_or(&self.diff_id)
+    }
+
+    /// How errors and progress name this layer: its stored digest and member.
     pub fn describe(&self) -> String {
-        let digest = self.digest.as_ref().unwrap_or(&self.diff_id);
-        format!("layer {digest} ({})", self.location.member)
+        format!("layer {} ({})", self.stored_digest(), self.location.member)
     }
 }
 

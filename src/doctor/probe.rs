@@ -10,7 +10,7 @@ use futures_util::stream;
 
 use crate::digest::Digest;
 use crate::error::{Context, ExitCode, Result};
-use crate::registry::{Deletion, RegistryClient, short_digest};
+use crate::registry::{Deletion, RegistryClient};
 
 /// The probe's own repository, so that nothing of the user's is touched.
 pub const PROBE_REPOSITORY: &str = "kubectl-registry-probe";
@@ -107,7 +107,7 @@ pub async fn round_trip(client: &RegistryClient, image: &ProbeImage) -> Result<R
             ExitCode::Registry,
             format!(
                 "the registry took manifest {} but a HEAD by its digest {what}",
-                short_digest(&digest)
+                digest.short()
             ),
         )
         .with_hint("a proxy or cache in front of the registry may be answering for it"));

@@ -43,7 +43,7 @@ pub struct SentLayer {
 
 impl Uploader<'_> {
     pub async fn send(&self, layer: Layer, bar: BlobProgress) -> Result<SentLayer> {
-        let key = stored_digest(&layer).clone();
+        let key = layer.stored_digest().clone();
         let encoding = if layer.compression == Compression::None {
             self.encoding
         } else {
@@ -160,11 +160,6 @@ impl SentLayer {
             repository: repository.to_string(),
         }
     }
-}
-
-/// Identifies a layer across platforms: its stored digest, known for every layer by now.
-pub fn stored_digest(layer: &Layer) -> &Digest {
-    layer.digest.as_ref().unwrap_or(&layer.diff_id)
 }
 
 /// A layer that fails verification mid-upload is the archive's fault, not the registry's:

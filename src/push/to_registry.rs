@@ -9,7 +9,7 @@ use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 
 use super::cache::SentBlobs;
-use super::layer_upload::{Outcome, SentLayer, Uploader, stored_digest};
+use super::layer_upload::{Outcome, SentLayer, Uploader};
 use super::manifest::{index_for, manifest_for};
 use super::progress::Progress;
 use super::stream::Encoding;
@@ -131,7 +131,7 @@ fn unique_layers(image: &Image) -> Vec<Layer> {
         .platforms
         .iter()
         .flat_map(|platform| &platform.layers)
-        .filter(|layer| seen.insert(stored_digest(layer).clone()))
+        .filter(|layer| seen.insert(layer.stored_digest().clone()))
         .cloned()
         .collect()
 }

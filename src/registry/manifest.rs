@@ -29,7 +29,7 @@ impl RegistryClient {
         let digest = Digest::of_bytes(&bytes);
         let what = format!(
             "pushing manifest {} ({reference}) to {}",
-            super::short_digest(&digest),
+            digest.short(),
             self.target(repo)
         );
         let size = bytes.len();

@@ -9,9 +9,9 @@ use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, LOCATION};
 use reqwest::{Method, Response, StatusCode, Url};
 use sha2::{Digest as _, Sha256};
 
+use super::RegistryClient;
 use super::auth::Scope;
 use super::request::{Payload, Request};
-use super::{RegistryClient, short_digest};
 use crate::digest::Digest;
 use crate::error::{Error, ExitCode, Result};
 
@@ -23,7 +23,7 @@ impl RegistryClient {
         let what = || {
             format!(
                 "checking for blob {} in {}",
-                short_digest(digest),
+                digest.short(),
                 self.target(repo)
             )
         };
@@ -47,7 +47,7 @@ impl RegistryClient {
         let what = || {
             format!(
                 "mounting blob {} from {} into {}",
-                short_digest(digest),
+                digest.short(),
                 self.target(from_repo),
                 self.target(repo)
             )
@@ -85,11 +85,7 @@ impl RegistryClient {
     where
         S: Stream<Item = std::io::Result<Bytes>> + Send + 'static,
     {
-        let what = format!(
-            "pushing blob {} to {}",
-            short_digest(digest),
-            self.target(repo)
-        );
+        let what = format!("pushing blob {} to {}", digest.short(), self.target(repo));
         let location = self
             .start_upload(repo)
             .await
@@ -137,11 +133,7 @@ impl RegistryClient {
             }
         };
         let (digest, size) = tap.digest_and_size();
-        let what = format!(
-            "pushing blob {} to {}",
-            short_digest(&digest),
-            self.target(repo)
-        );
+        let what = format!("pushing blob {} to {}", digest.short(), self.target(repo));
         // The spec says each answer's Location is where the upload continues.
         let next = self.location(&patched).unwrap_or(location);
         let mut url = next.clone();

@@ -119,6 +119,8 @@ Register-ArgumentCompleter -Native -CommandName 'kubectl-registry' -ScriptBlock 
             [CompletionResult]::new('--insecure', '--insecure', [CompletionResultType]::ParameterName, 'Allow plain HTTP to a registry that is not on loopback')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Nothing on stderr but errors: no progress, notes, warnings or summary')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Nothing on stderr but errors: no progress, notes, warnings or summary')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

@@ -22,6 +22,9 @@ _kubectl__registry() {
             kubectl__registry,completion)
                 cmd="kubectl__registry__subcmd__completion"
                 ;;
+            kubectl__registry,doctor)
+                cmd="kubectl__registry__subcmd__doctor"
+                ;;
             kubectl__registry,info)
                 cmd="kubectl__registry__subcmd__info"
                 ;;
@@ -38,7 +41,7 @@ _kubectl__registry() {
 
     case "${cmd}" in
         kubectl__registry)
-            opts="-v -q -h -V --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version push info advertise version completion"
+            opts="-v -q -h -V --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version push info advertise doctor version completion"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -116,6 +119,48 @@ _kubectl__registry() {
                 return 0
             fi
             case "${prev}" in
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-from-runtime)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl__registry__subcmd__doctor)
+            opts="-o -v -q -h -V --pod --insecure --ca-file --output --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 --kubeconfig)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

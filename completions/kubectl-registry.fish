@@ -94,6 +94,7 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l pod -d 'Also run a short-lived pod that pulls a probe image, the nodes\' own check'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s o -l output -d 'Output format' -r -f -a "text\t''

@@ -2,6 +2,7 @@
 
 mod health;
 mod hosting_write;
+mod pods;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,6 +21,7 @@ use crate::output::Printer;
 use crate::settings::Settings;
 
 pub use hosting_write::Written;
+pub use pods::{ProbePod, PullState};
 
 /// An unreachable API server fails in seconds, never hangs.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -3,6 +3,7 @@
 //! stopping early; exits 0 only when push would work.
 
 mod loader;
+mod pod;
 mod probe;
 mod report;
 
@@ -41,12 +42,15 @@ pub async fn run(
 
     match finding {
         Finding::Registry(registry) => {
-            check_registry(args, settings, registry, &mut report).await;
-            report.add(nodes_check(registry));
+            let pod = check_registry(args, settings, registry, cluster.as_ref(), &mut report).await;
+            report.add(nodes_check(registry, args.pod));
             report.add(Check::skipped(
                 "node-load",
                 "not needed: push uses the registry",
             ));
+            if let Some(pod) = pod {
+                report.add(pod);
+            }
         }
         Finding::Nothing => {
             let none = "no registry is advertised";
@@ -75,6 +79,13 @@ pub async fn run(
                 ));
             }
         }
+    }
+
+    if args.pod && !matches!(finding, Finding::Registry(_)) {
+        report.add(Check::skipped(
+            "pod",
+            "skipped: no registry to pull the probe image from",
+        ));
     }
 
     let text = match args.output.output {
@@ -249,13 +260,19 @@ fn source_phrase(source: RegistrySource) -> String {
     }
 }
 
-/// Checks 4 and 5: `GET /v2/` from here, then the probe's round trip.
+/// Checks 4 and 5: `GET /v2/` from here, then the probe's round trip; with `--pod`, the pod's
+/// pull of the probe (check 8, returned to be shown last) runs before the probe is deleted.
 async fn check_registry(
     args: &DoctorArgs,
     settings: &Settings,
     registry: &LocalRegistry,
+    cluster: Option<&Cluster>,
     report: &mut Report,
-) {
+) -> Option<Check> {
+    let pod_skipped = |why: &str| {
+        args.pod
+            .then(|| Check::skipped("pod", format!("skipped: {why}")))
+    };
     let options = TransportOptions {
         insecure: args.insecure,
         ca_file: args.ca_file.clone(),
@@ -270,7 +287,7 @@ async fn check_registry(
                 "round-trip",
                 "skipped: no client for the registry",
             ));
-            return;
+            return pod_skipped("no client for the registry");
         }
     };
     if let Err(error) = client.ping().await {
@@ -279,7 +296,7 @@ async fn check_registry(
             "round-trip",
             "skipped: the registry does not answer",
         ));
-        return;
+        return pod_skipped("the registry does not answer");
     }
     report.add(Check::passed(
         "registry",
@@ -289,51 +306,69 @@ async fn check_registry(
             client.scheme_name()
         ),
     ));
-    report.add(round_trip_check(&client).await);
-}
-
-async fn round_trip_check(client: &RegistryClient) -> Check {
-    let outcome = match probe::ProbeImage::build() {
-        Ok(image) => probe::round_trip(client, &image)
+    let pushed = match probe::ProbeImage::build() {
+        Ok(image) => probe::push_and_read_back(&client, &image)
             .await
-            .map(|trip| (trip, image.size())),
+            .map(|digest| (digest, image.size())),
         Err(error) => Err(error),
     };
-    let (trip, size) = match outcome {
-        Ok(found) => found,
-        Err(error) => return Check::from_error("round-trip", &error),
+    let (digest, size) = match pushed {
+        Ok(pushed) => pushed,
+        Err(error) => {
+            report.add(Check::from_error("round-trip", &error));
+            return pod_skipped("the probe image could not be pushed");
+        }
+    };
+    let pod = match (args.pod, cluster) {
+        (false, _) => None,
+        (true, Some(cluster)) => {
+            let image = format!(
+                "{}/{}@{digest}",
+                registry.host_from_container_runtime,
+                probe::PROBE_REPOSITORY
+            );
+            Some(pod::check(cluster, registry, &image).await)
+        }
+        (true, None) => pod_skipped("the cluster could not be read"),
     };
     let probe = format!("{}/{}", client.host(), probe::PROBE_REPOSITORY);
-    let cleanup = match trip.untagged {
-        Deletion::Deleted => "then deleted".to_string(),
-        Deletion::Refused(_) => format!(
+    let cleanup = match probe::remove(&client, &digest).await {
+        Ok(Deletion::Deleted) => "then deleted".to_string(),
+        Ok(Deletion::Refused(_)) => format!(
             "left in place: the registry does not allow deletes, so {probe}:{} stays",
             probe::PROBE_TAG
         ),
+        Err(error) => format!("left in place: deleting it failed ({})", error.message()),
     };
-    Check::passed(
+    report.add(Check::passed(
         "round-trip",
         format!(
             "pushed the probe image ({size} bytes) to {probe}:{}, read it back by digest {}, {cleanup}",
             probe::PROBE_TAG,
-            trip.digest.short()
+            digest.short()
         ),
-    )
+    ));
+    pod
 }
 
 /// Check 6: the host pods name, and the reminder that the nodes must reach it by that name.
-fn nodes_check(registry: &LocalRegistry) -> Check {
+fn nodes_check(registry: &LocalRegistry, pod: bool) -> Check {
     let runtime = &registry.host_from_container_runtime;
+    let checked = if pod {
+        "the pod below pulls it from a node"
+    } else {
+        "not checked from a node"
+    };
     let check = if *runtime == registry.host {
         Check::skipped(
             "nodes",
-            format!("pods will pull from {runtime}, the host pushed to; not checked from a node"),
+            format!("pods will pull from {runtime}, the host pushed to; {checked}"),
         )
     } else {
         Check::skipped(
             "nodes",
             format!(
-                "pods will pull from {runtime}, not {}: each node's containerd must map {runtime} to the registry (kind: /etc/containerd/certs.d/{runtime}/hosts.toml); not checked from a node",
+                "pods will pull from {runtime}, not {}: each node's containerd must map {runtime} to the registry (kind: /etc/containerd/certs.d/{runtime}/hosts.toml); {checked}",
                 registry.host
             ),
         )
@@ -342,7 +377,11 @@ fn nodes_check(registry: &LocalRegistry) -> Check {
         Some(help) => check.with_hint(format!("this cluster's registry guide: {help}")),
         None => check,
     };
-    check.with_hint("`kubectl registry doctor --pod` pulls the probe image from a node")
+    if pod {
+        check
+    } else {
+        check.with_hint("`kubectl registry doctor --pod` pulls the probe image from a node")
+    }
 }
 
 /// Check 7: without a registry, the product and its loader CLI on PATH.

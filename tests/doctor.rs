@@ -308,3 +308,131 @@ fn a_malformed_configmap_fails_discovery_with_its_fix() {
         )
     );
 }
+
+/// `dir/HOST/hosts.toml` sending pulls of `runtime_host` to `target` over plain HTTP, as kind's
+/// nodes are set up for its local registry.
+fn hosts_dir(runtime_host: &str, target: &str) -> TempDir {
+    let dir = TempDir::new().unwrap();
+    std::fs::create_dir_all(dir.path().join(runtime_host)).unwrap();
+    std::fs::write(
+        dir.path().join(runtime_host).join("hosts.toml"),
+        format!(
+            "server = \"http://{runtime_host}\"\n[host.\"http://{target}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// A cluster whose nodes name the registry `kind-registry:5000`, their real containerd mapping
+/// that name to `mapped_to`; the kubelet pulls with it.
+fn pod_set_up(
+    registry: &TestRegistry,
+    node: &std::sync::Arc<support::containerd::Containerd>,
+    mapped_to: &str,
+) -> (ApiServer, TempDir) {
+    let hosts = hosts_dir("kind-registry:5000", mapped_to);
+    let hosts_path = hosts.path().to_path_buf();
+    let node = std::sync::Arc::clone(node);
+    let server = ApiServer::builder()
+        .hosting_v1(&format!(
+            "host: \"{}\"\nhostFromContainerRuntime: \"kind-registry:5000\"\nhelp: \"{KIND_HELP}\"\n",
+            registry.host()
+        ))
+        .node(kind_node())
+        .kubelet(move |image| node.pull(image, &hosts_path))
+        .start();
+    (server, hosts)
+}
+
+#[test]
+fn a_pod_pulls_the_probe_through_the_nodes_runtime_mapping_and_is_removed() {
+    let registry = TestRegistry::start();
+    let node = std::sync::Arc::new(support::containerd::Containerd::start());
+    let (server, _hosts) = pod_set_up(&registry, &node, &registry.host());
+    let path = bin_dir(&[]);
+    let run = doctor(&server, path.path(), &["--pod"]);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines[5],
+        "– nodes: pods will pull from kind-registry:5000, not 127.0.0.1:PORT: each node's containerd must map kind-registry:5000 to the registry (kind: /etc/containerd/certs.d/kind-registry:5000/hosts.toml); the pod below pulls it from a node"
+    );
+    assert_eq!(
+        redact_pinned_digest(lines[lines.len() - 1]),
+        "✓ pod: pod default/kubectl-registry-doctor-00002 pulled kind-registry:5000/kubectl-registry-probe@sha256:DIGEST on its node, and was deleted"
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert!(
+        node.images()
+            .iter()
+            .any(|image| image.starts_with("kind-registry:5000/kubectl-registry-probe@sha256:")),
+        "the node's containerd holds the probe: {:?}",
+        node.images()
+    );
+    let pods: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.contains("/pods"))
+        .collect();
+    assert_eq!(
+        pods.first().map(String::as_str),
+        Some("POST /api/v1/namespaces/default/pods")
+    );
+    assert_eq!(
+        pods.last().map(String::as_str),
+        Some("DELETE /api/v1/namespaces/default/pods/kubectl-registry-doctor-00002")
+    );
+}
+
+#[test]
+fn a_pod_that_cannot_pull_fails_with_the_kubelets_events() {
+    let registry = TestRegistry::start();
+    let node = std::sync::Arc::new(support::containerd::Containerd::start());
+    let wrong = format!("127.0.0.1:{}", unused_port());
+    let (server, _hosts) = pod_set_up(&registry, &node, &wrong);
+    let path = bin_dir(&[]);
+    let run = doctor(&server, path.path(), &["--pod", "-o", "json"]);
+    let checks: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let pod = &checks[7];
+    assert_eq!(pod["check"], "pod");
+    assert_eq!(pod["ok"], false);
+    let detail = redact_ports(pod["detail"].as_str().unwrap());
+    assert!(
+        detail.starts_with("pod default/kubectl-registry-doctor-00002 could not pull kind-registry:5000/kubectl-registry-probe@sha256:"),
+        "{detail}"
+    );
+    for said in [
+        ": ErrImagePull: ",
+        "127.0.0.1:PORT",
+        "connect: connection refused",
+        "; the kubelet said: Scheduled: Successfully assigned default/kubectl-registry-doctor-00002 to stand-in-node; Pulling: Pulling image ",
+        "; Failed: Error: ErrImagePull",
+    ] {
+        assert!(detail.contains(said), "{said:?} is not in {detail}");
+    }
+    assert_eq!(
+        pod["hint"],
+        "each node's container runtime must reach the registry as kind-registry:5000 (kind: /etc/containerd/certs.d/kind-registry:5000/hosts.toml); this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/"
+    );
+    assert_eq!(checks[4]["ok"], true, "the round trip from here works");
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (5, "error: push would not work: 1 check failed (pod)\n")
+    );
+    assert!(
+        server.requests().contains(
+            &"DELETE /api/v1/namespaces/default/pods/kubectl-registry-doctor-00002".to_string()
+        ),
+        "the pod is removed after a failure too"
+    );
+}
+
+/// `@sha256:<64 hex>` -> `@sha256:DIGEST`.
+fn redact_pinned_digest(text: &str) -> String {
+    match text.find("@sha256:") {
+        Some(i) if text.len() >= i + 72 => {
+            format!("{}@sha256:DIGEST{}", &text[..i], &text[i + 72..])
+        }
+        _ => text.to_string(),
+    }
+}

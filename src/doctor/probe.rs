@@ -71,15 +71,9 @@ impl ProbeImage {
     }
 }
 
-/// What the round trip found.
-pub struct RoundTrip {
-    pub digest: Digest,
-    pub untagged: Deletion,
-}
-
-/// Pushes the probe (blobs, then the manifest under [`PROBE_TAG`]), HEADs it back by digest, and
-/// deletes the tag when the registry allows it (else the manifest, which only the probe uses).
-pub async fn round_trip(client: &RegistryClient, image: &ProbeImage) -> Result<RoundTrip> {
+/// Pushes the probe (blobs, then the manifest under [`PROBE_TAG`]) and HEADs it back by digest.
+/// Its digest; [`remove`] deletes it once nothing needs it.
+pub async fn push_and_read_back(client: &RegistryClient, image: &ProbeImage) -> Result<Digest> {
     for blob in [&image.config, &image.layer] {
         let digest = Digest::of_bytes(blob);
         let body = stream::iter([Ok::<_, std::io::Error>(blob.clone())]);
@@ -112,15 +106,19 @@ pub async fn round_trip(client: &RegistryClient, image: &ProbeImage) -> Result<R
         )
         .with_hint("a proxy or cache in front of the registry may be answering for it"));
     }
-    let untagged = match client.delete_manifest(PROBE_REPOSITORY, PROBE_TAG).await? {
-        Deletion::Deleted => Deletion::Deleted,
+    Ok(digest)
+}
+
+/// Deletes the probe's tag when the registry allows it, else its manifest (only the probe uses it).
+pub async fn remove(client: &RegistryClient, digest: &Digest) -> Result<Deletion> {
+    match client.delete_manifest(PROBE_REPOSITORY, PROBE_TAG).await? {
+        Deletion::Deleted => Ok(Deletion::Deleted),
         Deletion::Refused(_) => {
             client
                 .delete_manifest(PROBE_REPOSITORY, digest.as_str())
-                .await?
+                .await
         }
-    };
-    Ok(RoundTrip { digest, untagged })
+    }
 }
 
 fn descriptor(media_type: &str, bytes: &[u8]) -> serde_json::Value {

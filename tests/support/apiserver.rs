@@ -24,6 +24,20 @@ pub struct ApiServerBuilder {
     microk8s_node_port: Option<i32>,
     forbidden: BTreeSet<String>,
     concurrent_writes: usize,
+    kubelet: Option<Kubelet>,
+}
+
+/// What pulls a pod's image: the test's real containerd, as a node's kubelet would ask it.
+/// `Err` carries the runtime's own words.
+#[derive(Clone)]
+pub struct Kubelet(Arc<PullFn>);
+
+type PullFn = dyn Fn(&str) -> Result<(), String> + Send + Sync;
+
+impl std::fmt::Debug for Kubelet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Kubelet")
+    }
 }
 
 /// One node, with the labels a kubelet sets by itself.
@@ -110,6 +124,17 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Pods get their image from `pull` when created: their container then waits with
+    /// CreateContainerError (the image is there, with nothing to run) or ErrImagePull, and the
+    /// kubelet's events say so, as a real node reports it.
+    pub fn kubelet(
+        mut self,
+        pull: impl Fn(&str) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.kubelet = Some(Kubelet(Arc::new(pull)));
+        self
+    }
+
     /// Another writer updates the hosting ConfigMap (adding a key of its own) just before each
     /// of the next `count` updates arrives, so each of them carries a stale resourceVersion.
     pub fn concurrent_writes(mut self, count: usize) -> Self {
@@ -129,6 +154,8 @@ impl ApiServerBuilder {
                 .as_ref()
                 .map(|data| configmap(HOSTING_NAMESPACE, HOSTING_NAME, data)),
             concurrent_writes: self.concurrent_writes,
+            pods: BTreeMap::new(),
+            events: Vec::new(),
         });
         let state = Arc::new(Served {
             spec: self,
@@ -284,6 +311,9 @@ struct Store {
     resource_version: u64,
     hosting: Option<Value>,
     concurrent_writes: usize,
+    /// Pods by name (namespace `default` only), and the events about them.
+    pods: BTreeMap<String, Value>,
+    events: Vec<Value>,
 }
 
 const HOSTING_NAMESPACE: &str = "kube-public";
@@ -327,7 +357,10 @@ fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Logg
         authorization,
     });
 
-    let (code, body) = if method == "GET" {
+    let query = target.split_once('?').map_or("", |(_, query)| query);
+    let (code, body) = if let Some(answer) = respond_for_pods(state, &method, &path, query, &body) {
+        answer
+    } else if method == "GET" {
         respond(state, &method, &path)
     } else {
         respond_to_write(state, &method, &path, &content_type, &body)
@@ -464,6 +497,116 @@ fn lookup(
     }
 }
 
+/// Pods and events in namespace `default`: create (the kubelet pulls at once), get, delete, and
+/// the event list `kubectl describe` and `doctor --pod` read. `None` for any other path.
+fn respond_for_pods(
+    state: &Served,
+    method: &str,
+    path: &str,
+    query: &str,
+    body: &[u8],
+) -> Option<(u16, Value)> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (resource, name) = match segments.as_slice() {
+        ["api", "v1", "namespaces", "default", resource] => (*resource, None),
+        ["api", "v1", "namespaces", "default", resource, name] => (*resource, Some(*name)),
+        _ => return None,
+    };
+    let verb = match (method, name) {
+        ("POST", None) => "create",
+        ("GET", None) => "list",
+        ("GET", Some(_)) => "get",
+        ("DELETE", Some(_)) => "delete",
+        _ => return None,
+    };
+    if !matches!(
+        (resource, verb),
+        ("pods", "create" | "get" | "delete") | ("events", "list")
+    ) {
+        return None;
+    }
+    if let Some(refusal) = refusal(&state.spec, resource, verb, Some("default"), name) {
+        return Some(refusal);
+    }
+    let mut store = state.store.lock().expect("store");
+    Some(match (verb, name) {
+        ("create", _) => {
+            let pod: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            let created = store.create_pod(pod);
+            let name = created["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let image = created
+                .pointer("/spec/containers/0/image")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            // The kubelet's part, done before answering: the client finds the outcome at once.
+            let pulled = state
+                .spec
+                .kubelet
+                .as_ref()
+                .map(|Kubelet(pull)| pull(&image));
+            if let Some(pulled) = pulled {
+                store.kubelet_pulled(&name, &image, pulled);
+            }
+            (201, created)
+        }
+        ("list", _) => {
+            let wanted = query
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("fieldSelector="))
+                .map(|selector| selector.replace("%3D", "=").replace("%2C", ","))
+                .and_then(|selector| {
+                    selector.split(',').find_map(|term| {
+                        term.strip_prefix("involvedObject.name=")
+                            .map(str::to_string)
+                    })
+                });
+            let items: Vec<Value> = store
+                .events
+                .iter()
+                .filter(|event| {
+                    wanted
+                        .as_deref()
+                        .is_none_or(|name| event["involvedObject"]["name"] == name)
+                })
+                .cloned()
+                .collect();
+            (
+                200,
+                json!({"kind": "EventList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}),
+            )
+        }
+        ("get", Some(name)) => match store.pods.get(name) {
+            Some(pod) => (200, pod.clone()),
+            None => not_found("pods", name),
+        },
+        (_, Some(name)) => match store.pods.remove(name) {
+            Some(mut pod) => {
+                pod["metadata"]["deletionTimestamp"] = json!("2025-01-01T00:00:01Z");
+                (200, pod)
+            }
+            None => not_found("pods", name),
+        },
+        _ => unreachable!("routed above"),
+    })
+}
+
+fn not_found(resource: &str, name: &str) -> (u16, Value) {
+    let message = format!("{resource} {name:?} not found");
+    (
+        404,
+        status(
+            404,
+            "NotFound",
+            &message,
+            json!({"kind": resource, "name": name}),
+        ),
+    )
+}
+
 /// The 403 a real server answers when RBAC forbids `verb` on `resource`.
 fn refusal(
     spec: &ApiServerBuilder,
@@ -573,6 +716,128 @@ impl Store {
     fn next_version(&mut self) -> String {
         self.resource_version += 1;
         self.resource_version.to_string()
+    }
+
+    fn create_pod(&mut self, mut pod: Value) -> Value {
+        let version = self.next_version();
+        let prefix = pod
+            .pointer("/metadata/generateName")
+            .and_then(Value::as_str)
+            .unwrap_or("pod-")
+            .to_string();
+        let name = pod
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("{prefix}{version:0>5}"), str::to_string);
+        let mut meta = metadata(&name, Some("default"));
+        meta["resourceVersion"] = json!(version);
+        if let Some(labels) = pod.pointer("/metadata/labels") {
+            meta["labels"] = labels.clone();
+        }
+        pod["kind"] = json!("Pod");
+        pod["apiVersion"] = json!("v1");
+        pod["metadata"] = meta;
+        pod["spec"]["nodeName"] = json!("stand-in-node");
+        pod["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
+        self.pods.insert(name, pod.clone());
+        self.event(
+            &pod,
+            "Normal",
+            "Scheduled",
+            "default-scheduler",
+            &format!(
+                "Successfully assigned default/{} to stand-in-node",
+                pod["metadata"]["name"].as_str().unwrap_or_default()
+            ),
+        );
+        pod
+    }
+
+    /// What a kubelet records after its runtime pulled (or failed to pull) the pod's image.
+    fn kubelet_pulled(&mut self, name: &str, image: &str, pulled: Result<(), String>) {
+        let Some(pod) = self.pods.get(name).cloned() else {
+            return;
+        };
+        self.event(
+            &pod,
+            "Normal",
+            "Pulling",
+            "kubelet",
+            &format!("Pulling image {image:?}"),
+        );
+        let (reason, message) = match pulled {
+            Ok(()) => {
+                self.event(
+                    &pod,
+                    "Normal",
+                    "Pulled",
+                    "kubelet",
+                    &format!("Successfully pulled image {image:?}"),
+                );
+                let error = "failed to generate container spec: no command specified";
+                self.event(
+                    &pod,
+                    "Warning",
+                    "Failed",
+                    "kubelet",
+                    &format!("Error: {error}"),
+                );
+                ("CreateContainerError", error.to_string())
+            }
+            Err(said) => {
+                // ctr logs before its error; the kubelet reports the error alone.
+                let last = said.lines().rev().find(|line| !line.trim().is_empty());
+                let said = last
+                    .unwrap_or_default()
+                    .trim()
+                    .trim_start_matches("ctr: ")
+                    .to_string();
+                self.event(
+                    &pod,
+                    "Warning",
+                    "Failed",
+                    "kubelet",
+                    &format!("Failed to pull image {image:?}: {said}"),
+                );
+                self.event(&pod, "Warning", "Failed", "kubelet", "Error: ErrImagePull");
+                ("ErrImagePull", said)
+            }
+        };
+        let version = self.next_version();
+        if let Some(stored) = self.pods.get_mut(name) {
+            stored["metadata"]["resourceVersion"] = json!(version);
+            stored["status"]["containerStatuses"] = json!([{
+                "name": stored.pointer("/spec/containers/0/name").cloned().unwrap_or_default(),
+                "image": image,
+                "imageID": "",
+                "ready": false,
+                "restartCount": 0,
+                "started": false,
+                "state": {"waiting": {"reason": reason, "message": message}},
+            }]);
+        }
+    }
+
+    fn event(&mut self, pod: &Value, kind: &str, reason: &str, component: &str, message: &str) {
+        let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+        let mut meta = metadata(
+            &format!("{name}.{:x}", self.events.len() + 1),
+            Some("default"),
+        );
+        meta["resourceVersion"] = json!(self.next_version());
+        self.events.push(json!({
+            "kind": "Event",
+            "apiVersion": "v1",
+            "metadata": meta,
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": name, "uid": pod["metadata"]["uid"], "apiVersion": "v1"},
+            "reason": reason,
+            "message": message,
+            "source": {"component": component, "host": "stand-in-node"},
+            "firstTimestamp": "2025-01-01T00:00:00Z",
+            "lastTimestamp": "2025-01-01T00:00:00Z",
+            "count": 1,
+            "type": kind,
+        }));
     }
 
     fn create(&mut self, mut object: Value) -> (u16, Value) {
@@ -872,6 +1137,8 @@ fn core_v1_resources() -> Value {
             {"name": "configmaps", "singularName": "configmap", "namespaced": true, "kind": "ConfigMap", "verbs": verbs, "shortNames": ["cm"], "storageVersionHash": "qFsyl6wFWjQ="},
             {"name": "namespaces", "singularName": "namespace", "namespaced": false, "kind": "Namespace", "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ns"], "storageVersionHash": "Q3oi5N2YM8M="},
             {"name": "nodes", "singularName": "node", "namespaced": false, "kind": "Node", "verbs": verbs, "shortNames": ["no"], "storageVersionHash": "XwShjMxG9Fs="},
+            {"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod", "verbs": verbs, "shortNames": ["po"], "categories": ["all"], "storageVersionHash": "xPOwRZ+Yhw8="},
+            {"name": "events", "singularName": "event", "namespaced": true, "kind": "Event", "verbs": verbs, "shortNames": ["ev"], "storageVersionHash": "r2yiGXH7wu8="},
             {"name": "services", "singularName": "service", "namespaced": true, "kind": "Service", "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"], "shortNames": ["svc"], "categories": ["all"], "storageVersionHash": "0/CO1lhkEBI="},
         ],
     })

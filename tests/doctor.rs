@@ -436,3 +436,27 @@ fn redact_pinned_digest(text: &str) -> String {
         _ => text.to_string(),
     }
 }
+
+#[test]
+fn a_registry_that_refuses_deletes_keeps_the_probe_and_the_line_says_so() {
+    let registry = TestRegistry::start_with(support::registry::RegistryConfig {
+        deletes_disabled: true,
+        ..Default::default()
+    });
+    let server = ApiServer::builder()
+        .hosting_v1(&format!("host: \"{}\"\n", registry.host()))
+        .node(kind_node())
+        .start();
+    let path = bin_dir(&[]);
+    let run = doctor(&server, path.path(), &[]);
+    let round_trip = run.stdout.lines().nth(4).unwrap_or_default().to_string();
+    assert_eq!(
+        round_trip,
+        "✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:PORT/kubectl-registry-probe:doctor, read it back by digest sha256:DIGEST…, left in place: the registry does not allow deletes, so 127.0.0.1:PORT/kubectl-registry-probe:doctor stays"
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        registry.get("/v2/kubectl-registry-probe/tags/list").status,
+        200
+    );
+}

@@ -21,6 +21,8 @@ pub struct RegistryConfig {
     pub tls: bool,
     /// Bearer token auth, with tokens from a stand-in token server.
     pub token_auth: Option<TokenAuth>,
+    /// Refuse DELETE (distribution's default: `storage.delete.enabled: false`).
+    pub deletes_disabled: bool,
 }
 
 /// A running registry; killed and its files removed on Drop.
@@ -109,6 +111,7 @@ impl TestRegistry {
         };
         // Another process may take the free port before the registry binds it: try a few.
         let mut last_log = String::new();
+        let deletes = !config.deletes_disabled;
         for _ in 0..5 {
             let port = free_port();
             let config_file = dir.path().join("registry.yml");
@@ -117,7 +120,7 @@ impl TestRegistry {
                 format!(
                     "version: 0.1\n\
                      log: {{level: error, accesslog: {{disabled: true}}}}\n\
-                     storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: true}}}}\n\
+                     storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: {deletes}}}}}\n\
                      http: {{addr: 127.0.0.1:{port}{tls}}}\n\
                      {extra}",
                     dir.path().join("data").display()

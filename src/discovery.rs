@@ -4,7 +4,9 @@
 use crate::cli::ClusterArgs;
 use crate::cluster::{Cluster, Lookup};
 use crate::error::{Error, ExitCode, Result};
-use crate::hosting::{self, HOSTING_CONFIGMAP, LocalRegistry, Note, RegistrySource};
+use crate::hosting::{
+    self, HOSTING_CONFIGMAP, HostingConfigMap, LocalRegistry, Note, RegistrySource,
+};
 use crate::kubeconfig;
 use crate::kubeconfig::KubeconfigFacts;
 use crate::output::Printer;
@@ -14,6 +16,9 @@ use crate::settings::{REGISTRY_HOST_ENV, REGISTRY_RUNTIME_HOST_ENV, Settings};
 pub struct Discovered {
     pub kubeconfig: KubeconfigFacts,
     pub registry: Option<LocalRegistry>,
+    /// The hosting ConfigMap's `help` link, also when it advertises no registry (microk8s's
+    /// ConfigMap while its registry addon is off): the guide to give the cluster one.
+    pub help: Option<String>,
     /// The connected cluster; `None` when flags or environment named the registry (no contact made).
     pub cluster: Option<Cluster>,
 }
@@ -37,15 +42,17 @@ pub async fn discover(
         ));
         return Ok(Discovered {
             kubeconfig: kubeconfig::facts_if_available(args, settings, printer),
+            help: registry.help.clone(),
             registry: Some(registry),
             cluster: None,
         });
     }
     let cluster = Cluster::connect(args, settings, printer).await?;
-    let registry = registry_from_cluster(&cluster, printer).await?;
+    let (registry, help) = registry_from_cluster(&cluster, printer).await?;
     Ok(Discovered {
         kubeconfig: cluster.facts().clone(),
         registry,
+        help,
         cluster: Some(cluster),
     })
 }
@@ -129,31 +136,44 @@ fn registry_from_flags_or_env(
     Ok(Some(registry))
 }
 
-/// What the cluster advertises: ConfigMap, then node annotations, then microk8s's Service.
+/// What the cluster advertises (ConfigMap, then node annotations, then microk8s's Service),
+/// and the ConfigMap's help link.
 async fn registry_from_cluster(
     cluster: &Cluster,
     printer: &Printer,
-) -> Result<Option<LocalRegistry>> {
+) -> Result<(Option<LocalRegistry>, Option<String>)> {
     let mut notes = Vec::new();
     let from_configmap = match cluster.hosting_configmap().await? {
         Lookup::Found(data) => hosting::registry_from_configmap(&data, &mut notes),
         Lookup::NotFound => {
             printer.debug(&format!("ConfigMap {HOSTING_CONFIGMAP} not found"));
-            Ok(None)
+            Ok(HostingConfigMap::default())
         }
         Lookup::Forbidden => {
             printer.debug(&format!(
                 "reading ConfigMap {HOSTING_CONFIGMAP} is forbidden; taken as not advertised"
             ));
-            Ok(None)
+            Ok(HostingConfigMap::default())
         }
     };
     show(&notes, printer);
-    if let Some(registry) = from_configmap? {
-        return Ok(Some(registry));
+    let HostingConfigMap { registry, help } = from_configmap?;
+    if registry.is_some() {
+        return Ok((registry, help));
     }
+    // The ConfigMap's guide still applies to a registry an older convention names.
+    let registry = older_conventions(cluster, printer)
+        .await?
+        .map(|registry| LocalRegistry {
+            help: registry.help.or_else(|| help.clone()),
+            ..registry
+        });
+    Ok((registry, help))
+}
 
-    notes.clear();
+/// The node annotations, then microk8s's registry Service.
+async fn older_conventions(cluster: &Cluster, printer: &Printer) -> Result<Option<LocalRegistry>> {
+    let mut notes = Vec::new();
     let nodes = cluster.nodes().await?;
     let from_annotations = match nodes.first() {
         Some(node) => {

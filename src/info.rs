@@ -34,6 +34,7 @@ pub async fn run(
     let report = Report::new(
         &discovered.kubeconfig,
         discovered.registry.as_ref(),
+        discovered.help.as_deref(),
         product.as_ref(),
     );
     let text = match args.output.output {
@@ -68,6 +69,8 @@ async fn detect_product(cluster: &Cluster, printer: &Printer) -> Result<Product>
 ///   `hostFromContainerRuntime` (what printed refs name), `hostFromClusterNetwork` (null when
 ///   not advertised), `help` (the registry's guide, or null), `source` (`flag`, `env`,
 ///   `configmap`, `annotation` or `microk8s-service`).
+/// - `registryGuide`: the hosting ConfigMap's `help` link, or null; set also when it advertises
+///   no registry (microk8s's ConfigMap while its registry addon is off), as how to set one up.
 /// - `push`: what `kubectl registry push` would do: `method` (`registry`, `node-load` or
 ///   `none`, which means push would fail) and a one-line `description`.
 #[derive(Debug, Serialize)]
@@ -78,6 +81,7 @@ pub struct Report<'a> {
     pub server: Option<&'a str>,
     pub product: Option<&'a Product>,
     pub registry: Option<RegistryReport<'a>>,
+    pub registry_guide: Option<&'a str>,
     pub push: PushPreview,
 }
 
@@ -141,6 +145,7 @@ impl<'a> Report<'a> {
     pub fn new(
         kubeconfig: &'a KubeconfigFacts,
         registry: Option<&'a LocalRegistry>,
+        registry_guide: Option<&'a str>,
         product: Option<&'a Product>,
     ) -> Self {
         Self {
@@ -155,6 +160,7 @@ impl<'a> Report<'a> {
                 help: r.help.as_deref(),
                 source: r.source,
             }),
+            registry_guide,
             push: PushPreview::new(registry, product),
         }
     }
@@ -195,7 +201,12 @@ impl<'a> Report<'a> {
                 ("help", registry.help.unwrap_or("(none)").to_string()),
                 ("source", describe(registry.source)),
             ]),
-            None => lines.push(("registry", "none advertised".to_string())),
+            None => {
+                lines.push(("registry", "none advertised".to_string()));
+                if let Some(guide) = self.registry_guide {
+                    lines.push(("set one up", guide.to_string()));
+                }
+            }
         }
         lines.push(("push", self.push.description.clone()));
         let table = aligned(&lines);
@@ -205,26 +216,38 @@ impl<'a> Report<'a> {
         let after = match (self.push.method, self.product) {
             (PushMethod::NodeLoad, Some(product)) => format!(
                 "tip: give the cluster a registry and push uses it instead: {}",
-                product.registry_guide()
+                self.registry_guide.unwrap_or(product.registry_guide())
             ),
-            _ => ways_out(),
+            _ => ways_out(self.registry_guide),
         };
-        format!("{table}\n\n{}\n{after}", none_advertised())
+        format!(
+            "{table}\n\n{}\n{after}",
+            none_advertised(self.registry_guide.is_some())
+        )
     }
 }
 
-fn none_advertised() -> String {
+fn none_advertised(help_only: bool) -> String {
+    if help_only {
+        return format!(
+            "No local registry advertised: ConfigMap {HOSTING_CONFIGMAP} has a help link but no\n\
+             host, and no node annotation or microk8s registry Service names one."
+        );
+    }
     format!(
         "No local registry advertised: nothing in ConfigMap {HOSTING_CONFIGMAP},\n\
          node annotations or a microk8s registry Service names one."
     )
 }
 
-fn ways_out() -> String {
+fn ways_out(guide: Option<&str>) -> String {
+    let setup = match guide {
+        Some(guide) => format!("set one up with this cluster's guide:\n    {guide}"),
+        None => format!("run a registry that advertises itself in that ConfigMap (KEP-1755):\n    {KEP_URL}"),
+    };
     format!(
         "Ways out:\n  \
-         - run a registry that advertises itself in that ConfigMap (KEP-1755):\n    \
-         {KEP_URL}\n  \
+         - {setup}\n  \
          - or name one: --registry HOST[:PORT] (or {REGISTRY_HOST_ENV})\n  \
          - or load the image your own way: push --load-command 'PROGRAM ARGS... {ARCHIVE_PLACEHOLDER}'"
     )

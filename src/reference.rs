@@ -1,64 +1,89 @@
-//! Image naming: a source name -> the repository and tag on the local registry -> the refs we print. Pure.
+//! Image references, the one place they are parsed: the distribution grammar
+//! (`[domain/]path[:tag][@digest]`), Docker Hub's defaults and aliases, and the checks the
+//! registry client runs on repository names and tags. `--image`, `--tag`, archive names, the
+//! names written for node loaders and the registry's URLs all go through here. Pure.
+
+mod retag;
 
 use std::fmt;
 
-use crate::digest::Digest;
-use crate::hosting::RegistryHost;
+pub use retag::Target;
 
-/// Docker Hub's implicit domain and namespace, dropped when retagging (`myimg:dev`, not `library/myimg:dev`).
+pub const DEFAULT_TAG: &str = "latest";
+/// Docker Hub's canonical domain, its aliases, and its namespace for official images.
 const DOCKER_HUB: &str = "docker.io";
 const DOCKER_HUB_ALIASES: [&str; 2] = ["index.docker.io", "registry-1.docker.io"];
 const OFFICIAL_NAMESPACE: &str = "library/";
-pub const DEFAULT_TAG: &str = "latest";
-const PODMAN_LOCAL: &str = "localhost";
+const MAX_TAG_LEN: usize = 128;
 
-/// A parsed image name as users and archives write it: `[domain/]path[:tag][@digest]`.
+/// A parsed image reference as users and archives write it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageName {
-    /// The registry part, when the first component looks like one (has `.` or `:`, or is `localhost`).
+    /// The registry part, when the first component is one: it has a `.` or `:`, is
+    /// `localhost`, or has an uppercase letter (the grammar's rule, as docker applies it).
     pub domain: Option<String>,
-    /// The repository path, e.g. `library/myimg` or `proj/app`.
+    /// The repository path, e.g. `library/myimg` or `proj/app`, as written.
     pub path: String,
     pub tag: Option<String>,
+    /// `sha256:<hex>` when the reference pins one.
+    pub digest: Option<String>,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum NameError {
-    #[error("{0:?} is not an image name: {1}")]
-    Invalid(String, &'static str),
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("{raw:?} is not {what}: {why}")]
+pub struct NameError {
+    raw: String,
+    what: &'static str,
+    why: &'static str,
 }
+
+const TAG_RULE: &str =
+    "a tag is up to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'";
+const PATH_RULE: &str =
+    "each path component is lowercase letters and digits, joined by '.', '_', '__' or '-'";
+const DIGEST_RULE: &str = "a digest is ALGORITHM:HEX, e.g. sha256: and 64 hex digits";
 
 impl ImageName {
     pub fn parse(raw: &str) -> Result<Self, NameError> {
-        let invalid = |why| NameError::Invalid(raw.to_string(), why);
-        // A digest pins content we are about to rewrite, so it never names the target: drop it.
-        let without_digest = raw.split_once('@').map_or(raw, |(name, _)| name);
-        let (name, tag) = split_tag(without_digest);
+        let invalid = |why| NameError {
+            raw: raw.to_string(),
+            what: "an image name",
+            why,
+        };
+        let (name, digest) = match raw.split_once('@') {
+            Some((name, digest)) if is_valid_digest(digest) => (name, Some(digest.to_string())),
+            Some(_) => return Err(invalid(DIGEST_RULE)),
+            None => (raw, None),
+        };
+        let (name, tag) = split_tag(name);
         if tag.is_some_and(|tag| !is_valid_tag(tag)) {
-            return Err(invalid(
-                "a tag is up to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
-            ));
+            return Err(invalid(TAG_RULE));
         }
         let (domain, path) = match name.split_once('/') {
-            Some((first, rest))
-                if first.contains(['.', ':'])
-                    || first == "localhost"
-                    || first != first.to_lowercase() =>
-            {
-                (Some(first.to_string()), rest.to_string())
-            }
-            _ => (None, name.to_string()),
+            Some((first, rest)) if is_domain(first) => (Some(first.to_string()), rest),
+            _ => (None, name),
         };
-        if path.is_empty() || !path.split('/').all(is_valid_path_component) {
-            return Err(invalid(
-                "each path component is lowercase letters and digits, joined by '.', '_', '__' or '-'",
-            ));
+        if !is_valid_path(path) {
+            return Err(invalid(PATH_RULE));
         }
         Ok(Self {
             domain,
-            path,
+            path: path.to_string(),
             tag: tag.map(str::to_string),
+            digest,
         })
+    }
+
+    /// True for Docker Hub names, written (under any of its aliases) or implied.
+    pub fn is_docker_hub(&self) -> bool {
+        self.domain.as_deref().is_none_or(|domain| {
+            domain == DOCKER_HUB || DOCKER_HUB_ALIASES.contains(&domain)
+        })
+    }
+
+    /// The tag, `latest` when none was given.
+    pub fn tag_or_default(&self) -> &str {
+        self.tag.as_deref().unwrap_or(DEFAULT_TAG)
     }
 
     /// The repository as docker prints it and a pod spec may write it: `myimg`, `someone/app`,
@@ -68,6 +93,7 @@ impl ImageName {
             _ if self.is_docker_hub() => self
                 .path
                 .strip_prefix(OFFICIAL_NAMESPACE)
+                .filter(|rest| !rest.contains('/'))
                 .unwrap_or(&self.path)
                 .to_string(),
             Some(domain) => format!("{domain}/{}", self.path),
@@ -75,56 +101,94 @@ impl ImageName {
         }
     }
 
-    /// True for Docker Hub names, written or implied.
-    pub fn is_docker_hub(&self) -> bool {
-        match &self.domain {
-            None => true,
-            Some(domain) => domain == DOCKER_HUB || DOCKER_HUB_ALIASES.contains(&domain.as_str()),
-        }
+    /// `myimg:dev`: the short form docker prints and writes in `RepoTags`.
+    pub fn familiar(&self) -> String {
+        format!("{}:{}", self.familiar_repository(), self.tag_or_default())
     }
-}
 
-/// Where an image goes on the local registry: `repository:tag` under some host.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Target {
-    pub repository: String,
-    pub tag: String,
-}
-
-impl Target {
-    /// Retags `name` for a local registry known as `hosts` (its push and runtime names).
-    ///
-    /// Docker Hub names lose `docker.io/library/`; a name already on one of `hosts` loses that host;
-    /// podman's `localhost/` (built here, no registry) is dropped like Docker Hub's domain;
-    /// any other registry's name keeps its whole path under the local host, its domain made a legal
-    /// path component (`gcr.io/proj/app` -> `gcr.io/proj/app`, `localhost:5000/app` -> `localhost-5000/app`).
-    pub fn for_name(name: &ImageName, hosts: &[&RegistryHost]) -> Self {
-        let repository = match &name.domain {
-            _ if name.is_docker_hub() => name.familiar_repository(),
-            Some(domain) if hosts.iter().any(|host| host.as_str() == domain) => name.path.clone(),
-            // podman's name for an image built locally, from no registry at all.
-            Some(domain) if domain == PODMAN_LOCAL => name.path.clone(),
-            Some(domain) => format!("{}/{}", domain_as_path_component(domain), name.path),
-            None => name.path.clone(),
+    /// `docker.io/library/myimg:latest[@digest]`: the full name containerd records and the
+    /// kubelet looks up; a bare name gets `latest`, as docker and containerd do.
+    pub fn normalized(&self) -> String {
+        let (domain, path) = if self.is_docker_hub() {
+            let path = if self.path.contains('/') {
+                self.path.clone()
+            } else {
+                format!("{OFFICIAL_NAMESPACE}{}", self.path)
+            };
+            (DOCKER_HUB, path)
+        } else {
+            (self.domain.as_deref().unwrap_or(DOCKER_HUB), self.path.clone())
         };
-        let tag = name.tag.clone().unwrap_or_else(|| DEFAULT_TAG.to_string());
-        Self { repository, tag }
-    }
-
-    /// `host/repository:tag`
-    pub fn tagged(&self, host: &RegistryHost) -> String {
-        format!("{host}/{}:{}", self.repository, self.tag)
-    }
-
-    /// `host/repository:tag@digest`: what a pod spec uses to run exactly this content.
-    pub fn pinned(&self, host: &RegistryHost, digest: &Digest) -> String {
-        format!("{}@{digest}", self.tagged(host))
+        let mut text = format!("{domain}/{path}");
+        match (&self.tag, &self.digest) {
+            (Some(tag), _) => text = format!("{text}:{tag}"),
+            (None, None) => text = format!("{text}:{DEFAULT_TAG}"),
+            (None, Some(_)) => {}
+        }
+        if let Some(digest) = &self.digest {
+            text = format!("{text}@{digest}");
+        }
+        text
     }
 }
 
-impl fmt::Display for Target {
+impl fmt::Display for ImageName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.repository, self.tag)
+        f.write_str(&self.normalized())
+    }
+}
+
+/// Whether two names denote the same image once normalised (`myimg` and
+/// `index.docker.io/library/myimg:latest` do); unparsable names compare as text.
+pub fn same_image(a: &str, b: &str) -> bool {
+    match (ImageName::parse(a), ImageName::parse(b)) {
+        (Ok(a), Ok(b)) => a.normalized() == b.normalized(),
+        _ => a == b,
+    }
+}
+
+/// Whether `recorded` (a name an archive records) is what `wanted` (`--image`) asks for, by
+/// the normalisation a push applies: both land as the same repository and tag, so `myimg:dev`
+/// picks `localhost/myimg:dev` (podman's) and `docker.io/library/myimg:dev` alike.
+pub fn selects(recorded: &str, wanted: &str) -> bool {
+    match (ImageName::parse(recorded), ImageName::parse(wanted)) {
+        (Ok(recorded), Ok(wanted)) => {
+            Target::for_name(&recorded, &[]) == Target::for_name(&wanted, &[])
+        }
+        _ => recorded == wanted,
+    }
+}
+
+/// Whether an `org.opencontainers.image.ref.name` value is a whole reference (jib, rules_oci)
+/// rather than just a tag (docker, containerd): containerd's own test, any of `/`, `:`, `@`.
+pub fn ref_name_is_reference(ref_name: &str) -> bool {
+    ref_name.contains(['/', ':', '@'])
+}
+
+/// A repository path as the registry's URLs take it (`team/app`): the grammar's path
+/// components, so nothing can break out of `/v2/<name>/`.
+pub fn check_repository(repo: &str) -> Result<(), NameError> {
+    if is_valid_path(repo) {
+        Ok(())
+    } else {
+        Err(NameError {
+            raw: repo.to_string(),
+            what: "a valid repository name",
+            why: PATH_RULE,
+        })
+    }
+}
+
+/// A manifest reference: a tag, or a digest.
+pub fn check_tag_or_digest(reference: &str) -> Result<(), NameError> {
+    if is_valid_tag(reference) || is_valid_digest(reference) {
+        Ok(())
+    } else {
+        Err(NameError {
+            raw: reference.to_string(),
+            what: "a tag or a digest",
+            why: TAG_RULE,
+        })
     }
 }
 
@@ -136,14 +200,38 @@ fn split_tag(name: &str) -> (&str, Option<&str>) {
     }
 }
 
+fn is_domain(first: &str) -> bool {
+    first.contains(['.', ':']) || first == "localhost" || first != first.to_lowercase()
+}
+
+/// `[\w][\w.-]{0,127}`
 fn is_valid_tag(tag: &str) -> bool {
     let mut chars = tag.chars();
     let first_ok = chars
         .next()
         .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
     first_ok
-        && tag.len() <= 128
+        && tag.len() <= MAX_TAG_LEN
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+/// `[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}`, the grammar's digest.
+fn is_valid_digest(digest: &str) -> bool {
+    let Some((algorithm, encoded)) = digest.split_once(':') else {
+        return false;
+    };
+    let algorithm_ok = algorithm
+        .split(['+', '.', '_', '-'])
+        .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+    let encoded_ok = encoded.len() >= 32
+        && encoded
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'=' | b'_' | b'-'));
+    algorithm_ok && encoded_ok
+}
+
+fn is_valid_path(path: &str) -> bool {
+    !path.is_empty() && path.split('/').all(is_valid_path_component)
 }
 
 /// `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`, the distribution spec's path component.
@@ -169,115 +257,5 @@ fn is_valid_path_component(component: &str) -> bool {
     true
 }
 
-/// `gcr.io` stays; `localhost:5000` becomes `localhost-5000`; case folds.
-fn domain_as_path_component(domain: &str) -> String {
-    domain.to_lowercase().replace(':', "-")
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn host(raw: &str) -> RegistryHost {
-        RegistryHost::parse(raw).unwrap()
-    }
-
-    fn target(raw: &str) -> Target {
-        let local = host("localhost:5001");
-        Target::for_name(&ImageName::parse(raw).unwrap(), &[&local])
-    }
-
-    #[test]
-    fn docker_hub_names_drop_domain_and_library() {
-        assert_eq!(target("myimg:dev").to_string(), "myimg:dev");
-        assert_eq!(
-            target("docker.io/library/myimg:dev").to_string(),
-            "myimg:dev"
-        );
-        assert_eq!(
-            target("index.docker.io/library/myimg:dev").to_string(),
-            "myimg:dev"
-        );
-        assert_eq!(
-            target("docker.io/someone/app:1").to_string(),
-            "someone/app:1"
-        );
-    }
-
-    #[test]
-    fn other_registries_keep_their_path_under_the_local_host() {
-        assert_eq!(
-            target("gcr.io/proj/app:v1").to_string(),
-            "gcr.io/proj/app:v1"
-        );
-        assert_eq!(
-            target("registry.example.com:8443/team/app:v2").to_string(),
-            "registry.example.com-8443/team/app:v2"
-        );
-        assert_eq!(
-            target("localhost:5000/app:x").to_string(),
-            "localhost-5000/app:x"
-        );
-    }
-
-    #[test]
-    fn podmans_local_images_lose_their_localhost_prefix() {
-        assert_eq!(target("localhost/myimg:dev").to_string(), "myimg:dev");
-        assert_eq!(
-            target("localhost:5000/myimg:dev").to_string(),
-            "localhost-5000/myimg:dev"
-        );
-    }
-
-    #[test]
-    fn a_name_already_on_the_local_registry_keeps_its_path() {
-        assert_eq!(
-            target("localhost:5001/team/app:dev").to_string(),
-            "team/app:dev"
-        );
-    }
-
-    #[test]
-    fn missing_tag_is_latest_and_digest_is_dropped() {
-        assert_eq!(target("myimg").to_string(), "myimg:latest");
-        let digest = format!("sha256:{}", "a".repeat(64));
-        assert_eq!(
-            target(&format!("myimg:dev@{digest}")).to_string(),
-            "myimg:dev"
-        );
-    }
-
-    #[test]
-    fn familiar_repository_is_how_docker_prints_it() {
-        let familiar = |raw| ImageName::parse(raw).unwrap().familiar_repository();
-        assert_eq!(familiar("docker.io/library/myimg:dev"), "myimg");
-        assert_eq!(familiar("someone/app"), "someone/app");
-        assert_eq!(familiar("gcr.io/proj/app:v1"), "gcr.io/proj/app");
-    }
-
-    #[test]
-    fn refs_use_the_given_host() {
-        let t = target("myimg:dev");
-        let digest = Digest::of_bytes(b"manifest");
-        assert_eq!(
-            t.tagged(&host("localhost:5001")),
-            "localhost:5001/myimg:dev"
-        );
-        assert_eq!(
-            t.pinned(&host("kind-registry:5000"), &digest),
-            format!("kind-registry:5000/myimg:dev@{digest}")
-        );
-    }
-
-    #[test]
-    fn invalid_names_are_refused() {
-        for bad in [
-            "", "x/UPPER", "my img", "a//b", "app:-bad", "app:", "-lead", "a..b",
-        ] {
-            assert!(ImageName::parse(bad).is_err(), "{bad:?} should be refused");
-        }
-        for good in ["a", "a-b", "a--b", "a__b", "a.b/c_d", "my-app:1.0_rc-2"] {
-            assert!(ImageName::parse(good).is_ok(), "{good:?} should parse");
-        }
-    }
-}
+mod tests;

@@ -1,5 +1,6 @@
 //! Docker archives: `manifest.json` (`[{"Config","RepoTags","Layers"}]`) as written by docker
-//! save (legacy and 25+), podman/skopeo, nix dockerTools, jib and crane.
+//! save (legacy and 25+), podman/skopeo, nix dockerTools, jib (lowercase keys before mid-2020)
+//! and crane.
 
 use serde::Deserialize;
 
@@ -13,15 +14,22 @@ use crate::digest::Digest;
 
 pub(crate) const MANIFEST_JSON: &str = "manifest.json";
 
-/// One image entry of `manifest.json`; paths are archive members.
+/// One image entry of `manifest.json`; paths are archive members. Jib wrote the keys in
+/// lowercase (`config`, `repoTags`, `layers`) until mid-2020.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub(crate) struct ManifestEntry {
+    #[serde(alias = "config")]
     pub config: String,
-    #[serde(default)]
+    #[serde(default, alias = "repoTags")]
     pub repo_tags: Option<Vec<String>>,
-    #[serde(default)]
-    pub layers: Vec<String>,
+    #[serde(default, alias = "layers")]
+    pub layers: Option<Vec<String>>,
+}
+
+/// Parses `manifest.json`'s bytes.
+pub(crate) fn parse_manifest_json(bytes: &[u8]) -> serde_json::Result<Vec<ManifestEntry>> {
+    serde_json::from_slice(bytes)
 }
 
 /// Reads and parses `manifest.json`.
@@ -30,7 +38,12 @@ pub(crate) fn read_manifest_json(
 ) -> Result<Vec<ManifestEntry>, ArchiveError> {
     let location = container.require(MANIFEST_JSON, "an image archive")?;
     let bytes = container.read_small(&location, "manifest.json")?;
-    container.parse_json(&bytes, MANIFEST_JSON, "docker manifest.json")
+    parse_manifest_json(&bytes).map_err(|source| ArchiveError::Json {
+        archive: container.name.to_string(),
+        member: MANIFEST_JSON.to_string(),
+        what: "docker manifest.json",
+        source,
+    })
 }
 
 /// The images `manifest.json` describes, one platform each.
@@ -60,9 +73,9 @@ fn image(container: &Container, entry: &ManifestEntry) -> Result<Image, ArchiveE
         ));
     }
     let facts = ConfigFacts::parse(container, &config.bytes, &config_location.member)?;
-    facts.check_layer_count(container, &config_location.member, entry.layers.len())?;
-    let layers = entry
-        .layers
+    let layer_paths = entry.layers.as_deref().unwrap_or_default();
+    facts.check_layer_count(container, &config_location.member, layer_paths.len())?;
+    let layers = layer_paths
         .iter()
         .zip(&facts.diff_ids)
         .map(|(path, diff_id)| {
@@ -81,6 +94,8 @@ fn image(container: &Container, entry: &ManifestEntry) -> Result<Image, ArchiveE
             layers,
         }],
         absent_platforms: Vec::new(),
+        attachments: Vec::new(),
+        dropped: Vec::new(),
     })
 }
 

@@ -23,6 +23,11 @@ pub enum ArchiveError {
     #[error("{archive} is not an image archive: {reason}")]
     NotAnArchive { archive: String, reason: String },
 
+    #[error(
+        "{archive} is a filesystem, not an image: it holds files ({sample}) but neither manifest.json nor index.json, as a `docker export` or a single layer does"
+    )]
+    Filesystem { archive: String, sample: String },
+
     #[error("decompressing {archive} ({compression})")]
     Decompress {
         archive: String,
@@ -99,23 +104,41 @@ pub enum ArchiveError {
         reason: String,
     },
 
-    #[error("{archive} holds no image{}", truncation_note(*.looks_truncated))]
+    #[error("{archive} holds no image{}{}", only_others(.others), truncation_note(*.looks_truncated))]
     NoImages {
         archive: String,
         looks_truncated: bool,
+        /// Labels of the entries that are not images (artifacts, unreadable entries).
+        others: Vec<String>,
     },
 
-    #[error("{archive} holds {} images; say which one with --image: {}", .images.len(), .images.join(", "))]
+    #[error(
+        "{archive} holds {}; say which one with --image: {}{}",
+        counts(.images.len(), *.artifacts, *.unreadable),
+        .images.join(", "),
+        also_there(.others)
+    )]
     Ambiguous {
         archive: String,
         images: Vec<String>,
+        artifacts: usize,
+        unreadable: usize,
+        others: Vec<String>,
     },
 
-    #[error("{archive} has no image named {wanted}; it holds: {}", .images.join(", "))]
+    #[error("{archive} has no image named {wanted}; it holds: {}{}", .images.join(", "), also_there(.others))]
     NoSuchImage {
         archive: String,
         wanted: String,
         images: Vec<String>,
+        others: Vec<String>,
+    },
+
+    #[error("{entry} in {archive} is not a container image but an artifact: {kind}")]
+    NotAnImage {
+        archive: String,
+        entry: String,
+        kind: String,
     },
 
     #[error("{image} in {archive} has no platform {wanted}; it has: {}", .platforms.join(", "))]
@@ -156,6 +179,35 @@ pub enum ArchiveError {
         #[source]
         source: io::Error,
     },
+}
+
+/// `2 images, 3 artifacts, 1 unreadable entry`
+fn counts(images: usize, artifacts: usize, unreadable: usize) -> String {
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts = vec![plural(images, "image", "images")];
+    if artifacts > 0 {
+        parts.push(plural(artifacts, "artifact", "artifacts"));
+    }
+    if unreadable > 0 {
+        parts.push(plural(unreadable, "unreadable entry", "unreadable entries"));
+    }
+    parts.join(", ")
+}
+
+fn also_there(others: &[String]) -> String {
+    if others.is_empty() {
+        String::new()
+    } else {
+        format!(" (not images: {})", others.join(", "))
+    }
+}
+
+fn only_others(others: &[String]) -> String {
+    if others.is_empty() {
+        String::new()
+    } else {
+        format!(", only {}", others.join(", "))
+    }
 }
 
 fn truncation_note(looks_truncated: bool) -> &'static str {
@@ -201,9 +253,15 @@ impl ArchiveError {
     pub fn hint(&self) -> Option<&'static str> {
         match self {
             Self::Ambiguous { .. } | Self::NoSuchImage { .. } => {
-                Some("pick one with --image NAME[:TAG]")
+                Some("pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)")
             }
             Self::NoSuchPlatform { .. } => Some("pick one with --platform OS/ARCH[/VARIANT]"),
+            Self::Filesystem { .. } => Some(
+                "make it an image first: `docker import FILE myimg:dev` (or `podman import`), then push myimg:dev",
+            ),
+            Self::NotAnImage { .. } => Some(
+                "push artifacts with their own tools (oras, cosign); name an image with --image NAME[:TAG] or a digest",
+            ),
             Self::NotAnArchive { .. } | Self::Empty { .. } => Some(
                 "expected the output of docker save, podman save, skopeo copy (docker-archive: or \
                  oci-archive:), or an OCI layout directory, optionally gzip or zstd compressed",

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::blob::BlobLocation;
 use super::platform::Platform;
+use super::shapes::Descriptor;
 use crate::digest::Digest;
 
 pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -28,6 +29,11 @@ pub struct Image {
     pub platforms: Vec<PlatformImage>,
     /// Platforms the archive's index names but whose blobs are not in the archive.
     pub absent_platforms: Vec<AbsentPlatform>,
+    /// Manifests the index carries beside its platforms (attestations, signatures), whole:
+    /// pushed by digest with their blobs, so that the index itself goes unchanged.
+    pub attachments: Vec<Attachment>,
+    /// What the archive's index names that a push of this image leaves out, and why.
+    pub dropped: Vec<Dropped>,
 }
 
 impl Image {
@@ -59,6 +65,65 @@ impl Image {
             .iter()
             .map(|platform| platform.platform.to_string())
             .collect()
+    }
+}
+
+/// A manifest an image index names beside its platforms (a buildx attestation, a signature),
+/// with every blob it names, all small JSON read whole.
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    pub manifest: RawBlob,
+    pub blobs: Vec<RawBlob>,
+}
+
+/// Something an index names that is not pushed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    /// `linux/arm64`, `attestation manifest sha256:0123456789ab`.
+    pub what: String,
+    pub why: DropReason,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// Its blobs (or some of them) are not in the archive.
+    NotInArchive,
+    /// `--platform` chose another platform.
+    PlatformChosen,
+}
+
+/// An `index.json` entry that is not a pushable image: an artifact, or an entry whose graph
+/// cannot be read. Its problem is only reported when it is the entry asked for.
+#[derive(Debug, Clone)]
+pub struct OtherEntry {
+    pub names: Vec<String>,
+    pub bare_tags: Vec<String>,
+    pub digest: Digest,
+    pub kind: OtherKind,
+    pub(crate) descriptor: Descriptor,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OtherKind {
+    /// `signature (application/vnd.dev.cosign...)`
+    Artifact(String),
+    /// Why it could not be read as an image.
+    Unreadable(String),
+}
+
+impl OtherEntry {
+    /// `sbom:v1 (an SBOM (application/spdx+json))`, `sha256:0123456789ab (an unreadable entry)`.
+    pub fn label(&self) -> String {
+        let name = self
+            .names
+            .first()
+            .or(self.bare_tags.first())
+            .cloned()
+            .unwrap_or_else(|| self.digest.short());
+        match &self.kind {
+            OtherKind::Artifact(kind) => format!("{name} ({kind})"),
+            OtherKind::Unreadable(_) => format!("{name} (unreadable)"),
+        }
     }
 }
 

@@ -68,6 +68,24 @@ impl Container {
         })
     }
 
+    /// The folders at the archive's top (`etc`, `blobs`), sorted.
+    pub(crate) fn top_level_names(&self) -> Vec<String> {
+        match &self.members {
+            Members::Tar { index, .. } => index.top_level_folders(),
+            Members::Directory { root } => {
+                let mut names: Vec<String> = std::fs::read_dir(root)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+                    .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                    .collect();
+                names.sort();
+                names
+            }
+        }
+    }
+
     /// True when the tar stops without its end marker.
     pub(crate) fn looks_truncated(&self) -> bool {
         match &self.members {

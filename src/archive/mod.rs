@@ -21,18 +21,19 @@
 
 mod blob;
 mod config;
+mod dir;
 mod docker;
 mod error;
 mod image;
 mod layer;
 mod manifest;
 mod members;
-mod names;
 mod oci;
 mod open;
 mod platform;
 mod positioned;
 mod select;
+mod shapes;
 mod spool;
 mod tar_index;
 mod verify;
@@ -45,7 +46,8 @@ pub use blob::{BlobLocation, BlobReader};
 pub use error::{ArchiveError, archive_error_in};
 pub(crate) use image::oci_manifest;
 pub use image::{
-    AbsentPlatform, Compression, Image, Layer, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_LAYER_GZIP,
+    AbsentPlatform, Attachment, Compression, DropReason, Dropped, Image, Layer, OtherEntry,
+    OtherKind, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_LAYER_GZIP,
     OCI_LAYER_ZSTD, OCI_MANIFEST, PlatformImage, RawBlob, oci_layer_type,
 };
 pub use platform::Platform;
@@ -80,6 +82,8 @@ pub enum Format {
     /// An OCI layout (`index.json`), possibly with docker's `manifest.json` beside it
     /// (docker 25+, containerd exports).
     OciLayout,
+    /// The containers/image `dir:` transport: skopeo `dir:`, podman save --format docker-dir.
+    DirTransport,
 }
 
 /// What the input was wrapped in before we could read the tar inside.
@@ -104,6 +108,8 @@ pub struct Archive {
     /// The tar file on disk when it is read in place (not spooled, not a directory).
     in_place: Option<PathBuf>,
     images: Vec<Image>,
+    /// Layout entries that are not images: artifacts, and entries that cannot be read.
+    others: Vec<OtherEntry>,
 }
 
 impl std::fmt::Debug for Archive {
@@ -134,6 +140,12 @@ impl Archive {
     /// Every image in the archive, in the order the archive lists them.
     pub fn images(&self) -> &[Image] {
         &self.images
+    }
+
+    /// What else an OCI layout lists: artifacts (signatures, SBOMs, charts) and entries that
+    /// cannot be read, whose problem is told only when one is asked for by `--image`.
+    pub fn other_entries(&self) -> &[OtherEntry] {
+        &self.others
     }
 
     /// A reader over a blob's stored bytes, unverified. Readers share the open file through

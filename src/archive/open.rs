@@ -10,7 +10,9 @@ use super::error::ArchiveError;
 use super::members::{Container, Members};
 use super::spool::{self, Magic};
 use super::tar_index::TarIndex;
-use super::{Archive, Format, Source, Wrapping, docker, oci, positioned};
+use super::image::{Image, OtherEntry};
+use super::oci::Layout;
+use super::{Archive, Format, Source, Wrapping, dir, docker, oci, positioned};
 
 impl Archive {
     /// Opens a path (tar, gzip/zstd-wrapped tar, or OCI layout directory) or standard input.
@@ -127,13 +129,17 @@ impl Archive {
         {
             return Err(ArchiveError::NotAnArchive {
                 archive: name,
-                reason: "it is a directory without index.json, so not an OCI layout".to_string(),
+                reason: "it is a directory without index.json or manifest.json, so neither an OCI \
+                         layout nor a `dir:` copy (skopeo, podman save --format docker-dir)"
+                    .to_string(),
             });
         }
         Self::discover(container, Wrapping::Directory, None)
     }
 
-    /// Reads the metadata members and resolves every image.
+    /// Reads the metadata members and resolves every image. An archive with both an OCI
+    /// index and docker's `manifest.json` is read by whichever describes an image: docker 25/26
+    /// may write an index with no entries (`"manifests": null`) beside a valid `manifest.json`.
     fn discover(
         container: Container,
         wrapping: Wrapping,
@@ -141,18 +147,40 @@ impl Archive {
     ) -> Result<Self, ArchiveError> {
         let has_index = container.find(oci::INDEX_JSON).is_some();
         let has_manifest = container.find(docker::MANIFEST_JSON).is_some();
-        let (format, images) = match (has_index, has_manifest) {
-            (true, _) => (Format::OciLayout, oci::images(&container)?),
+        let (format, layout) = match (has_index, has_manifest) {
+            (true, _) => {
+                let layout = oci::layout(&container)?;
+                let describes_an_image = layout
+                    .images
+                    .iter()
+                    .any(|image| !image.platforms.is_empty());
+                if !describes_an_image && has_manifest {
+                    let entries = docker::read_manifest_json(&container)?;
+                    let images = docker::images(&container, &entries)?;
+                    (Format::Docker, Layout { images, ..layout })
+                } else {
+                    (Format::OciLayout, layout)
+                }
+            }
             (false, true) => {
-                let entries = docker::read_manifest_json(&container)?;
-                (Format::Docker, docker::images(&container, &entries)?)
+                let location = container.require(docker::MANIFEST_JSON, "an image archive")?;
+                let bytes = container.read_small(&location, "manifest.json")?;
+                if dir::is_dir_transport(&bytes) {
+                    let image = dir::image(&container, bytes)?;
+                    (Format::DirTransport, layout_of(vec![image]))
+                } else {
+                    let entries = docker::read_manifest_json(&container)?;
+                    let images = docker::images(&container, &entries)?;
+                    (Format::Docker, layout_of(images))
+                }
             }
             (false, false) => return Err(no_metadata(&container)),
         };
-        if images.is_empty() {
+        if layout.images.is_empty() {
             return Err(ArchiveError::NoImages {
                 archive: container.name.to_string(),
                 looks_truncated: container.looks_truncated(),
+                others: layout.others.iter().map(OtherEntry::label).collect(),
             });
         }
         Ok(Self {
@@ -160,8 +188,16 @@ impl Archive {
             format,
             wrapping,
             in_place,
-            images,
+            images: layout.images,
+            others: layout.others,
         })
+    }
+}
+
+fn layout_of(images: Vec<Image>) -> Layout {
+    Layout {
+        images,
+        others: Vec::new(),
     }
 }
 
@@ -177,17 +213,35 @@ fn unreadable(name: &str, magic: Magic) -> ArchiveError {
     }
 }
 
+/// Folders a root filesystem has at its top and an image archive never does.
+const ROOT_FILESYSTEM_DIRS: [&str; 9] = ["bin", "etc", "usr", "lib", "sbin", "var", "opt", "home", "root"];
+
 fn no_metadata(container: &Container) -> ArchiveError {
     if container.looks_truncated() {
         return ArchiveError::TruncatedBeforeMetadata {
             archive: container.name.to_string(),
         };
     }
-    let reason = if container.find("repositories").is_some() {
-        "it is in docker's pre-1.10 save format (no manifest.json), which is not supported"
-    } else {
-        "it has neither manifest.json (docker) nor index.json (OCI)"
-    };
+    if container.find("repositories").is_some() {
+        return ArchiveError::NotAnArchive {
+            archive: container.name.to_string(),
+            reason: "it is in docker's pre-1.10 save format (no manifest.json), which is not supported"
+                .to_string(),
+        };
+    }
+    let top_level = container.top_level_names();
+    if top_level.iter().any(|name| ROOT_FILESYSTEM_DIRS.contains(&name.as_str())) {
+        return ArchiveError::Filesystem {
+            archive: container.name.to_string(),
+            sample: top_level
+                .iter()
+                .take(4)
+                .map(|name| format!("{name}/"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+    }
+    let reason = "it has neither manifest.json (docker) nor index.json (OCI)";
     ArchiveError::NotAnArchive {
         archive: container.name.to_string(),
         reason: reason.to_string(),

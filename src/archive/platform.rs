@@ -1,4 +1,5 @@
-//! Image platforms (`os/arch[/variant]`): parsing the flag, reading configs, matching.
+//! Image platforms (`os/arch[/variant]`): parsing the flag, reading configs, matching with the
+//! aliases containerd normalises (`aarch64`, `x86_64`, `armhf`, `arm64/v8`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -30,24 +31,38 @@ impl Platform {
         }
     }
 
-    /// Whether an image of this platform is what `wanted` asks for. A wanted platform without a
-    /// variant takes any variant; arm64's variant defaults to v8, as containerd normalises it.
+    /// Whether an image of this platform is what `wanted` asks for, both normalised as
+    /// containerd does. A wanted platform without a variant takes any variant.
     pub fn satisfies(&self, wanted: &Platform) -> bool {
-        if self.os != wanted.os || self.architecture != wanted.architecture {
+        let (have, wanted) = (self.normalised(), wanted.normalised());
+        if have.os != wanted.os || have.architecture != wanted.architecture {
             return false;
         }
-        match (&wanted.variant, self.normalised_variant()) {
-            (None, _) => true,
-            (Some(wanted_variant), Some(variant)) => *wanted_variant == variant,
-            (Some(_), None) => false,
+        match &wanted.variant {
+            None => true,
+            Some(variant) => have.variant.as_ref() == Some(variant),
         }
     }
 
-    fn normalised_variant(&self) -> Option<String> {
-        match (&self.variant, self.architecture.as_str()) {
-            (Some(variant), _) => Some(variant.clone()),
-            (None, "arm64") => Some("v8".to_string()),
-            (None, _) => None,
+    /// containerd's names: `aarch64` is `arm64` (whose `v8` is its only variant, so dropped),
+    /// `x86_64` is `amd64`, `i386` is `386`, `armhf` is `arm/v7`, `armel` is `arm/v6`, and a
+    /// bare-number arm variant gets its `v`.
+    fn normalised(&self) -> Platform {
+        let variant = self.variant.as_deref();
+        let (architecture, variant) = match (self.architecture.as_str(), variant) {
+            ("aarch64" | "arm64", Some("8" | "v8" | "v8.0") | None) => ("arm64", None),
+            ("aarch64" | "arm64", variant) => ("arm64", variant.map(str::to_string)),
+            ("x86_64" | "x86-64" | "amd64", variant) => ("amd64", variant.map(str::to_string)),
+            ("i386" | "386", variant) => ("386", variant.map(str::to_string)),
+            ("armhf", _) => ("arm", Some("v7".to_string())),
+            ("armel", _) => ("arm", Some("v6".to_string())),
+            ("arm", Some(number @ ("5" | "6" | "7" | "8"))) => ("arm", Some(format!("v{number}"))),
+            (architecture, variant) => (architecture, variant.map(str::to_string)),
+        };
+        Platform {
+            os: self.os.clone(),
+            architecture: architecture.to_string(),
+            variant,
         }
     }
 }
@@ -71,11 +86,12 @@ impl FromStr for Platform {
         if !valid {
             return Err(ArchiveError::BadPlatform(text.to_string()));
         }
-        Ok(Self {
+        let given = Self {
             os: parts[0].to_ascii_lowercase(),
             architecture: parts[1].to_ascii_lowercase(),
             variant: parts.get(2).map(|v| v.to_ascii_lowercase()),
-        })
+        };
+        Ok(given.normalised())
     }
 }
 
@@ -102,5 +118,20 @@ mod tests {
         assert!(!platform("linux/arm/v6").satisfies(&platform("linux/arm/v7")));
         assert!(platform("linux/arm64").satisfies(&platform("linux/arm64/v8")));
         assert!(!platform("linux/amd64").satisfies(&platform("linux/arm64")));
+    }
+
+    #[test]
+    fn containerds_aliases_name_the_same_platforms() {
+        assert_eq!(platform("linux/aarch64").to_string(), "linux/arm64");
+        assert_eq!(platform("linux/arm64/v8").to_string(), "linux/arm64");
+        assert_eq!(platform("linux/x86_64").to_string(), "linux/amd64");
+        assert_eq!(platform("linux/armhf").to_string(), "linux/arm/v7");
+        let stored = |os, arch, variant| Platform::from_parts(Some(os), Some(arch), variant);
+        assert!(stored("linux", "arm64", Some("v8")).satisfies(&platform("linux/aarch64")));
+        assert!(stored("linux", "arm64", None).satisfies(&platform("linux/arm64/v8")));
+        assert!(stored("linux", "amd64", None).satisfies(&platform("linux/x86_64")));
+        assert!(stored("linux", "arm", Some("v7")).satisfies(&platform("linux/armhf")));
+        assert!(stored("linux", "arm", Some("7")).satisfies(&platform("linux/arm/v7")));
+        assert!(!stored("linux", "arm", Some("v6")).satisfies(&platform("linux/armhf")));
     }
 }

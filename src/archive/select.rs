@@ -1,24 +1,26 @@
-//! Choosing the image (`--image`) and platform (`--platform`) to push, refusing ambiguity with
-//! a list of what the archive holds.
+//! Choosing the image (`--image`: a name, a tag, or a digest or unique prefix of one) and the
+//! platform (`--platform`) to push, refusing ambiguity with a list of what the archive holds.
 
 use super::Archive;
 use super::error::ArchiveError;
-use super::image::Image;
-use super::names::same_image;
+use super::image::{DropReason, Dropped, Image, OtherEntry, OtherKind};
+use super::oci;
 use super::platform::Platform;
+use crate::digest::Digest;
+use crate::reference::selects;
+
+/// A digest prefix shorter than this is too likely to be a name that matched nothing.
+const MIN_DIGEST_PREFIX: usize = 4;
 
 impl Archive {
-    /// The image named `image` (docker's normalisation: `myimg` is
-    /// `docker.io/library/myimg:latest`; a bare OCI tag matches too), or the only image.
-    /// With `platform`, only the first platform that satisfies it is kept; without, every
-    /// platform whose blobs are present.
-    pub fn select(
-        &self,
-        image: Option<&str>,
-        platform: Option<&str>,
-    ) -> Result<Image, ArchiveError> {
+    /// The image `wanted` names, or the only image. Names match as a push would name them
+    /// (`myimg:dev` is `docker.io/library/myimg:dev` and podman's `localhost/myimg:dev`); a
+    /// bare OCI tag matches too; failing that, a digest or unique digest prefix of the image's
+    /// index, manifests or configs. With `platform`, only the first platform that satisfies
+    /// it is kept; without, every platform whose blobs are present.
+    pub fn select(&self, wanted: Option<&str>, platform: Option<&str>) -> Result<Image, ArchiveError> {
         let wanted_platform = platform.map(str::parse::<Platform>).transpose()?;
-        let mut chosen = self.choose_image(image)?.clone();
+        let mut chosen = self.choose_image(wanted)?;
         if chosen.platforms.is_empty() {
             return Err(ArchiveError::NoPlatformPresent {
                 archive: self.name().to_string(),
@@ -44,9 +46,19 @@ impl Archive {
             else {
                 return Err(self.no_such_platform(&chosen, &wanted));
             };
-            let keep = chosen.platforms.swap_remove(position);
-            if !chosen.platforms.is_empty() || !chosen.absent_platforms.is_empty() {
+            let keep = chosen.platforms.remove(position);
+            let left_out: Vec<Dropped> = chosen
+                .platforms
+                .drain(..)
+                .map(|other| Dropped {
+                    what: other.platform.to_string(),
+                    why: DropReason::PlatformChosen,
+                })
+                .collect();
+            if !left_out.is_empty() || !chosen.absent_platforms.is_empty() {
                 chosen.index = None;
+                chosen.dropped.extend(left_out);
+                oci::drop_attachments(&mut chosen, DropReason::PlatformChosen);
             }
             chosen.platforms = vec![keep];
             chosen.absent_platforms.clear();
@@ -54,35 +66,65 @@ impl Archive {
         Ok(chosen)
     }
 
-    fn choose_image(&self, wanted: Option<&str>) -> Result<&Image, ArchiveError> {
-        let images = self.images();
+    fn choose_image(&self, wanted: Option<&str>) -> Result<Image, ArchiveError> {
         let Some(wanted) = wanted else {
-            return match images {
-                [only] => Ok(only),
-                _ => Err(ArchiveError::Ambiguous {
-                    archive: self.name().to_string(),
-                    images: images.iter().map(Image::label).collect(),
-                }),
+            let unreadable = self.others.iter().any(|other| matches!(other.kind, OtherKind::Unreadable(_)));
+            return match self.images() {
+                [only] if !unreadable => Ok(only.clone()),
+                images => Err(self.ambiguous(images.iter().collect(), &self.others)),
             };
         };
-        let matching: Vec<&Image> = images
+        let by_name = |names: &[String], tags: &[String]| {
+            names.iter().any(|name| selects(name, wanted)) || tags.iter().any(|tag| tag == wanted)
+        };
+        let mut images: Vec<&Image> = self
+            .images()
             .iter()
-            .filter(|image| {
-                image.names.iter().any(|name| same_image(name, wanted))
-                    || image.bare_tags.iter().any(|tag| tag == wanted)
-            })
+            .filter(|image| by_name(&image.names, &image.bare_tags))
             .collect();
-        match matching.as_slice() {
-            [only] => Ok(only),
-            [] => Err(ArchiveError::NoSuchImage {
+        let mut others: Vec<&OtherEntry> = self
+            .others
+            .iter()
+            .filter(|other| by_name(&other.names, &other.bare_tags))
+            .collect();
+        if images.is_empty() && others.is_empty()
+            && let Some(prefix) = digest_prefix(wanted)
+        {
+            images = self
+                .images()
+                .iter()
+                .filter(|image| ids(image).any(|id| id.hex().starts_with(prefix)))
+                .collect();
+            others = self
+                .others
+                .iter()
+                .filter(|other| other.digest.hex().starts_with(prefix))
+                .collect();
+        }
+        match (images.as_slice(), others.as_slice()) {
+            ([only], []) => Ok((*only).clone()),
+            ([], [other]) => oci::image_of(&self.container, other),
+            ([], []) => Err(ArchiveError::NoSuchImage {
                 archive: self.name().to_string(),
                 wanted: wanted.to_string(),
-                images: images.iter().map(Image::label).collect(),
+                images: self.images().iter().map(Image::label).collect(),
+                others: self.others.iter().map(OtherEntry::label).collect(),
             }),
-            several => Err(ArchiveError::Ambiguous {
-                archive: self.name().to_string(),
-                images: several.iter().map(|image| image.label()).collect(),
-            }),
+            _ => Err(self.ambiguous(images, &others.into_iter().cloned().collect::<Vec<_>>())),
+        }
+    }
+
+    fn ambiguous(&self, images: Vec<&Image>, others: &[OtherEntry]) -> ArchiveError {
+        let artifacts = others
+            .iter()
+            .filter(|other| matches!(other.kind, OtherKind::Artifact(_)))
+            .count();
+        ArchiveError::Ambiguous {
+            archive: self.name().to_string(),
+            images: images.into_iter().map(Image::label).collect(),
+            artifacts,
+            unreadable: others.len() - artifacts,
+            others: others.iter().map(OtherEntry::label).collect(),
         }
     }
 
@@ -100,4 +142,24 @@ impl Archive {
             platforms: image.platform_names().into_iter().chain(absent).collect(),
         }
     }
+}
+
+/// Every digest an image answers to: its index's, and each platform's manifest and config
+/// (the config digest is the image ID docker and podman print).
+fn ids(image: &Image) -> impl Iterator<Item = &Digest> {
+    let platforms = image.platforms.iter().flat_map(|platform| {
+        platform
+            .manifest
+            .iter()
+            .map(|manifest| &manifest.digest)
+            .chain([&platform.config.digest])
+    });
+    image.index.iter().map(|index| &index.digest).chain(platforms)
+}
+
+/// The hex of `sha256:<hex>` or a bare hex string long enough to mean a digest prefix.
+fn digest_prefix(wanted: &str) -> Option<&str> {
+    let hex = wanted.strip_prefix("sha256:").unwrap_or(wanted);
+    let is_hex = hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    (is_hex && (MIN_DIGEST_PREFIX..=64).contains(&hex.len())).then_some(hex)
 }

@@ -98,6 +98,18 @@ impl TarIndex {
     pub(crate) fn is_empty(&self) -> bool {
         self.members.is_empty()
     }
+
+    /// The folders at the tar's top that hold members, sorted, each once.
+    pub(crate) fn top_level_folders(&self) -> Vec<String> {
+        let mut folders: Vec<String> = self
+            .members
+            .keys()
+            .filter_map(|path| path.split_once('/').map(|(first, _)| first.to_string()))
+            .collect();
+        folders.sort();
+        folders.dedup();
+        folders
+    }
 }
 
 /// True when a zero block follows the last member, as every tar writer ends its output.

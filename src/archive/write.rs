@@ -11,10 +11,10 @@ use serde::Serialize;
 
 use super::error::{ArchiveError, unwrap_io};
 use super::image::{OCI_INDEX, PlatformImage, RawBlob};
-use super::names::{Reference, same_image};
 use super::oci::{IMAGE_NAME, REF_NAME};
 use super::{Archive, Format, docker, oci};
 use crate::digest::Digest;
+use crate::reference::{ImageName, same_image};
 
 const WRITE_BUFFER: usize = 1 << 20;
 
@@ -123,7 +123,7 @@ impl Archive {
         builder: &mut tar::Builder<impl Write>,
         image: &PlatformImage,
         manifest: &RawBlob,
-        references: &[Reference],
+        references: &[ImageName],
         contents: Contents<'_>,
     ) -> io::Result<()> {
         append(
@@ -164,7 +164,7 @@ impl Archive {
         }
         let docker_manifest = serde_json::to_vec(&[DockerManifestOut {
             config: blob_path(&image.config.digest),
-            repo_tags: references.iter().map(Reference::familiar).collect(),
+            repo_tags: references.iter().map(ImageName::familiar).collect(),
             layers: layer_paths,
         }])?;
         append(
@@ -201,7 +201,7 @@ impl Archive {
         let all_this_manifest = entries.iter().all(|(digest, _)| *digest == manifest.digest);
         let recorded: Vec<&String> = entries.iter().flat_map(|(_, names)| names).collect();
         let all_named = names.iter().all(|wanted| {
-            Reference::parse(wanted).is_some_and(|wanted| recorded.contains(&&wanted.normalized()))
+            ImageName::parse(wanted).is_ok_and(|wanted| recorded.contains(&&wanted.normalized()))
         });
         let repo_tags = match docker::read_manifest_json(&self.container).ok()?.as_slice() {
             [entry] => entry.repo_tags.clone().unwrap_or_default(),
@@ -222,13 +222,12 @@ struct Contents<'a> {
 }
 
 impl Archive {
-    fn references(&self, names: &[String]) -> Result<Vec<Reference>, ArchiveError> {
+    fn references(&self, names: &[String]) -> Result<Vec<ImageName>, ArchiveError> {
         names
             .iter()
             .map(|name| {
-                Reference::parse(name).ok_or_else(|| {
-                    ArchiveError::invalid(self.name(), name, "this is not a valid image name")
-                })
+                ImageName::parse(name)
+                    .map_err(|err| ArchiveError::invalid(self.name(), name, err.to_string()))
             })
             .collect()
     }
@@ -248,7 +247,7 @@ impl Archive {
 /// The name containerd records for `name` when it imports an archive this module wrote
 /// (`myimg:dev` is `docker.io/library/myimg:dev`); `None` when it is no valid image name.
 pub fn containerd_name(name: &str) -> Option<String> {
-    Reference::parse(name).map(|reference| reference.normalized())
+    ImageName::parse(name).ok().map(|reference| reference.normalized())
 }
 
 fn blob_path(digest: &Digest) -> String {
@@ -257,7 +256,7 @@ fn blob_path(digest: &Digest) -> String {
 
 /// The index docker 25+ writes: one manifest entry per name, with the full name for containerd
 /// and the tag as the OCI ref name.
-fn index_json(image: &PlatformImage, manifest: &RawBlob, references: &[Reference]) -> Vec<u8> {
+fn index_json(image: &PlatformImage, manifest: &RawBlob, references: &[ImageName]) -> Vec<u8> {
     let descriptor = |annotations| ManifestDescriptorOut {
         media_type: &manifest.media_type,
         digest: &manifest.digest,
@@ -277,7 +276,7 @@ fn index_json(image: &PlatformImage, manifest: &RawBlob, references: &[Reference
             .map(|reference| {
                 descriptor(BTreeMap::from([
                     (IMAGE_NAME, reference.normalized()),
-                    (REF_NAME, reference.tag().to_string()),
+                    (REF_NAME, reference.tag_or_default().to_string()),
                 ]))
             })
             .collect()

@@ -129,8 +129,8 @@ mod tests {
     fn read_back(advertisement: &Advertisement) -> (Option<LocalRegistry>, usize) {
         let data = BTreeMap::from([(hosting_v1_key(), advertisement.v1_value())]);
         let mut notes = Vec::new();
-        let registry = registry_from_configmap(&data, &mut notes).unwrap();
-        (registry, notes.len())
+        let read = registry_from_configmap(&data, &mut notes).unwrap();
+        (read.registry, notes.len())
     }
 
     #[test]

@@ -13,12 +13,21 @@ pub(super) const VERSION_KEY_PREFIX: &str = "localRegistryHosting.v";
 /// The newest `localRegistryHosting.vN` this code understands.
 pub(super) const NEWEST_UNDERSTOOD_VERSION: u32 = 1;
 
+/// What the hosting ConfigMap says: the registry, if it advertises one, and its `help` link,
+/// which microk8s sets alone while its registry addon is off: the guide to setting one up.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostingConfigMap {
+    pub registry: Option<LocalRegistry>,
+    pub help: Option<String>,
+}
+
 /// Reads the newest `localRegistryHosting.vN` we understand from the hosting ConfigMap's data.
-/// `Ok(None)`: the ConfigMap advertises nothing this code can use (a note says why).
+/// No registry: the ConfigMap advertises nothing this code can use (a note says why, unless
+/// it is the help-only ConfigMap, which is a normal state).
 pub fn registry_from_configmap(
     data: &BTreeMap<String, String>,
     notes: &mut Vec<Note>,
-) -> Result<Option<LocalRegistry>, Error> {
+) -> Result<HostingConfigMap, Error> {
     let mut understood: Option<(u32, &str, &str)> = None;
     let mut newer = Vec::new();
     for (key, value) in data {
@@ -48,7 +57,7 @@ pub fn registry_from_configmap(
         notes.push(Note::Warning(format!(
             "ConfigMap {HOSTING_CONFIGMAP} {why}; treating the registry as not advertised"
         )));
-        return Ok(None);
+        return Ok(HostingConfigMap::default());
     };
     for key in newer {
         notes.push(Note::Debug(format!(
@@ -79,12 +88,14 @@ fn parse_hosting_v1(
     key: &str,
     value: &str,
     notes: &mut Vec<Note>,
-) -> Result<Option<LocalRegistry>, Error> {
+) -> Result<HostingConfigMap, Error> {
     let fields = read_v1_fields(key, value)?;
     let help = fields.help.clone();
     let field_error =
         |field: &str, problem: String| configmap_error(key, field, problem, help.as_deref());
 
+    // Every field is optional (KEP-1755): without `host` nothing says where to push from
+    // here, so no registry is advertised; only a `host` that is there and malformed is an error.
     let Some(raw_host) = fields.host.as_deref() else {
         let mut set = Vec::new();
         if fields.host_from_container_runtime.is_some() {
@@ -93,23 +104,23 @@ fn parse_hosting_v1(
         if fields.host_from_cluster_network.is_some() {
             set.push("hostFromClusterNetwork");
         }
-        if fields.help.is_some() {
-            set.push("help");
-        }
-        if set.is_empty() {
-            notes.push(Note::Warning(format!(
+        let note = match (set.as_slice(), &help) {
+            ([], Some(help)) => Note::Debug(format!(
+                "ConfigMap {HOSTING_CONFIGMAP}, key {key} has only help ({help}): no registry advertised"
+            )),
+            ([], None) => Note::Warning(format!(
                 "ConfigMap {HOSTING_CONFIGMAP}, key {key} names no host; treating the registry as not advertised"
-            )));
-            return Ok(None);
-        }
-        return Err(field_error(
-            "host",
-            format!(
-                "is empty or missing, but {} {} set",
-                set.join(" and "),
-                if set.len() == 1 { "is" } else { "are" }
-            ),
-        ));
+            )),
+            (set, _) => Note::Warning(format!(
+                "ConfigMap {HOSTING_CONFIGMAP}, key {key} sets {} but no host, which pushing from outside the cluster needs; treating the registry as not advertised",
+                set.join(" and ")
+            )),
+        };
+        notes.push(note);
+        return Ok(HostingConfigMap {
+            registry: None,
+            help,
+        });
     };
 
     let mut parse = |field: &str, raw: &str| {
@@ -132,13 +143,16 @@ fn parse_hosting_v1(
         .as_deref()
         .map(|raw| parse("hostFromClusterNetwork", raw))
         .transpose()?;
-    Ok(Some(LocalRegistry {
-        host,
-        host_from_container_runtime,
-        host_from_cluster_network,
+    Ok(HostingConfigMap {
+        registry: Some(LocalRegistry {
+            host,
+            host_from_container_runtime,
+            host_from_cluster_network,
+            help: fields.help.clone(),
+            source: RegistrySource::Configmap,
+        }),
         help: fields.help,
-        source: RegistrySource::Configmap,
-    }))
+    })
 }
 
 fn read_v1_fields(key: &str, value: &str) -> Result<HostingV1Fields, Error> {

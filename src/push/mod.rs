@@ -1,6 +1,7 @@
 //! `kubectl registry push`: open the image and read the cluster at once, then push to the
 //! advertised registry or load into the nodes, and print the ref a pod spec must use.
 
+mod attachments;
 mod cache;
 mod layer_upload;
 mod manifest;
@@ -51,6 +52,7 @@ pub async fn run(
     let image = archive
         .select(args.image.as_deref(), args.platform.as_deref())
         .map_err(Error::from)?;
+    tell_left_out(&image, printer);
     let name = image_name(args.tag.as_deref(), &image)?;
     let report = match &discovered.registry {
         Some(registry) => {
@@ -77,7 +79,8 @@ pub async fn run(
                 scratch.path(),
                 printer,
             )
-            .await?
+            .await
+            .map_err(|err| with_registry_guide(err, discovered.help.as_deref()))?
         }
     };
     report.print(args.output.output, printer, started.elapsed().as_secs_f64());
@@ -104,6 +107,38 @@ async fn open_source(
         .context(ExitCode::Failure, || "opening the archive")?
         .map_err(Error::from)?;
     Ok(Arc::new(archive))
+}
+
+/// The hosting ConfigMap's help link on a failed node-load (microk8s sets it alone while its
+/// registry addon is off): how to give the cluster a registry instead. Once per error.
+fn with_registry_guide(error: Error, guide: Option<&str>) -> Error {
+    match guide {
+        Some(guide) if !error.hints().iter().any(|hint| hint.contains(guide)) => {
+            error.with_hint(format!("this cluster's registry guide: {guide}"))
+        }
+        _ => error,
+    }
+}
+
+/// What the archive's index names that this push leaves out: platforms whose blobs are absent
+/// (routine in containerd-store exports, so a note rather than a warning), platforms
+/// `--platform` did not choose, and manifests attached to an index that is rewritten.
+fn tell_left_out(image: &Image, printer: &Printer) {
+    let absent = image.absent_platforms.iter().map(|absent| {
+        let platform = absent
+            .platform
+            .as_ref()
+            .map_or_else(|| absent.manifest.to_string(), ToString::to_string);
+        format!("{platform} (its blobs are not in the archive)")
+    });
+    let dropped = image.dropped.iter().map(|dropped| match dropped.why {
+        archive::DropReason::NotInArchive => dropped.what.clone(),
+        archive::DropReason::PlatformChosen => format!("{} (not the platform chosen)", dropped.what),
+    });
+    let left_out: Vec<String> = absent.chain(dropped).collect();
+    if !left_out.is_empty() {
+        printer.status(&format!("leaving out: {}", left_out.join(", ")));
+    }
 }
 
 /// `--tag`, else the first name the archive records; an unnamed image needs `--tag`. A bad

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 
+use super::attachments;
 use super::cache::SentBlobs;
 use super::layer_upload::{Outcome, SentLayer, Uploader};
 use super::manifest::{index_for, manifest_for};
@@ -83,7 +84,7 @@ pub async fn push(
         manifests.push(manifest_for(&archive, platform, &sent_layers)?);
     }
 
-    let digest = put_manifests(&client, repo, &plan.target.tag, &image, &manifests).await?;
+    let digest = put_manifests(&client, repo, &plan.target.tag, &image, &manifests, printer).await?;
     for layer in &sent {
         sent_before.record(
             client.host(),
@@ -106,21 +107,35 @@ async fn put_manifests(
     tag: &str,
     image: &Image,
     manifests: &[RawBlob],
+    printer: &Printer,
 ) -> Result<Digest> {
-    let tagged = match manifests {
-        [single] => single.clone(),
+    let tagged = match (manifests, &image.index) {
+        ([single], None) => single.clone(),
         _ => {
             for manifest in manifests {
-                let bytes = Bytes::from(manifest.bytes.clone());
-                client
-                    .put_manifest(repo, manifest.digest.as_str(), &manifest.media_type, bytes)
-                    .await?;
+                put_by_digest(client, repo, manifest).await?;
             }
-            index_for(image, manifests)
+            let index = index_for(image, manifests);
+            if image.index.as_ref() == Some(&index) {
+                attachments::push(client, repo, &image.attachments).await?;
+            } else if !image.attachments.is_empty() {
+                printer.warn(&format!(
+                    "leaving out the {} manifests attached to the archive's index (attestations, signatures): they describe manifests this push re-encoded",
+                    image.attachments.len()
+                ));
+            }
+            index
         }
     };
     client
         .put_manifest(repo, tag, &tagged.media_type, Bytes::from(tagged.bytes))
+        .await
+}
+
+async fn put_by_digest(client: &RegistryClient, repo: &str, manifest: &RawBlob) -> Result<Digest> {
+    let bytes = Bytes::from(manifest.bytes.clone());
+    client
+        .put_manifest(repo, manifest.digest.as_str(), &manifest.media_type, bytes)
         .await
 }
 
@@ -174,7 +189,7 @@ async fn resolve_unknown_digests(archive: &Arc<Archive>, image: &mut Image) -> R
 }
 
 /// Configs are small and already in memory.
-async fn send_small_blob(
+pub(super) async fn send_small_blob(
     client: &RegistryClient,
     repo: &str,
     digest: &Digest,

@@ -25,7 +25,6 @@ use self::request::{Request, failure_in, send};
 use self::transport::{
     ConnectFailure, Scheme, Transport, is_plain_http_to_tls_answer, plain_http_to_tls_error,
 };
-use crate::digest::Digest;
 use crate::error::{Error, ExitCode, Result};
 use crate::hosting::RegistryHost;
 
@@ -166,71 +165,17 @@ fn with_help(error: Error, help: Option<&str>) -> Error {
     }
 }
 
-/// Repository names are path components: lowercase alphanumerics and `._-/` separators.
+/// Repository names are the reference grammar's path components, so that `.` and `..` (which a
+/// URL resolves) or `?` and `#` never reach a URL.
 fn check_repository(repo: &str) -> Result<()> {
-    let alphanumeric = |b: &u8| matches!(b, b'a'..=b'z' | b'0'..=b'9');
-    // Each component starts and ends alphanumeric, so `.` and `..` (which a URL resolves) never pass.
-    let valid = repo.split('/').all(|component| {
-        let bytes = component.as_bytes();
-        bytes.first().is_some_and(alphanumeric)
-            && bytes.last().is_some_and(alphanumeric)
-            && bytes
-                .iter()
-                .all(|b| alphanumeric(b) || matches!(b, b'.' | b'_' | b'-'))
-    });
-    if valid {
-        Ok(())
-    } else {
-        Err(Error::new(
-            ExitCode::Usage,
-            format!("{repo:?} is not a valid repository name"),
-        )
-        .with_hint("repository names are lowercase letters, digits and . _ - / separators"))
-    }
+    crate::reference::check_repository(repo).map_err(|err| {
+        Error::new(ExitCode::Usage, err.to_string())
+            .with_hint("repository names are lowercase letters, digits and . _ - / separators")
+    })
 }
 
 /// Tags (`[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`) or digests (`sha256:<hex>`).
 fn check_reference(reference: &str) -> Result<()> {
-    let valid = reference.parse::<Digest>().is_ok()
-        || (!reference.is_empty()
-            && reference.len() <= 128
-            && !reference.starts_with(['.', '-'])
-            && reference
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')));
-    if valid {
-        Ok(())
-    } else {
-        Err(Error::new(
-            ExitCode::Usage,
-            format!("{reference:?} is neither a tag nor a sha256 digest"),
-        ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repository_names_cannot_escape_the_path() {
-        for good in ["app", "team/app", "a.b_c-d/e"] {
-            assert!(check_repository(good).is_ok(), "{good}");
-        }
-        for bad in [
-            "", "App", "a//b", "/a", "a/", "a?b", "a#b", "a b", "../x", "a/./b", "-a",
-        ] {
-            assert!(check_repository(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn references_are_tags_or_digests() {
-        assert!(check_reference("dev").is_ok());
-        assert!(check_reference("v1.2.3-rc_1").is_ok());
-        assert!(check_reference(&format!("sha256:{}", "0".repeat(64))).is_ok());
-        for bad in ["", "-x", "a/b", "a?b", "a:b", &"x".repeat(129)] {
-            assert!(check_reference(bad).is_err(), "{bad}");
-        }
-    }
+    crate::reference::check_tag_or_digest(reference)
+        .map_err(|err| Error::new(ExitCode::Usage, err.to_string()))
 }

@@ -507,7 +507,10 @@ fn several_images_need_image_which_matches_normalised_names() {
     );
     let cli: Error = err.into();
     assert_eq!(cli.exit_code(), ExitCode::Input);
-    assert_eq!(cli.hints(), ["pick one with --image NAME[:TAG]"]);
+    assert_eq!(
+        cli.hints(),
+        ["pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)"]
+    );
 }
 
 #[test]
@@ -901,7 +904,11 @@ fn inputs_that_are_not_archives_get_clear_errors() {
 
     let not_layout = tempfile::tempdir().unwrap();
     let err = open_error(not_layout.path());
-    assert!(err.to_string().contains("not an OCI layout"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("neither an OCI layout nor a `dir:` copy"),
+        "{err}"
+    );
 
     let plain = dir.path().join("plain.tar");
     fixtures::write_tar(&plain, &[entry("hello.txt", b"hi")]);

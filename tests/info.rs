@@ -117,6 +117,7 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_json() {
     "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
     "source": "configmap"
   },
+  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
   "push": {
     "method": "registry",
     "description": "push to localhost:5001 and print refs on localhost:5001"
@@ -284,6 +285,7 @@ fn flags_beat_everything_and_the_cluster_is_not_contacted() {
     "help": null,
     "source": "flag"
   },
+  "registryGuide": null,
   "push": {
     "method": "registry",
     "description": "push to registry.localhost:5001 and print refs on kind-registry:5000"
@@ -349,6 +351,7 @@ fn the_registry_flag_needs_no_kubeconfig_at_all() {
     "help": null,
     "source": "flag"
   },
+  "registryGuide": null,
   "push": {
     "method": "registry",
     "description": "push to localhost:5001 and print refs on localhost:5001"
@@ -438,6 +441,7 @@ push:                 load the image into the nodes of kind cluster \"dev\": `ki
     "clusterName": "dev"
   },
   "registry": null,
+  "registryGuide": null,
   "push": {
     "method": "node-load",
     "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
@@ -590,6 +594,7 @@ fn microk8s_with_its_registry_addon_pushes_there_as_json() {
     "help": null,
     "source": "microk8s-service"
   },
+  "registryGuide": null,
   "push": {
     "method": "registry",
     "description": "push to localhost:32000 and print refs on localhost:32000"
@@ -640,6 +645,7 @@ push:                 load the image into the local docker image store (docker's
             "server": "http://127.0.0.1:PORT",
             "product": {"kind": "docker-desktop", "clusterName": null},
             "registry": null,
+            "registryGuide": null,
             "push": {
                 "method": "node-load",
                 "description": "load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`",
@@ -693,6 +699,7 @@ push:                 fail: no registry is advertised and no way to load images 
             "server": "http://127.0.0.1:PORT",
             "product": {"kind": "unknown", "clusterName": null},
             "registry": null,
+            "registryGuide": null,
             "push": {
                 "method": "none",
                 "description": "fail: no registry is advertised and no way to load images into this cluster's nodes is known",
@@ -820,20 +827,85 @@ no node facts, so the product is told from the kubeconfig's names alone
 }
 
 #[test]
-fn a_malformed_configmap_is_an_error_with_the_help_link() {
+fn a_malformed_configmap_host_is_an_error_with_the_help_link() {
     let server = ApiServer::builder()
-        .hosting_v1("host: \"\"\nhostFromClusterNetwork: kind-registry:5000\nhelp: https://kind.sigs.k8s.io/docs/user/local-registry/\n")
+        .hosting_v1("host: localhost:5001/v2\nhostFromClusterNetwork: kind-registry:5000\nhelp: https://kind.sigs.k8s.io/docs/user/local-registry/\n")
         .start();
     let run = info(&server, "kind-dev", &[]);
     assert_eq!(run.stdout, "");
     assert_eq!(
         run.stderr,
         "\
-error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is empty or missing, but hostFromClusterNetwork and help are set
+error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is not a registry host
+caused by: \"localhost:5001/v2\" is not a registry host[:port]: it has a path (/v2)
 hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/ (or skip discovery with --registry HOST[:PORT])
 "
     );
     assert_eq!(run.code, 3);
+}
+
+/// What microk8s installs while its registry addon is off, and re-applies on `microk8s
+/// disable registry`.
+const MICROK8S_HELP_ONLY: &str = "help: \"https://microk8s.io/docs/registry-built-in\"\n";
+
+#[test]
+fn microk8s_help_only_configmap_advertises_no_registry_and_shows_how_to_set_one_up() {
+    let server = ApiServer::builder()
+        .hosting_v1(MICROK8S_HELP_ONLY)
+        .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
+        .start();
+    let run = info(&server, "microk8s", &[]);
+    assert_eq!(
+        run.stdout,
+        "\
+context:              microk8s
+cluster:              microk8s
+server:               http://127.0.0.1:PORT
+product:              MicroK8s
+registry:             none advertised
+set one up:           https://microk8s.io/docs/registry-built-in
+push:                 load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25
+
+No local registry advertised: ConfigMap kube-public/local-registry-hosting has a help link but no
+host, and no node annotation or microk8s registry Service names one.
+tip: give the cluster a registry and push uses it instead: https://microk8s.io/docs/registry-built-in
+"
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+
+    let run = info(&server, "microk8s", &["-o", "json"]);
+    let report = json(&run);
+    assert_eq!(report["registry"], serde_json::Value::Null);
+    assert_eq!(
+        report["registryGuide"],
+        "https://microk8s.io/docs/registry-built-in"
+    );
+    assert_eq!(report["push"]["method"], "node-load");
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn an_unknown_cluster_with_a_help_only_configmap_names_that_guide_first_among_the_ways_out() {
+    let server = ApiServer::builder()
+        .hosting_v1("help: https://registry.example.test/setup\n")
+        .node(StandInNode::new("worker-1"))
+        .start();
+    let run = info(&server, "corp", &[]);
+    let tail: Vec<&str> = run.stdout.lines().skip_while(|line| !line.is_empty()).collect();
+    assert_eq!(
+        tail,
+        [
+            "",
+            "No local registry advertised: ConfigMap kube-public/local-registry-hosting has a help link but no",
+            "host, and no node annotation or microk8s registry Service names one.",
+            "Ways out:",
+            "  - set one up with this cluster's guide:",
+            "    https://registry.example.test/setup",
+            "  - or name one: --registry HOST[:PORT] (or KUBECTL_REGISTRY_HOST)",
+            "  - or load the image your own way: push --load-command 'PROGRAM ARGS... {archive}'",
+        ]
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 }
 
 #[test]

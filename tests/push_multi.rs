@@ -175,7 +175,7 @@ fn a_multi_image_archive_without_image_lists_what_is_inside() {
         run.stderr_lines(),
         [
             "error: $DIR/all.tar holds 2 images; say which one with --image: web:dev, api:dev",
-            "hint: pick one with --image NAME[:TAG]",
+            "hint: pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)",
         ]
     );
     assert_eq!(bench.tag_status("web", "dev"), 404);

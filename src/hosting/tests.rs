@@ -23,7 +23,7 @@ fn problem(raw: &str) -> HostProblem {
 fn read(pairs: &[(&str, &str)]) -> (Result<Option<LocalRegistry>, Error>, Vec<Note>) {
     let mut notes = Vec::new();
     let result = registry_from_configmap(&data(pairs), &mut notes);
-    (result, notes)
+    (result.map(|read| read.registry), notes)
 }
 
 fn read_ok(pairs: &[(&str, &str)]) -> (Option<LocalRegistry>, Vec<Note>) {
@@ -358,37 +358,55 @@ fn a_field_of_the_wrong_type_is_blamed_by_name_with_the_help_link() {
 }
 
 #[test]
-fn an_empty_host_with_other_fields_set_is_an_error_with_the_help_link() {
-    let err = read_err(&[(
+fn an_empty_host_with_other_fields_set_is_none_with_a_warning() {
+    let (registry, notes) = read_ok(&[(
         "localRegistryHosting.v1",
         "host: \"\"\nhostFromClusterNetwork: kind-registry:5000\nhelp: https://kind.sigs.k8s.io/docs/user/local-registry/\n",
     )]);
+    assert_eq!(registry, None);
     assert_eq!(
-        err.message(),
-        "ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is empty or missing, but hostFromClusterNetwork and help are set"
-    );
-    assert_eq!(
-        err.hints(),
+        warnings(&notes),
         vec![
-            "this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/ (or skip discovery with --registry HOST[:PORT])"
+            "ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1 sets hostFromClusterNetwork but no host, which pushing from outside the cluster needs; treating the registry as not advertised"
         ]
     );
 }
 
 #[test]
-fn a_missing_host_without_help_hints_at_editing_the_configmap() {
+fn microk8s_help_only_configmap_advertises_no_registry_but_keeps_its_guide() {
+    let mut notes = Vec::new();
+    let read = registry_from_configmap(
+        &data(&[(
+            "localRegistryHosting.v1",
+            "help: \"https://microk8s.io/docs/registry-built-in\"\n",
+        )]),
+        &mut notes,
+    )
+    .unwrap();
+    assert_eq!(
+        read,
+        HostingConfigMap {
+            registry: None,
+            help: Some("https://microk8s.io/docs/registry-built-in".to_string()),
+        }
+    );
+    assert!(warnings(&notes).is_empty(), "{notes:?}");
+}
+
+#[test]
+fn a_present_malformed_host_is_an_error_with_the_help_link() {
     let err = read_err(&[(
         "localRegistryHosting.v1",
-        "hostFromContainerRuntime: registry:5000\n",
+        "host: localhost:5000/path\nhelp: https://kind.sigs.k8s.io/docs/user/local-registry/\n",
     )]);
     assert_eq!(
         err.message(),
-        "ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is empty or missing, but hostFromContainerRuntime is set"
+        "ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is not a registry host"
     );
     assert_eq!(
         err.hints(),
         vec![
-            "fix it with `kubectl -n kube-public edit configmap local-registry-hosting`, or skip discovery with --registry HOST[:PORT]"
+            "this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/ (or skip discovery with --registry HOST[:PORT])"
         ]
     );
 }

@@ -243,7 +243,9 @@ fn none_advertised(help_only: bool) -> String {
 fn ways_out(guide: Option<&str>) -> String {
     let setup = match guide {
         Some(guide) => format!("set one up with this cluster's guide:\n    {guide}"),
-        None => format!("run a registry that advertises itself in that ConfigMap (KEP-1755):\n    {KEP_URL}"),
+        None => format!(
+            "run a registry that advertises itself in that ConfigMap (KEP-1755):\n    {KEP_URL}"
+        ),
     };
     format!(
         "Ways out:\n  \

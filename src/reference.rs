@@ -76,9 +76,9 @@ impl ImageName {
 
     /// True for Docker Hub names, written (under any of its aliases) or implied.
     pub fn is_docker_hub(&self) -> bool {
-        self.domain.as_deref().is_none_or(|domain| {
-            domain == DOCKER_HUB || DOCKER_HUB_ALIASES.contains(&domain)
-        })
+        self.domain
+            .as_deref()
+            .is_none_or(|domain| domain == DOCKER_HUB || DOCKER_HUB_ALIASES.contains(&domain))
     }
 
     /// The tag, `latest` when none was given.
@@ -117,7 +117,10 @@ impl ImageName {
             };
             (DOCKER_HUB, path)
         } else {
-            (self.domain.as_deref().unwrap_or(DOCKER_HUB), self.path.clone())
+            (
+                self.domain.as_deref().unwrap_or(DOCKER_HUB),
+                self.path.clone(),
+            )
         };
         let mut text = format!("{domain}/{path}");
         match (&self.tag, &self.digest) {
@@ -220,9 +223,12 @@ fn is_valid_digest(digest: &str) -> bool {
     let Some((algorithm, encoded)) = digest.split_once(':') else {
         return false;
     };
-    let algorithm_ok = algorithm
-        .split(['+', '.', '_', '-'])
-        .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+    let algorithm_ok = algorithm.split(['+', '.', '_', '-']).all(|part| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    });
     let encoded_ok = encoded.len() >= 32
         && encoded
             .bytes()

@@ -891,7 +891,11 @@ fn an_unknown_cluster_with_a_help_only_configmap_names_that_guide_first_among_th
         .node(StandInNode::new("worker-1"))
         .start();
     let run = info(&server, "corp", &[]);
-    let tail: Vec<&str> = run.stdout.lines().skip_while(|line| !line.is_empty()).collect();
+    let tail: Vec<&str> = run
+        .stdout
+        .lines()
+        .skip_while(|line| !line.is_empty())
+        .collect();
     assert_eq!(
         tail,
         [

@@ -1149,3 +1149,47 @@ fn a_user_who_may_not_list_nodes_still_loads_into_the_kind_cluster_the_context_n
     );
     bench.assert_loaded(&image, &content_tag(&image));
 }
+
+/// What microk8s installs while its registry addon is off: a ConfigMap with `help` and no host.
+const MICROK8S_HELP_ONLY: &str = "help: \"https://microk8s.io/docs/registry-built-in\"\n";
+
+#[test]
+fn microk8s_help_only_configmap_means_no_registry_so_push_imports_into_the_nodes() {
+    let node = StandInNode::new("laptop").label("microk8s.io/cluster", "true");
+    let server = ApiServer::builder()
+        .hosting_v1(MICROK8S_HELP_ONLY)
+        .node(node);
+    let bench = Bench::serving("microk8s", "microk8s-cluster", server);
+    let image = Image::sample(61);
+    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap()]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, expected_ref(&image).as_str(), ""),
+        "{run:?}"
+    );
+    let (call, _) = bench.single_call(3);
+    assert_eq!(call, argv(&["microk8s", "images", "import", "FILE"]));
+    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_no_scratch_left();
+}
+
+#[test]
+fn a_help_only_configmaps_link_is_in_every_hint_of_a_refused_load() {
+    let server = ApiServer::builder()
+        .hosting_v1("help: https://registry.example.test/setup\n")
+        .node(kind_node());
+    let bench = Bench::serving("kind-dev", "kind-dev", server);
+    let input = bench.archive(&Image::sample(62), Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
+    assert_eq!((run.code, run.stdout.as_str()), (6, ""), "{run:?}");
+    assert_eq!(
+        run.stderr,
+        "error: no way to get the image into cluster \"kind-dev\": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes\n\
+         hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://kind.sigs.k8s.io/docs/user/local-registry/\n\
+         hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
+         hint: or drop --no-load to load it into kind cluster \"dev\" with `kind`\n\
+         hint: this cluster's registry guide: https://registry.example.test/setup\n"
+    );
+    bench.assert_nothing_loaded();
+}

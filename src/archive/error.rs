@@ -183,7 +183,8 @@ pub enum ArchiveError {
 
 /// `2 images, 3 artifacts, 1 unreadable entry`
 fn counts(images: usize, artifacts: usize, unreadable: usize) -> String {
-    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut parts = vec![plural(images, "image", "images")];
     if artifacts > 0 {
         parts.push(plural(artifacts, "artifact", "artifacts"));

@@ -42,12 +42,7 @@ impl Image {
         if let Some(name) = self.names.first() {
             return name.clone();
         }
-        let id = self
-            .index
-            .as_ref()
-            .map(|index| &index.digest)
-            .or_else(|| self.platforms.first().map(PlatformImage::id))
-            .or_else(|| self.absent_platforms.first().map(|absent| &absent.manifest));
+        let id = self.id();
         let tags = if self.bare_tags.is_empty() {
             String::new()
         } else {
@@ -57,6 +52,24 @@ impl Image {
             Some(id) => format!("unnamed image {}{tags}", id.short()),
             None => format!("unnamed image{tags}"),
         }
+    }
+
+    /// The label, with the short digest that tells it apart from another image of that name.
+    pub fn label_with_id(&self) -> String {
+        match (self.names.first(), self.id()) {
+            (Some(name), Some(id)) => format!("{name} ({})", id.short()),
+            _ => self.label(),
+        }
+    }
+
+    /// The digest that identifies it: its index's, else its first platform's manifest's (or
+    /// config's), else the manifest of an absent platform.
+    pub fn id(&self) -> Option<&Digest> {
+        self.index
+            .as_ref()
+            .map(|index| &index.digest)
+            .or_else(|| self.platforms.first().map(PlatformImage::id))
+            .or_else(|| self.absent_platforms.first().map(|absent| &absent.manifest))
     }
 
     /// The platforms present, as text.
@@ -112,14 +125,18 @@ pub enum OtherKind {
 }
 
 impl OtherEntry {
-    /// `sbom:v1 (an SBOM (application/spdx+json))`, `sha256:0123456789ab (an unreadable entry)`.
-    pub fn label(&self) -> String {
-        let name = self
-            .names
+    /// Its first name or tag, else its short digest.
+    pub fn name(&self) -> String {
+        self.names
             .first()
             .or(self.bare_tags.first())
             .cloned()
-            .unwrap_or_else(|| self.digest.short());
+            .unwrap_or_else(|| self.digest.short())
+    }
+
+    /// `sbom (SBOM (application/spdx+json))`, `sha256:0123456789ab (unreadable)`.
+    pub fn label(&self) -> String {
+        let name = self.name();
         match &self.kind {
             OtherKind::Artifact(kind) => format!("{name} ({kind})"),
             OtherKind::Unreadable(_) => format!("{name} (unreadable)"),

@@ -46,9 +46,9 @@ pub use blob::{BlobLocation, BlobReader};
 pub use error::{ArchiveError, archive_error_in};
 pub(crate) use image::oci_manifest;
 pub use image::{
-    AbsentPlatform, Attachment, Compression, DropReason, Dropped, Image, Layer, OtherEntry,
-    OtherKind, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_LAYER_GZIP,
-    OCI_LAYER_ZSTD, OCI_MANIFEST, PlatformImage, RawBlob, oci_layer_type,
+    AbsentPlatform, Attachment, Compression, DropReason, Dropped, Image, Layer, OCI_CONFIG,
+    OCI_INDEX, OCI_LAYER, OCI_LAYER_GZIP, OCI_LAYER_ZSTD, OCI_MANIFEST, OtherEntry, OtherKind,
+    PlatformImage, RawBlob, oci_layer_type,
 };
 pub use platform::Platform;
 pub use verify::{VerifyingReader, is_verification_failure};

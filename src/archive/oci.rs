@@ -164,7 +164,7 @@ pub(crate) fn image_of(container: &Container, other: &OtherEntry) -> Result<Imag
         }
         Entry::Artifact(kind) => Err(ArchiveError::NotAnImage {
             archive: container.name.to_string(),
-            entry: other.label(),
+            entry: other.name(),
             kind,
         }),
     }
@@ -257,10 +257,10 @@ pub(crate) fn resolve_manifest(
     if parsed.is_index() {
         let complete = collect_platforms(blobs, parsed.children(), &mut image, 1)?;
         if image.platforms.is_empty() && image.absent_platforms.is_empty() {
-            let kind = parsed
-                .artifact_type
-                .as_deref()
-                .map_or_else(|| "index of artifacts".to_string(), shapes::describe_artifact);
+            let kind = parsed.artifact_type.as_deref().map_or_else(
+                || "index of artifacts".to_string(),
+                shapes::describe_artifact,
+            );
             return Ok(Entry::Artifact(kind));
         }
         if complete && !image.platforms.is_empty() {
@@ -376,11 +376,7 @@ fn not_in_archive(child: &Descriptor) -> Dropped {
 }
 
 /// An attached manifest with every blob it names, or `None` when one is missing or unreadable.
-fn attachment(
-    blobs: &Blobs,
-    manifest: RawBlob,
-    parsed: &ManifestOrIndex,
-) -> Option<Attachment> {
+fn attachment(blobs: &Blobs, manifest: RawBlob, parsed: &ManifestOrIndex) -> Option<Attachment> {
     let blobs = parsed
         .config
         .iter()
@@ -471,7 +467,12 @@ pub(crate) fn read_blob(
 
 /// Reads a manifest or index an index names; its media type is settled by its bytes later.
 fn read_manifest(blobs: &Blobs, descriptor: &Descriptor) -> Result<Option<RawBlob>, ArchiveError> {
-    read_at(blobs, descriptor, &blobs.manifest_path_of(descriptor), "manifest")
+    read_at(
+        blobs,
+        descriptor,
+        &blobs.manifest_path_of(descriptor),
+        "manifest",
+    )
 }
 
 fn read_at(

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::error::ArchiveError;
+use super::image::{Image, OtherEntry};
 use super::members::{Container, Members};
+use super::oci::Layout;
 use super::spool::{self, Magic};
 use super::tar_index::TarIndex;
-use super::image::{Image, OtherEntry};
-use super::oci::Layout;
 use super::{Archive, Format, Source, Wrapping, dir, docker, oci, positioned};
 
 impl Archive {
@@ -177,6 +177,17 @@ impl Archive {
             (false, false) => return Err(no_metadata(&container)),
         };
         if layout.images.is_empty() {
+            if let [only] = layout.others.as_slice() {
+                // One entry, and it is not an image: say exactly why.
+                return Err(match oci::image_of(&container, only) {
+                    Err(err) => err,
+                    Ok(_) => ArchiveError::NoImages {
+                        archive: container.name.to_string(),
+                        looks_truncated: container.looks_truncated(),
+                        others: vec![only.label()],
+                    },
+                });
+            }
             return Err(ArchiveError::NoImages {
                 archive: container.name.to_string(),
                 looks_truncated: container.looks_truncated(),
@@ -214,7 +225,9 @@ fn unreadable(name: &str, magic: Magic) -> ArchiveError {
 }
 
 /// Folders a root filesystem has at its top and an image archive never does.
-const ROOT_FILESYSTEM_DIRS: [&str; 9] = ["bin", "etc", "usr", "lib", "sbin", "var", "opt", "home", "root"];
+const ROOT_FILESYSTEM_DIRS: [&str; 9] = [
+    "bin", "etc", "usr", "lib", "sbin", "var", "opt", "home", "root",
+];
 
 fn no_metadata(container: &Container) -> ArchiveError {
     if container.looks_truncated() {
@@ -225,12 +238,16 @@ fn no_metadata(container: &Container) -> ArchiveError {
     if container.find("repositories").is_some() {
         return ArchiveError::NotAnArchive {
             archive: container.name.to_string(),
-            reason: "it is in docker's pre-1.10 save format (no manifest.json), which is not supported"
-                .to_string(),
+            reason:
+                "it is in docker's pre-1.10 save format (no manifest.json), which is not supported"
+                    .to_string(),
         };
     }
     let top_level = container.top_level_names();
-    if top_level.iter().any(|name| ROOT_FILESYSTEM_DIRS.contains(&name.as_str())) {
+    if top_level
+        .iter()
+        .any(|name| ROOT_FILESYSTEM_DIRS.contains(&name.as_str()))
+    {
         return ArchiveError::Filesystem {
             archive: container.name.to_string(),
             sample: top_level

@@ -18,7 +18,11 @@ impl Archive {
     /// bare OCI tag matches too; failing that, a digest or unique digest prefix of the image's
     /// index, manifests or configs. With `platform`, only the first platform that satisfies
     /// it is kept; without, every platform whose blobs are present.
-    pub fn select(&self, wanted: Option<&str>, platform: Option<&str>) -> Result<Image, ArchiveError> {
+    pub fn select(
+        &self,
+        wanted: Option<&str>,
+        platform: Option<&str>,
+    ) -> Result<Image, ArchiveError> {
         let wanted_platform = platform.map(str::parse::<Platform>).transpose()?;
         let mut chosen = self.choose_image(wanted)?;
         if chosen.platforms.is_empty() {
@@ -68,7 +72,10 @@ impl Archive {
 
     fn choose_image(&self, wanted: Option<&str>) -> Result<Image, ArchiveError> {
         let Some(wanted) = wanted else {
-            let unreadable = self.others.iter().any(|other| matches!(other.kind, OtherKind::Unreadable(_)));
+            let unreadable = self
+                .others
+                .iter()
+                .any(|other| matches!(other.kind, OtherKind::Unreadable(_)));
             return match self.images() {
                 [only] if !unreadable => Ok(only.clone()),
                 images => Err(self.ambiguous(images.iter().collect(), &self.others)),
@@ -87,7 +94,8 @@ impl Archive {
             .iter()
             .filter(|other| by_name(&other.names, &other.bare_tags))
             .collect();
-        if images.is_empty() && others.is_empty()
+        if images.is_empty()
+            && others.is_empty()
             && let Some(prefix) = digest_prefix(wanted)
         {
             images = self
@@ -119,9 +127,16 @@ impl Archive {
             .iter()
             .filter(|other| matches!(other.kind, OtherKind::Artifact(_)))
             .count();
+        let labels: Vec<String> = images.iter().map(|image| image.label()).collect();
+        let same_names = (1..labels.len()).any(|i| labels[..i].contains(&labels[i]));
+        let labels = if same_names {
+            images.iter().map(|image| image.label_with_id()).collect()
+        } else {
+            labels
+        };
         ArchiveError::Ambiguous {
             archive: self.name().to_string(),
-            images: images.into_iter().map(Image::label).collect(),
+            images: labels,
             artifacts,
             unreadable: others.len() - artifacts,
             others: others.iter().map(OtherEntry::label).collect(),
@@ -154,12 +169,18 @@ fn ids(image: &Image) -> impl Iterator<Item = &Digest> {
             .map(|manifest| &manifest.digest)
             .chain([&platform.config.digest])
     });
-    image.index.iter().map(|index| &index.digest).chain(platforms)
+    image
+        .index
+        .iter()
+        .map(|index| &index.digest)
+        .chain(platforms)
 }
 
 /// The hex of `sha256:<hex>` or a bare hex string long enough to mean a digest prefix.
 fn digest_prefix(wanted: &str) -> Option<&str> {
     let hex = wanted.strip_prefix("sha256:").unwrap_or(wanted);
-    let is_hex = hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let is_hex = hex
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     (is_hex && (MIN_DIGEST_PREFIX..=64).contains(&hex.len())).then_some(hex)
 }

@@ -96,7 +96,10 @@ pub(crate) fn parse_manifest(bytes: &[u8]) -> serde_json::Result<ManifestOrIndex
 impl ManifestOrIndex {
     pub(crate) fn is_index(&self) -> bool {
         self.manifests.is_some()
-            || matches!(self.media_type.as_deref(), Some(OCI_INDEX | DOCKER_MANIFEST_LIST))
+            || matches!(
+                self.media_type.as_deref(),
+                Some(OCI_INDEX | DOCKER_MANIFEST_LIST)
+            )
     }
 
     pub(crate) fn layers(&self) -> &[Descriptor] {
@@ -166,8 +169,11 @@ impl ManifestOrIndex {
 /// Whether a config's bytes are an image config: an object with a `rootfs`. Artifacts use
 /// `{}` or the empty descriptor's bytes under an image config type.
 pub(crate) fn is_image_config(bytes: &[u8]) -> bool {
-    serde_json::from_slice::<serde_json::Value>(bytes)
-        .is_ok_and(|config| config.get("rootfs").is_some_and(serde_json::Value::is_object))
+    serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|config| {
+        config
+            .get("rootfs")
+            .is_some_and(serde_json::Value::is_object)
+    })
 }
 
 /// Filesystem layers: OCI's (plain, gzip, zstd, non-distributable) and docker's rootfs diffs.
@@ -204,10 +210,16 @@ mod tests {
 
     #[test]
     fn a_null_or_missing_manifests_list_is_no_entries() {
-        assert!(parse_index_json(br#"{"schemaVersion":2,"manifests":null}"#)
-            .unwrap()
-            .is_empty());
-        assert!(parse_index_json(br#"{"schemaVersion":2}"#).unwrap().is_empty());
+        assert!(
+            parse_index_json(br#"{"schemaVersion":2,"manifests":null}"#)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            parse_index_json(br#"{"schemaVersion":2}"#)
+                .unwrap()
+                .is_empty()
+        );
         assert!(parse_index_json(br#"{"manifests":"x"}"#).is_err());
     }
 
@@ -241,8 +253,11 @@ mod tests {
             None
         );
         assert_eq!(
-            with(DOCKER_CONFIG, "application/vnd.docker.image.rootfs.diff.tar.gzip")
-                .artifact_kind(),
+            with(
+                DOCKER_CONFIG,
+                "application/vnd.docker.image.rootfs.diff.tar.gzip"
+            )
+            .artifact_kind(),
             None
         );
         let empty = with("application/vnd.oci.empty.v1+json", "application/spdx+json");
@@ -250,9 +265,14 @@ mod tests {
             empty.artifact_kind().as_deref(),
             Some("SBOM (application/spdx+json)")
         );
-        let cosign = with(OCI_CONFIG, "application/vnd.dev.cosign.simplesigning.v1+json");
+        let cosign = with(
+            OCI_CONFIG,
+            "application/vnd.dev.cosign.simplesigning.v1+json",
+        );
         assert!(cosign.artifact_kind().unwrap().starts_with("signature"));
-        assert!(is_image_config(br#"{"rootfs":{"type":"layers","diff_ids":[]}}"#));
+        assert!(is_image_config(
+            br#"{"rootfs":{"type":"layers","diff_ids":[]}}"#
+        ));
         assert!(!is_image_config(b"{}"));
     }
 }

@@ -247,7 +247,9 @@ impl Archive {
 /// The name containerd records for `name` when it imports an archive this module wrote
 /// (`myimg:dev` is `docker.io/library/myimg:dev`); `None` when it is no valid image name.
 pub fn containerd_name(name: &str) -> Option<String> {
-    ImageName::parse(name).ok().map(|reference| reference.normalized())
+    ImageName::parse(name)
+        .ok()
+        .map(|reference| reference.normalized())
 }
 
 fn blob_path(digest: &Digest) -> String {

@@ -69,19 +69,17 @@ pub async fn run(
             );
             push_to_registry(args, settings, registry, &target, archive, image, printer).await?
         }
-        None => {
-            load_into_nodes(
-                args,
-                &discovered,
-                &name,
-                archive,
-                image,
-                scratch.path(),
-                printer,
-            )
-            .await
-            .map_err(|err| with_registry_guide(err, discovered.help.as_deref()))?
-        }
+        None => load_into_nodes(
+            args,
+            &discovered,
+            &name,
+            archive,
+            image,
+            scratch.path(),
+            printer,
+        )
+        .await
+        .map_err(|err| with_registry_guide(err, discovered.help.as_deref()))?,
     };
     report.print(args.output.output, printer, started.elapsed().as_secs_f64());
     Ok(())
@@ -133,7 +131,9 @@ fn tell_left_out(image: &Image, printer: &Printer) {
     });
     let dropped = image.dropped.iter().map(|dropped| match dropped.why {
         archive::DropReason::NotInArchive => dropped.what.clone(),
-        archive::DropReason::PlatformChosen => format!("{} (not the platform chosen)", dropped.what),
+        archive::DropReason::PlatformChosen => {
+            format!("{} (not the platform chosen)", dropped.what)
+        }
     });
     let left_out: Vec<String> = absent.chain(dropped).collect();
     if !left_out.is_empty() {

@@ -84,7 +84,8 @@ pub async fn push(
         manifests.push(manifest_for(&archive, platform, &sent_layers)?);
     }
 
-    let digest = put_manifests(&client, repo, &plan.target.tag, &image, &manifests, printer).await?;
+    let digest =
+        put_manifests(&client, repo, &plan.target.tag, &image, &manifests, printer).await?;
     for layer in &sent {
         sent_before.record(
             client.host(),

@@ -16,9 +16,15 @@ fn normalises_like_docker() {
             normalized(&format!("{alias}/library/x:1")),
             "docker.io/library/x:1"
         );
-        assert_eq!(normalized(&format!("{alias}/x")), "docker.io/library/x:latest");
+        assert_eq!(
+            normalized(&format!("{alias}/x")),
+            "docker.io/library/x:latest"
+        );
     }
-    assert_eq!(normalized("localhost:5000/app"), "localhost:5000/app:latest");
+    assert_eq!(
+        normalized("localhost:5000/app"),
+        "localhost:5000/app:latest"
+    );
     assert_eq!(normalized("localhost/app:2"), "localhost/app:2");
     assert_eq!(normalized("gcr.io/p/app:v1"), "gcr.io/p/app:v1");
     let digest = format!("sha256:{}", "a".repeat(64));
@@ -32,10 +38,16 @@ fn normalises_like_docker() {
 fn familiar_form_drops_docker_hub_defaults() {
     let familiar = |t: &str| ImageName::parse(t).unwrap().familiar();
     assert_eq!(familiar("docker.io/library/myimg:dev"), "myimg:dev");
-    assert_eq!(familiar("registry-1.docker.io/library/myimg:dev"), "myimg:dev");
+    assert_eq!(
+        familiar("registry-1.docker.io/library/myimg:dev"),
+        "myimg:dev"
+    );
     assert_eq!(familiar("myimg"), "myimg:latest");
     assert_eq!(familiar("docker.io/user/app:1"), "user/app:1");
-    assert_eq!(familiar("kind-registry:5000/app:dev"), "kind-registry:5000/app:dev");
+    assert_eq!(
+        familiar("kind-registry:5000/app:dev"),
+        "kind-registry:5000/app:dev"
+    );
 }
 
 #[test]
@@ -45,7 +57,6 @@ fn familiar_repository_is_how_docker_prints_it() {
     assert_eq!(familiar("someone/app"), "someone/app");
     assert_eq!(familiar("gcr.io/proj/app:v1"), "gcr.io/proj/app");
 }
-
 
 #[test]
 fn same_image_compares_normalised_names() {
@@ -59,7 +70,10 @@ fn same_image_compares_normalised_names() {
 fn selection_uses_the_push_normalisation() {
     assert!(selects("localhost/myimg:dev", "myimg:dev"));
     assert!(selects("docker.io/library/myimg:dev", "myimg:dev"));
-    assert!(selects("registry-1.docker.io/library/myimg:latest", "myimg"));
+    assert!(selects(
+        "registry-1.docker.io/library/myimg:latest",
+        "myimg"
+    ));
     assert!(!selects("gcr.io/p/myimg:dev", "myimg:dev"));
     assert!(!selects("myimg:dev", "myimg:other"));
 }

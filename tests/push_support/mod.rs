@@ -360,3 +360,46 @@ pub fn file_sha256(path: &Path) -> String {
     std::io::copy(&mut file, &mut hasher).expect("hashing a file");
     format!("sha256:{}", hex::encode(hasher.finalize()))
 }
+
+impl Bench {
+    /// `skopeo copy --all docker://REGISTRY/REPO:TAG oci:DIR`: skopeo fetches every manifest
+    /// and blob the tag reaches, verifying each digest, and writes them as an OCI layout.
+    /// Returns the digest the layout's `index.json` names: for OCI types, the tag's own digest
+    /// (`--preserve-digests`); docker types skopeo must rewrite as OCI for that layout.
+    pub fn read_back_whole(&self, repo_and_tag: &str) -> String {
+        let layout = self.path(&format!(
+            "read-back-{}",
+            repo_and_tag.replace([':', '/'], "-")
+        ));
+        // A fresh layout: skopeo adds to an existing one, and index.json's first entry must be this.
+        let _ = std::fs::remove_dir_all(&layout);
+        let (landed, _) = self.landed(repo_and_tag);
+        let landed: Value = serde_json::from_slice(&landed).expect("the landed manifest is JSON");
+        let oci_typed = landed["mediaType"]
+            .as_str()
+            .is_none_or(|media_type| media_type.starts_with("application/vnd.oci."));
+        let mut skopeo = std::process::Command::new("skopeo");
+        skopeo.args(["copy", "--quiet", "--all", "--src-tls-verify=false"]);
+        if oci_typed {
+            skopeo.arg("--preserve-digests");
+        }
+        let output = skopeo
+            .arg(format!("docker://{}/{repo_and_tag}", self.registry.host()))
+            .arg(format!("oci:{}", layout.display()))
+            .output()
+            .expect("running skopeo");
+        assert!(
+            output.status.success(),
+            "skopeo could not read {repo_and_tag} back whole: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let index: Value = serde_json::from_slice(
+            &std::fs::read(layout.join("index.json")).expect("the read-back index.json"),
+        )
+        .expect("index.json is JSON");
+        index["manifests"][0]["digest"]
+            .as_str()
+            .expect("a manifest in the read-back layout")
+            .to_string()
+    }
+}

@@ -5,6 +5,8 @@ pub mod apiserver;
 pub mod containerd;
 pub mod env;
 pub mod fixtures;
+pub mod layouts;
+pub mod podman;
 pub mod registry;
 pub mod standins;
 pub mod token_server;

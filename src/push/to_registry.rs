@@ -110,14 +110,19 @@ async fn put_manifests(
     manifests: &[RawBlob],
     printer: &Printer,
 ) -> Result<Digest> {
-    let tagged = match (manifests, &image.index) {
+    // The archive's own index, when every manifest it names goes unchanged: then it is tagged
+    // as it is, with the manifests it carries beside its platforms (attestations).
+    let original_index = image
+        .index
+        .as_ref()
+        .filter(|original| **original == index_for(image, manifests));
+    let tagged = match (manifests, original_index) {
         ([single], None) => single.clone(),
         _ => {
             for manifest in manifests {
                 put_by_digest(client, repo, manifest).await?;
             }
-            let index = index_for(image, manifests);
-            if image.index.as_ref() == Some(&index) {
+            if original_index.is_some() {
                 attachments::push(client, repo, &image.attachments).await?;
             } else if !image.attachments.is_empty() {
                 printer.warn(&format!(
@@ -125,7 +130,7 @@ async fn put_manifests(
                     image.attachments.len()
                 ));
             }
-            index
+            index_for(image, manifests)
         }
     };
     client

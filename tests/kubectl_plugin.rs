@@ -148,6 +148,7 @@ fn kubectl_runs_the_plugin_which_finds_kinds_registry() {
     "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
     "source": "configmap"
   },
+  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
   "push": {
     "method": "registry",
     "description": "push to localhost:5001 and print refs on localhost:5001"

@@ -7,6 +7,7 @@ use crate::error::{Error, ExitCode, Result};
 use crate::hosting::{
     Advertisement, HOSTING_CONFIGMAP, HOSTING_NAME, HelpUrl, RegistryHost, hosting_v1_key,
 };
+use crate::limits::Limits;
 use crate::output::Printer;
 use crate::registry::{RegistryClient, TransportOptions};
 use crate::settings::Settings;
@@ -16,28 +17,26 @@ pub async fn run(
     cluster_args: &ClusterArgs,
     settings: &Settings,
     printer: &Printer,
+    limits: &Limits,
 ) -> Result<()> {
     if args.delete {
         let cluster = Cluster::connect(cluster_args, settings, printer).await?;
         let written = cluster.remove_hosting_key(&hosting_v1_key()).await?;
-        printer.result(&outcome_line(written));
-        return Ok(());
+        return printer.result(&outcome_line(written));
     }
     let advertisement = advertisement_from(args)?;
     if !args.no_verify {
-        verify(&advertisement, settings, printer).await;
+        verify(&advertisement, settings, printer, limits).await;
     }
     if args.dry_run {
         // The YAML ends with its own newline.
-        printer.result(advertisement.configmap_yaml().trim_end());
-        return Ok(());
+        return printer.result(advertisement.configmap_yaml().trim_end());
     }
     let cluster = Cluster::connect(cluster_args, settings, printer).await?;
     let written = cluster
         .set_hosting_key(&hosting_v1_key(), &advertisement.v1_value())
         .await?;
-    printer.result(&outcome_line(written));
-    Ok(())
+    printer.result(&outcome_line(written))
 }
 
 /// `configmap/local-registry-hosting created`, as kubectl says it.
@@ -89,10 +88,16 @@ fn advertisement_from(args: &AdvertiseArgs) -> Result<Advertisement> {
 
 /// `GET /v2/` at `host`: a warning, never a refusal, when it does not answer like a registry
 /// (the registry may start after the cluster, or be reachable only from where users push).
-async fn verify(advertisement: &Advertisement, settings: &Settings, printer: &Printer) {
+async fn verify(
+    advertisement: &Advertisement,
+    settings: &Settings,
+    printer: &Printer,
+    limits: &Limits,
+) {
     let host = &advertisement.host;
     let transport = TransportOptions {
         credentials: settings.credentials.clone(),
+        limits: *limits,
         ..TransportOptions::default()
     };
     let answered = match RegistryClient::new(host, &transport) {

@@ -244,7 +244,9 @@ Exit codes:
   3  the cluster (kubeconfig or API server) could not be read, or refused a write
   4  the image input (archive or engine) is unreadable or invalid
   5  the registry refused, failed or could not be reached
-  6  no way in: nothing advertised and no node loader, or the loader failed";
+  6  no way in: nothing advertised and no node loader, or the loader failed
+  130  stopped by SIGINT (Ctrl-C), temp files removed
+  143  stopped by SIGTERM, temp files removed";
 
 const PUSH_LONG_ABOUT: &str = "\
 Push an image archive, or an image from the local docker or podman engine, into the cluster \

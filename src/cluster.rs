@@ -284,7 +284,14 @@ async fn client_config(
                 context: Some(selected.context.clone()),
                 ..KubeConfigOptions::default()
             };
-            let config = kube::Config::from_custom_kubeconfig(selected.kubeconfig, &options)
+            let explicit_proxy = selected
+                .kubeconfig
+                .clusters
+                .iter()
+                .find(|named| Some(&named.name) == selected.facts.cluster.as_ref())
+                .and_then(|named| named.cluster.as_ref())
+                .is_some_and(|cluster| cluster.proxy_url.as_deref().is_some_and(|p| !p.is_empty()));
+            let mut config = kube::Config::from_custom_kubeconfig(selected.kubeconfig, &options)
                 .await
                 .map_err(|err| {
                     Error::new(
@@ -296,22 +303,38 @@ async fn client_config(
                     )
                     .with_source(err)
                 })?;
+            if !explicit_proxy {
+                drop_proxy_for_loopback(&mut config);
+            }
             Ok((config, selected.facts))
         }
         Choice::InCluster => {
-            let config = kube::Config::incluster().map_err(|err| {
+            let mut config = kube::Config::incluster().map_err(|err| {
                 Error::new(
                     ExitCode::Cluster,
                     "reading the pod's service account (in-cluster config)",
                 )
                 .with_source(err)
             })?;
+            drop_proxy_for_loopback(&mut config);
             let facts = KubeconfigFacts {
                 server: Some(uri_text(&config.cluster_url)),
                 ..KubeconfigFacts::default()
             };
             Ok((config, facts))
         }
+    }
+}
+
+/// A proxy from `HTTPS_PROXY` is not for an API server on this machine: a proxy elsewhere cannot
+/// reach our loopback (Go's rule, which kubectl follows). A kubeconfig's own `proxy-url` stays.
+fn drop_proxy_for_loopback(config: &mut kube::Config) {
+    let loopback = config
+        .cluster_url
+        .host()
+        .is_some_and(crate::hosting::is_loopback_hostname);
+    if loopback {
+        config.proxy_url = None;
     }
 }
 

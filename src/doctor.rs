@@ -16,6 +16,7 @@ use crate::discovery::{self, Discovered};
 use crate::error::{Context, ExitCode, Result};
 use crate::hosting::{HOSTING_CONFIGMAP, HOSTING_NAMESPACE, LocalRegistry, RegistrySource};
 use crate::kubeconfig::{self, Choice};
+use crate::limits::Limits;
 use crate::nodeload::{self, LoadPlan};
 use crate::output::Printer;
 use crate::product;
@@ -31,6 +32,7 @@ pub async fn run(
     cluster_args: &ClusterArgs,
     settings: &Settings,
     printer: &Printer,
+    limits: &Limits,
 ) -> Result<()> {
     let mut report = Report::default();
     // Discovery first, exactly as push runs it; the checks below explain what it found.
@@ -42,7 +44,15 @@ pub async fn run(
 
     match finding {
         Finding::Registry(registry) => {
-            let pod = check_registry(args, settings, registry, cluster.as_ref(), &mut report).await;
+            let pod = check_registry(
+                args,
+                settings,
+                registry,
+                cluster.as_ref(),
+                limits,
+                &mut report,
+            )
+            .await;
             report.add(nodes_check(registry, args.pod));
             report.add(Check::skipped(
                 "node-load",
@@ -88,12 +98,13 @@ pub async fn run(
         ));
     }
 
-    let text = match args.output.output {
-        OutputFormat::Text => report.text(printer.stdout_color()),
-        OutputFormat::Json => serde_json::to_string_pretty(&report.checks)
-            .context(ExitCode::Failure, || "writing the checks as JSON")?,
-    };
-    printer.result(&text);
+    match args.output.output {
+        OutputFormat::Text => printer.styled_result(&report.text(printer.stdout_color()))?,
+        OutputFormat::Json => printer.result(
+            &serde_json::to_string_pretty(&report.checks)
+                .context(ExitCode::Failure, || "writing the checks as JSON")?,
+        )?,
+    }
     match report.verdict() {
         Some(error) => Err(error),
         None => Ok(()),
@@ -267,6 +278,7 @@ async fn check_registry(
     settings: &Settings,
     registry: &LocalRegistry,
     cluster: Option<&Cluster>,
+    limits: &Limits,
     report: &mut Report,
 ) -> Option<Check> {
     let pod_skipped = |why: &str| {
@@ -278,6 +290,7 @@ async fn check_registry(
         ca_file: args.ca_file.clone(),
         help: registry.help.clone(),
         credentials: settings.credentials.clone(),
+        limits: *limits,
     };
     let client = match RegistryClient::new(&registry.host, &options) {
         Ok(client) => client,

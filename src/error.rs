@@ -22,6 +22,10 @@ pub enum ExitCode {
     Registry = 5,
     /// No way into the cluster: nothing advertised and no node loader, or the loader failed.
     Load = 6,
+    /// Stopped by SIGINT (Ctrl-C): 128 + 2, as shells report it.
+    Interrupted = 130,
+    /// Stopped by SIGTERM: 128 + 15.
+    Terminated = 143,
 }
 
 /// An error with context: `message` says what we were doing and to what.

@@ -8,7 +8,7 @@ mod older_conventions;
 
 pub use advertisement::{Advertisement, BadHelpUrl, HelpUrl, hosting_v1_key};
 pub use configmap::{HostingConfigMap, registry_from_configmap};
-pub use host::{BadHost, HostProblem, RegistryHost};
+pub use host::{BadHost, HostProblem, RegistryHost, is_loopback_hostname};
 pub use older_conventions::{
     registry_from_microk8s_node_port, registry_from_node_annotations, registry_from_override,
 };

@@ -42,8 +42,7 @@ pub async fn run(
         OutputFormat::Json => serde_json::to_string_pretty(&report)
             .context(ExitCode::Failure, || "writing the report as JSON")?,
     };
-    printer.result(&text);
-    Ok(())
+    printer.result(&text)
 }
 
 /// The product from the nodes (listed once, shared with discovery) and the kubeconfig's names.

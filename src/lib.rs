@@ -13,7 +13,9 @@ pub mod engine;
 pub mod error;
 pub mod hosting;
 pub mod info;
+pub mod interrupt;
 pub mod kubeconfig;
+pub mod limits;
 pub mod nodeload;
 pub mod output;
 pub mod product;
@@ -27,7 +29,10 @@ use error::{Context, ExitCode, Result};
 use output::Printer;
 use settings::Settings;
 
-/// Runs one command to completion.
+/// How long a stopped run spends asking the registry to drop its unfinished uploads.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Runs one command to completion, or until SIGINT or SIGTERM stops it.
 pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
     // kube and reqwest share rustls; pick its crypto provider once, before either builds a client.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -36,25 +41,48 @@ pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
         .build()
         .context(ExitCode::Failure, || "starting the async runtime")?;
     let result = runtime.block_on(async move {
-        match cli.command {
-            Command::Version(args) => {
-                let version = env!("CARGO_PKG_VERSION");
-                printer.result(&match args.output {
-                    cli::OutputFormat::Text => version.to_string(),
-                    cli::OutputFormat::Json => {
-                        serde_json::json!({ "version": version }).to_string()
-                    }
-                });
-                Ok(())
+        let command = async move {
+            match cli.command {
+                Command::Version(args) => {
+                    let version = env!("CARGO_PKG_VERSION");
+                    printer.result(&match args.output {
+                        cli::OutputFormat::Text => version.to_string(),
+                        cli::OutputFormat::Json => {
+                            serde_json::json!({ "version": version }).to_string()
+                        }
+                    })
+                }
+                Command::Advertise(args) => {
+                    let limits = limits::Limits::from_env()?;
+                    advertise::run(&args, &cli.cluster, settings, printer, &limits).await
+                }
+                Command::Doctor(args) => {
+                    let limits = limits::Limits::from_env()?;
+                    doctor::run(&args, &cli.cluster, settings, printer, &limits).await
+                }
+                Command::Info(args) => info::run(&args, &cli.cluster, settings, printer).await,
+                Command::Completion(args) => completion::print_script(args.shell),
+                Command::Push(args) => {
+                    let limits = limits::Limits::from_env()?;
+                    push::run(&args, &cli.cluster, settings, printer, &limits).await
+                }
             }
-            Command::Advertise(args) => {
-                advertise::run(&args, &cli.cluster, settings, printer).await
+        };
+        // A signal drops the command's future: its temp dir goes, its child processes are
+        // killed, its connections close.
+        let outcome = tokio::select! {
+            outcome = command => outcome,
+            signal = interrupt::signalled() => Err(interrupt::stopped_by(signal)),
+        };
+        if outcome.is_err() {
+            // Uploads the failure or the signal cut off are dropped at the registry too; a
+            // second signal does not wait for that.
+            tokio::select! {
+                () = registry::cancel_open_uploads(CANCEL_WAIT) => {}
+                _ = interrupt::signalled() => {}
             }
-            Command::Doctor(args) => doctor::run(&args, &cli.cluster, settings, printer).await,
-            Command::Info(args) => info::run(&args, &cli.cluster, settings, printer).await,
-            Command::Completion(args) => completion::print_script(args.shell),
-            Command::Push(args) => push::run(&args, &cli.cluster, settings, printer).await,
         }
+        outcome
     });
     // A failed push must not wait for a blocking read it abandoned (stdin still being spooled).
     runtime.shutdown_background();

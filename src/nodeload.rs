@@ -209,7 +209,10 @@ impl Progress {
 
     fn show_line(&self, printer: &Printer, program: &str, line: &str) {
         if !self.bar.is_hidden() {
-            let short: String = line.chars().take(60).collect();
+            let short: String = crate::output::escape_control(line)
+                .chars()
+                .take(60)
+                .collect();
             self.bar.set_message(format!("{}: {short}", self.message));
         }
         self.note(printer, &format!("  {program}: {line}"));

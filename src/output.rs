@@ -1,8 +1,13 @@
-//! The Printer: the result on stdout; progress, warnings and errors on stderr.
+//! The Printer: the result on stdout; progress, warnings and errors on stderr, drawn around any
+//! progress bars, with control characters from remote text escaped.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
 
-use crate::error::Error;
+use indicatif::MultiProgress;
+
+use crate::error::{Error, ExitCode};
 
 /// Where everything the user sees goes, and how much of it: the one owner of the quiet, verbose,
 /// colour and progress decisions. stdout carries only results.
@@ -13,6 +18,8 @@ pub struct Printer {
     stderr_is_terminal: bool,
     color: bool,
     stdout_color: bool,
+    /// The progress bars on screen, which lines on stderr are drawn around.
+    bars: Arc<Mutex<Option<MultiProgress>>>,
 }
 
 impl Printer {
@@ -25,6 +32,7 @@ impl Printer {
             stderr_is_terminal,
             color: stderr_is_terminal && color_allowed,
             stdout_color: std::io::stdout().is_terminal() && color_allowed,
+            bars: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -42,12 +50,35 @@ impl Printer {
         self.verbose
     }
 
-    /// The command's result, alone on stdout.
-    pub fn result(&self, text: &str) {
+    /// Lines printed from now on are drawn around `bars` (hidden, printed, redrawn), not through them.
+    pub fn attach_bars(&self, bars: &MultiProgress) {
+        *self.lock_bars() = Some(bars.clone());
+    }
+
+    pub fn detach_bars(&self) {
+        *self.lock_bars() = None;
+    }
+
+    /// The command's result, alone on stdout. Failing to write it (a full disk, a closed pipe)
+    /// fails the command: a script must not take an empty answer for success.
+    pub fn result(&self, text: &str) -> Result<(), Error> {
+        self.write_result(&escape_control(text))
+    }
+
+    /// A result coloured by its caller (when [`stdout_color`](Self::stdout_color) allows):
+    /// colour sequences (SGR, `ESC [ ... m`) stay; every other control character is escaped.
+    pub fn styled_result(&self, text: &str) -> Result<(), Error> {
+        self.write_result(&escape_keeping_colors(text))
+    }
+
+    fn write_result(&self, text: &str) -> Result<(), Error> {
         let mut out = std::io::stdout().lock();
-        // A closed pipe (`| head`) is not worth a panic.
-        let _ = writeln!(out, "{text}");
-        let _ = out.flush();
+        writeln!(out, "{text}")
+            .and_then(|()| out.flush())
+            .map_err(|err| {
+                Error::new(ExitCode::Failure, "writing the result to standard output")
+                    .with_source(err)
+            })
     }
 
     pub fn warn(&self, text: &str) {
@@ -59,14 +90,14 @@ impl Printer {
     /// Progress notes: shown at a terminal, or with -v; never with -q.
     pub fn status(&self, text: &str) {
         if (self.stderr_is_terminal && !self.quiet) || self.verbose > 0 {
-            eprintln!("{text}");
+            self.line(text);
         }
     }
 
     /// Detail shown only with -v.
     pub fn debug(&self, text: &str) {
         if self.verbose > 0 {
-            eprintln!("{text}");
+            self.line(text);
         }
     }
 
@@ -86,6 +117,135 @@ impl Printer {
         } else {
             label.to_string()
         };
-        eprintln!("{label}: {text}");
+        self.emit(&format!("{label}: {}", escape_control(text)));
+    }
+
+    /// One line of text on stderr, escaped.
+    fn line(&self, text: &str) {
+        self.emit(&escape_control(text));
+    }
+
+    /// One line on stderr as it is, drawn around the progress bars when there are any.
+    fn emit(&self, line: &str) {
+        let print = || eprintln!("{line}");
+        match self.lock_bars().as_ref() {
+            Some(bars) => bars.suspend(print),
+            None => print(),
+        }
+    }
+
+    fn lock_bars(&self) -> std::sync::MutexGuard<'_, Option<MultiProgress>> {
+        // One assignment per write: a poisoned value is still whole.
+        self.bars
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Text from outside (registry bodies, API server messages, loader output, ConfigMap values)
+/// made safe for a terminal: control characters (all but newline and tab), DEL, the C1 controls
+/// and the bidirectional-text overrides are shown as `\uXXXX`, never sent to the terminal to act
+/// on. The same escape is valid inside a JSON string, so JSON output may pass through it too.
+pub fn escape_control(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if needs_escape(c) {
+            escaped.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            escaped.push(c);
+        }
+    }
+    Cow::Owned(escaped)
+}
+
+/// [`escape_control`], except that colour sequences (`ESC [` digits and `;`, then `m`) pass:
+/// they change only colours, never the cursor, the screen or the title.
+pub fn escape_keeping_colors(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(sgr) = sgr_prefix(rest) {
+            escaped.push_str(sgr);
+            rest = &rest[sgr.len()..];
+            continue;
+        }
+        if needs_escape(c) {
+            escaped.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            escaped.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    Cow::Owned(escaped)
+}
+
+/// The SGR sequence `text` starts with, if any.
+fn sgr_prefix(text: &str) -> Option<&str> {
+    let params = text.strip_prefix("\x1b[")?;
+    let length = params
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b';')
+        .count();
+    params[length..]
+        .starts_with('m')
+        .then(|| &text[.."\x1b[".len() + length + 1])
+}
+
+fn needs_escape(c: char) -> bool {
+    match c {
+        '\n' | '\t' => false,
+        // C0 controls (ESC, BEL, CR, backspace...), DEL and the C1 controls (CSI as one byte).
+        c if c.is_control() => true,
+        // Bidirectional embeddings, overrides and isolates, and the marks: they reorder what is shown.
+        '\u{200e}' | '\u{200f}' | '\u{061c}' => true,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_borrowed_unchanged() {
+        let text = "the registry answered 400 Bad Request: größe\n\tline two";
+        assert!(matches!(escape_control(text), Cow::Borrowed(t) if t == text));
+    }
+
+    #[test]
+    fn terminal_controls_and_bidi_overrides_are_escaped() {
+        assert_eq!(
+            escape_control("a\x1b]0;title\x07b\rc\u{9b}31m"),
+            "a\\u001b]0;title\\u0007b\\u000dc\\u009b31m"
+        );
+        assert_eq!(
+            escape_control("safe\u{202e}txt.exe\u{2066}x\u{2069}\x7f"),
+            "safe\\u202etxt.exe\\u2066x\\u2069\\u007f"
+        );
+    }
+
+    #[test]
+    fn colours_can_be_kept_and_nothing_else() {
+        assert_eq!(
+            escape_keeping_colors("\x1b[1;32mok\x1b[0m \x1b[2J\x1b]0;t\x07 \x1b[31"),
+            "\x1b[1;32mok\x1b[0m \\u001b[2J\\u001b]0;t\\u0007 \\u001b[31"
+        );
+    }
+
+    #[test]
+    fn escaped_json_stays_json_with_the_same_value() {
+        let value = serde_json::json!({"help": "see\u{202e}\u{85}here"});
+        let text = serde_json::to_string(&value).unwrap();
+        let escaped = escape_control(&text);
+        assert!(!escaped.contains('\u{202e}'));
+        let back: serde_json::Value = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(back, value);
     }
 }

@@ -113,10 +113,19 @@ fn examples_fit_an_80_column_terminal() {
 /// it is listed here, and then the help must document it.
 fn all_exit_codes() -> Vec<ExitCode> {
     use ExitCode::*;
-    let all = [Failure, Usage, Cluster, Input, Registry, Load];
+    let all = [
+        Failure,
+        Usage,
+        Cluster,
+        Input,
+        Registry,
+        Load,
+        Interrupted,
+        Terminated,
+    ];
     for code in all {
         match code {
-            Failure | Usage | Cluster | Input | Registry | Load => {}
+            Failure | Usage | Cluster | Input | Registry | Load | Interrupted | Terminated => {}
         }
     }
     all.to_vec()

@@ -1203,33 +1203,74 @@ hint: log in again with that plugin's tool, then try `kubectl --context eks-dev 
 }
 
 #[test]
-fn https_proxy_is_used_unless_no_proxy_matches() {
+fn https_proxy_is_never_used_for_a_loopback_api_server() {
     let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
     let dir = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
     let proxy = format!("http://127.0.0.1:{}", unused_port());
-    let through_proxy = outcome(
+    let run = outcome(
         registry_cmd(dir.path())
             .env("KUBECONFIG", &kubeconfig)
             .env("HTTPS_PROXY", &proxy)
+            .env("https_proxy", &proxy)
+            .args(["info", "-o", "json"]),
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
+    assert!(server.requests().contains(&CONFIGMAP_GET.to_string()));
+}
+
+#[test]
+fn a_kubeconfig_proxy_url_is_used_even_for_a_loopback_api_server() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let proxy = format!("http://127.0.0.1:{}", unused_port());
+    let yaml = support::apiserver::kubeconfig_yaml(&server.url(), "kind-dev", "kind-dev").replacen(
+        "    server:",
+        &format!("    proxy-url: {proxy}\n    server:"),
+        1,
+    );
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, yaml).unwrap();
+    let run = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
             .arg("info"),
     );
     assert_eq!(
-        through_proxy.stderr.lines().next(),
+        run.stderr.lines().next(),
         Some(
             "error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context \"kind-dev\" (http://127.0.0.1:PORT through proxy http://127.0.0.1:PORT)"
         )
     );
-    assert_eq!(through_proxy.code, 3);
+    assert_eq!(run.code, 3);
     assert_eq!(server.requests(), Vec::<String>::new());
+}
 
-    let bypassed = outcome(
-        registry_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .env("HTTPS_PROXY", &proxy)
-            .env("NO_PROXY", "127.0.0.1")
-            .args(["info", "-o", "json"]),
+#[test]
+fn text_from_the_api_server_and_the_configmap_is_printed_escaped() {
+    let hostile = "no\x1b]0;owned\x07 \u{202e}gnp.exe";
+    let server = ApiServer::builder()
+        .fail("configmaps", 500, hostile)
+        .start();
+    let run = info(&server, "kind-dev", &[]);
+    assert_eq!(run.code, 3);
+    assert!(
+        run.stderr
+            .contains("caused by: no\\u001b]0;owned\\u0007 \\u202egnp.exe"),
+        "{}",
+        run.stderr
     );
-    assert_eq!(json(&bypassed)["registry"]["host"], "localhost:5001");
-    assert_eq!(bypassed.code, 0);
+    assert!(!run.stderr.contains(['\u{1b}', '\u{7}', '\u{202e}']));
+
+    // YAML's escape for RIGHT-TO-LEFT OVERRIDE (a `help` with C0 controls is refused as invalid).
+    let server = ApiServer::builder()
+        .hosting_v1("host: \"localhost:5001\"\nhelp: \"https://example.test/guide\\u202E\"\n")
+        .start();
+    for args in [&[][..], &["-o", "json"]] {
+        let run = info(&server, "kind-dev", args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(!run.stdout.contains('\u{202e}'), "{}", run.stdout);
+        assert!(run.stdout.contains("guide\\u202e"), "{}", run.stdout);
+    }
 }

@@ -362,3 +362,99 @@ fn a_cluster_that_is_down_fails_while_stdin_is_still_open() {
     };
     assert_eq!(status.code(), Some(3));
 }
+
+#[test]
+fn a_credential_helper_that_never_answers_is_cut_off() {
+    let bench = Bench::with_registry(TestRegistry::with_basic_auth("kind", "right"));
+    let path = bench.path("img.tar");
+    Image::sample(48).write(Format::DockerLegacy, &path, &["myimg:dev"]);
+    let config = bench.path("docker-config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.json"), r#"{"credsStore": "hang"}"#).unwrap();
+    let bin = bench.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let helper = bin.join("docker-credential-hang");
+    std::fs::write(&helper, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    std::fs::set_permissions(&helper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path_var = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let run = bench.run(
+        bench
+            .cmd()
+            .env("DOCKER_CONFIG", &config)
+            .env("PATH", path_var)
+            .env("KUBECTL_REGISTRY_HELPER_TIMEOUT", "1")
+            .timeout(std::time::Duration::from_secs(90))
+            .args(["push", path.to_str().unwrap()]),
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (5, ""));
+    assert_eq!(
+        run.stderr_lines(),
+        [
+            "error: reaching the registry 127.0.0.1:PORT",
+            "caused by: getting credentials for 127.0.0.1:PORT from the credential helper \
+             docker-credential-hang (credsStore in $DIR/docker-config/config.json): \
+             docker-credential-hang did not answer within 1s",
+            &format!("hint: this cluster's registry guide: {HELP}"),
+            "hint: check that docker-credential-hang works (it may be waiting for a password \
+             prompt or a locked keychain); KUBECTL_REGISTRY_HELPER_TIMEOUT sets how long to wait",
+        ]
+    );
+    bench.assert_not_tagged("myimg", "dev");
+}
+
+/// An OCI layout whose largest layer blob is a symlink to a file outside the layout, as bazel's
+/// rules_oci builds them; returns the layout and the file the link points to.
+fn layout_with_a_layer_outside(bench: &Bench, image: &Image) -> (String, std::path::PathBuf) {
+    let layout = bench.path("layout");
+    image.layout_dir(&layout, &["dev"]);
+    let largest = image
+        .diff_ids()
+        .into_iter()
+        .enumerate()
+        .max_by_key(|(index, _)| image.layer(*index).len())
+        .unwrap()
+        .1;
+    let hex = largest.trim_start_matches("sha256:");
+    let inside = layout.join("blobs/sha256").join(hex);
+    let outside = bench.path("bazel-out").join(hex);
+    std::fs::create_dir_all(outside.parent().unwrap()).unwrap();
+    std::fs::rename(&inside, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &inside).unwrap();
+    (layout.to_str().unwrap().to_string(), outside)
+}
+
+#[test]
+fn a_layout_layer_symlinked_outside_the_layout_is_pushed() {
+    let bench = Bench::new();
+    let image = Image::sample(49);
+    let (layout, _) = layout_with_a_layer_outside(&bench, &image);
+    let run = bench.push(&[&layout, "--tag", "myimg:dev"]);
+    bench.assert_pushed(&run, "myimg", "dev");
+}
+
+#[test]
+fn a_layout_layer_symlinked_outside_the_layout_is_still_verified() {
+    let bench = Bench::new();
+    let image = Image::sample(50);
+    let (layout, outside) = layout_with_a_layer_outside(&bench, &image);
+    let mut bytes = std::fs::read(&outside).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    std::fs::write(&outside, &bytes).unwrap();
+    let run = bench.push(&[&layout, "--tag", "myimg:dev"]);
+    assert_refused_input(&bench, &run);
+    let name = outside.file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        run.stderr_lines()[0],
+        format!("error: layer sha256:{name} (blobs/sha256/{name}) is corrupt; nothing was tagged")
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "does not match: expected sha256:{name}, got {}",
+            fixtures::sha256(&bytes)
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_no_blob_holds(&bench, &fixtures::sha256(&bytes));
+}

@@ -864,6 +864,26 @@ fn a_failing_cli_exits_6_with_the_end_of_its_stderr() {
     bench.assert_no_scratch_left();
 }
 
+#[test]
+fn what_a_failing_cli_prints_reaches_the_terminal_escaped() {
+    let bench = Bench::new("k3d-dev", "k3d-dev", vec![k3s_node("k3d-dev-server-0")]);
+    bench.standins.fail(
+        "k3d",
+        "",
+        "\x1b]0;owned\x07\x1b[2Jcleared \u{202e}txt.exe\n",
+    );
+    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
+    let run = bench.push(&[input.to_str().unwrap()]);
+    assert_eq!(run.code, 6, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("\n    \\u001b]0;owned\\u0007\\u001b[2Jcleared \\u202etxt.exe\n"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains(['\u{1b}', '\u{7}', '\u{202e}']));
+}
+
 const NOTHING_ADVERTISED: &str =
     "it advertises no local registry (no ConfigMap kube-public/local-registry-hosting)";
 

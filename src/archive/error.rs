@@ -275,6 +275,9 @@ impl ArchiveError {
             | Self::MissingMember { .. } => Some(
                 "the archive is damaged or incomplete; write it again (e.g. docker save -o FILE IMAGE)",
             ),
+            Self::Spool { .. } => Some(
+                "the archive is copied (decompressed) to a temporary file first: free space there, or point TMPDIR at a disk with room",
+            ),
             Self::NoPlatformPresent { .. } => Some(
                 "export the image with its blobs, e.g. docker save --platform OS/ARCH or ctr export --platform OS/ARCH",
             ),

@@ -98,11 +98,16 @@ pub(crate) fn spool(
     })?;
     let (copied, compression) = match magic {
         Magic::Gzip => (
-            copy(flate2::read::MultiGzDecoder::new(stream), &mut file),
+            copy_tar(
+                flate2::read::MultiGzDecoder::new(stream),
+                &mut file,
+                archive,
+                "gzip",
+            )?,
             Some("gzip"),
         ),
         Magic::Zstd => match zstd::stream::read::Decoder::new(stream) {
-            Ok(decoder) => (copy(decoder, &mut file), Some("zstd")),
+            Ok(decoder) => (copy_tar(decoder, &mut file, archive, "zstd")?, Some("zstd")),
             Err(source) => {
                 return Err(ArchiveError::Decompress {
                     archive: archive.to_string(),
@@ -137,6 +142,28 @@ pub(crate) fn spool(
     Ok((file, inner))
 }
 
+/// Copies decompressed content that must be a tar, refusing anything else after its first
+/// block: a small compressed file can inflate to gigabytes, which must not reach the disk first.
+fn copy_tar(
+    mut decompressed: impl Read,
+    to: &mut File,
+    archive: &str,
+    compression: &'static str,
+) -> Result<Result<(), CopyFailure>, ArchiveError> {
+    let prefix = read_prefix(&mut decompressed).map_err(|source| ArchiveError::Decompress {
+        archive: archive.to_string(),
+        compression,
+        source,
+    })?;
+    if sniff(&prefix) != Magic::Tar {
+        return Err(ArchiveError::NotAnArchive {
+            archive: archive.to_string(),
+            reason: "its decompressed content is not a tar file".to_string(),
+        });
+    }
+    Ok(copy(io::Cursor::new(prefix).chain(decompressed), to))
+}
+
 enum CopyFailure {
     Read(io::Error),
     Write(io::Error),
@@ -161,6 +188,44 @@ fn copy(mut from: impl Read, to: &mut File) -> Result<(), CopyFailure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compressed_content_that_is_no_tar_is_refused_before_it_is_written() {
+        // 256 MiB of zeros compress to about 250 KiB; only the first block is ever inflated.
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..256 {
+            encoder.write_all(&zeros).unwrap();
+        }
+        let compressed = encoder.finish().unwrap();
+        let mut counted = CountingReader {
+            inner: io::Cursor::new(compressed),
+            read: 0,
+        };
+        let err = spool(&mut counted, Magic::Gzip, "bomb.gz").unwrap_err();
+        assert!(
+            matches!(&err, ArchiveError::NotAnArchive { reason, .. } if reason.contains("not a tar")),
+            "{err}"
+        );
+        assert!(
+            counted.read < 64 * 1024,
+            "read {} compressed bytes",
+            counted.read
+        );
+    }
+
+    struct CountingReader<R> {
+        inner: R,
+        read: usize,
+    }
+
+    impl<R: Read> Read for CountingReader<R> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let read = self.inner.read(buf)?;
+            self.read += read;
+            Ok(read)
+        }
+    }
 
     #[test]
     fn recognises_compression_and_tar_magic() {

@@ -92,19 +92,7 @@ impl RegistryHost {
     /// `localhost`, `*.localhost`, 127.0.0.0/8 or ::1 (also as IPv4-mapped ::ffff:127.x.y.z):
     /// plain HTTP is allowed by default, as docker and go-containerregistry do.
     pub fn is_loopback(&self) -> bool {
-        let name = self
-            .hostname()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase();
-        name == "localhost"
-            || name.ends_with(".localhost")
-            || name.parse::<IpAddr>().is_ok_and(|ip| match ip {
-                IpAddr::V6(v6) => {
-                    v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-                }
-                IpAddr::V4(v4) => v4.is_loopback(),
-            })
+        is_loopback_hostname(self.hostname())
     }
 }
 
@@ -202,5 +190,23 @@ fn is_dns_ish(name: &str) -> bool {
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-')
                 && !label.starts_with('-')
                 && !label.ends_with('-')
+        })
+}
+
+/// `localhost` (and names under it), 127.0.0.0/8 and ::1 (bracketed or not, IPv4-mapped too):
+/// the names that never leave this machine.
+pub fn is_loopback_hostname(hostname: &str) -> bool {
+    let name = hostname
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name.parse::<IpAddr>().is_ok_and(|ip| match ip {
+            IpAddr::V6(v6) => {
+                v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+            }
+            IpAddr::V4(v4) => v4.is_loopback(),
         })
 }

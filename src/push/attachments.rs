@@ -7,12 +7,18 @@ use bytes::Bytes;
 use super::to_registry::send_small_blob;
 use crate::archive::Attachment;
 use crate::error::Result;
+use crate::output::Printer;
 use crate::registry::RegistryClient;
 
-pub async fn push(client: &RegistryClient, repo: &str, attachments: &[Attachment]) -> Result<()> {
+pub async fn push(
+    client: &RegistryClient,
+    printer: &Printer,
+    repo: &str,
+    attachments: &[Attachment],
+) -> Result<()> {
     for attachment in attachments {
         for blob in &attachment.blobs {
-            send_small_blob(client, repo, &blob.digest, &blob.bytes).await?;
+            send_small_blob(client, printer, repo, &blob.digest, &blob.bytes).await?;
         }
         let manifest = &attachment.manifest;
         client

@@ -2,7 +2,8 @@
 //! repository it went to. Spares a re-compression on re-push, and names a repository to mount from.
 //!
 //! Only a hint: every entry is checked against the registry (HEAD, or a mount the registry
-//! refuses) before it is used, and a file we cannot read is treated as empty.
+//! refuses) before it is used, a file we cannot read is treated as empty and an entry that
+//! makes no sense is skipped. Concurrent pushes merge what they recorded under a file lock.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -15,6 +16,8 @@ use crate::digest::Digest;
 use crate::hosting::RegistryHost;
 
 const FILE_NAME: &str = "sent-blobs-v1.json";
+/// Held (flock) while a push merges its entries into the file.
+const LOCK_NAME: &str = "sent-blobs-v1.lock";
 /// Oldest entries go first past this; a layer costs ~250 bytes, so the file stays under ~5 MB.
 const MAX_ENTRIES: usize = 20_000;
 
@@ -38,6 +41,8 @@ pub struct SentBlobs {
     path: Option<PathBuf>,
     entries: HashMap<String, SentBlob>,
     order: Vec<String>,
+    /// Keys recorded by this run: what a save merges into the file.
+    recorded: Vec<String>,
 }
 
 impl SentBlobs {
@@ -56,7 +61,9 @@ impl SentBlobs {
             .unwrap_or_default();
         let mut cache = Self::empty(Some(path.to_path_buf()));
         for (key, blob) in file.entries {
-            cache.insert(key, blob);
+            if crate::registry::is_valid_repository(&blob.repository) {
+                cache.insert(key, blob);
+            }
         }
         cache
     }
@@ -66,6 +73,7 @@ impl SentBlobs {
             path,
             entries: HashMap::new(),
             order: Vec::new(),
+            recorded: Vec::new(),
         }
     }
 
@@ -85,7 +93,10 @@ impl SentBlobs {
         encoding: Encoding,
         blob: SentBlob,
     ) {
-        self.insert(key(host, diff_id, encoding), blob);
+        let key = key(host, diff_id, encoding);
+        self.recorded.retain(|k| *k != key);
+        self.recorded.push(key.clone());
+        self.insert(key, blob);
     }
 
     fn insert(&mut self, key: String, blob: SentBlob) {
@@ -101,18 +112,33 @@ impl SentBlobs {
         }
     }
 
-    /// Writes the file atomically (temp file, then rename): a crash never leaves half a file.
+    /// Merges what this run recorded into the file as it is now (other pushes may have saved
+    /// since we read it), under a file lock, and writes it atomically (temp file, then rename):
+    /// nothing another push saved is lost, and a crash never leaves half a file.
     pub fn save(&self) -> std::io::Result<()> {
         let Some(path) = &self.path else {
             return Ok(());
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(LOCK_NAME))?;
+        // Released when `lock` is dropped, at the end of this function.
+        lock.lock()?;
+        let mut merged = Self::load(path);
+        for key in &self.recorded {
+            if let Some(blob) = self.entries.get(key) {
+                merged.insert(key.clone(), blob.clone());
+            }
+        }
         let file = CacheFile {
-            entries: self
+            entries: merged
                 .order
                 .iter()
-                .filter_map(|k| Some((k.clone(), self.entries.get(k)?.clone())))
+                .filter_map(|k| Some((k.clone(), merged.entries.get(k)?.clone())))
                 .collect(),
         };
         let mut temp = tempfile::NamedTempFile::new_in(dir)?;
@@ -161,6 +187,40 @@ mod tests {
         );
         assert_eq!(cache.get(&host, &diff_id, Encoding::Zstd), None);
         assert_eq!(cache.get(&other, &diff_id, Encoding::Gzip), None);
+    }
+
+    #[test]
+    fn saves_from_two_runs_merge_and_keep_the_newest_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        let host = RegistryHost::parse("localhost:5001").unwrap();
+        let (one, two) = (Digest::of_bytes(b"one"), Digest::of_bytes(b"two"));
+        let mut first = SentBlobs::load(&path);
+        let mut second = SentBlobs::load(&path);
+        first.record(&host, &one, Encoding::Gzip, blob(1, "a"));
+        first.save().unwrap();
+        second.record(&host, &two, Encoding::Gzip, blob(2, "b"));
+        second.save().unwrap();
+        first.record(&host, &one, Encoding::Gzip, blob(3, "c"));
+        first.save().unwrap();
+        let read = SentBlobs::load(&path);
+        assert_eq!(read.get(&host, &one, Encoding::Gzip), Some(&blob(3, "c")));
+        assert_eq!(read.get(&host, &two, Encoding::Gzip), Some(&blob(2, "b")));
+    }
+
+    #[test]
+    fn entries_naming_an_invalid_repository_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        let host = RegistryHost::parse("localhost:5001").unwrap();
+        let (good, bad) = (Digest::of_bytes(b"good"), Digest::of_bytes(b"bad"));
+        let mut cache = SentBlobs::load(&path);
+        cache.record(&host, &good, Encoding::Gzip, blob(1, "app"));
+        cache.record(&host, &bad, Encoding::Gzip, blob(2, "Not/../valid"));
+        cache.save().unwrap();
+        let read = SentBlobs::load(&path);
+        assert!(read.get(&host, &good, Encoding::Gzip).is_some());
+        assert_eq!(read.get(&host, &bad, Encoding::Gzip), None);
     }
 
     #[test]

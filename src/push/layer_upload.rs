@@ -1,6 +1,9 @@
 //! One layer to the registry, cheapest way first: already there (HEAD), mounted from another
 //! repository we pushed it to, else streamed from the archive, verified, compressed if asked.
 
+use std::future::Future;
+use std::sync::Mutex;
+
 use super::cache::{SentBlob, SentBlobs};
 use super::manifest::Descriptor;
 use super::progress::BlobProgress;
@@ -8,8 +11,9 @@ use super::stream::{self, Encoding};
 use crate::archive::{self, Archive, Compression, Layer};
 use crate::digest::Digest;
 use crate::error::{Error, ExitCode, Result};
+use crate::limits::seconds_text;
 use crate::output::Printer;
-use crate::registry::RegistryClient;
+use crate::registry::{RegistryClient, Watchdog};
 
 /// What happened to one blob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +30,8 @@ pub struct Uploader<'a> {
     pub repo: &'a str,
     pub archive: &'a Archive,
     pub encoding: Encoding,
-    pub sent_before: &'a SentBlobs,
+    /// Read for what the registry may have already; each layer is recorded as it lands.
+    pub sent_before: &'a Mutex<SentBlobs>,
     pub printer: &'a Printer,
 }
 
@@ -34,9 +39,6 @@ pub struct Uploader<'a> {
 pub struct SentLayer {
     /// The layer's stored digest, as the manifest builder looks it up.
     pub key: Digest,
-    pub diff_id: Digest,
-    /// How it went over the wire (what the record of sent blobs is keyed by).
-    pub encoding: Encoding,
     pub descriptor: Descriptor,
     pub outcome: Outcome,
 }
@@ -52,6 +54,7 @@ impl Uploader<'_> {
         let result = self.send_cheapest(&layer, &key, encoding, &bar).await;
         match result {
             Ok((descriptor, outcome)) => {
+                self.remember(&layer.diff_id, encoding, &descriptor);
                 bar.finish(match outcome {
                     Outcome::Pushed => "pushed",
                     Outcome::AlreadyThere => "exists",
@@ -59,8 +62,6 @@ impl Uploader<'_> {
                 });
                 Ok(SentLayer {
                     key,
-                    diff_id: layer.diff_id.clone(),
-                    encoding,
                     descriptor,
                     outcome,
                 })
@@ -79,9 +80,9 @@ impl Uploader<'_> {
         encoding: Encoding,
         bar: &BlobProgress,
     ) -> Result<(Descriptor, Outcome)> {
-        let record = self
-            .sent_before
-            .get(self.client.host(), &layer.diff_id, encoding);
+        let record = lock(self.sent_before)
+            .get(self.client.host(), &layer.diff_id, encoding)
+            .cloned();
         // As stored, the digest is known without reading; re-encoded, only a record knows it.
         let known = match encoding {
             Encoding::AsStored => Some(Descriptor::new(
@@ -89,9 +90,9 @@ impl Uploader<'_> {
                 key.clone(),
                 layer.size(),
             )),
-            Encoding::Gzip | Encoding::Zstd => {
-                record.map(|r| Descriptor::new(&r.media_type, r.digest.clone(), r.size))
-            }
+            Encoding::Gzip | Encoding::Zstd => record
+                .as_ref()
+                .map(|r| Descriptor::new(&r.media_type, r.digest.clone(), r.size)),
         };
         if let Some(descriptor) = known {
             match self
@@ -106,18 +107,44 @@ impl Uploader<'_> {
             }
             if let Some(from) =
                 record.filter(|r| r.repository != self.repo && r.digest == descriptor.digest)
-                && self
+            {
+                // The record is a hint: a refused or failed mount falls back to an upload.
+                match self
                     .client
                     .mount_blob(self.repo, &descriptor.digest, &from.repository)
-                    .await?
-            {
-                self.printer.debug(&format!(
-                    "mounted {} from {}",
-                    descriptor.digest, from.repository
-                ));
-                return Ok((descriptor, Outcome::Mounted));
+                    .await
+                {
+                    Ok(true) => {
+                        self.printer.debug(&format!(
+                            "mounted {} from {}",
+                            descriptor.digest, from.repository
+                        ));
+                        return Ok((descriptor, Outcome::Mounted));
+                    }
+                    Ok(false) => {}
+                    Err(err) => self.printer.debug(&format!(
+                        "not mounted, uploading instead: {}",
+                        innermost(&err)
+                    )),
+                }
             }
         }
+        retrying(self.client, self.printer, &layer.describe(), |watchdog| {
+            self.upload(layer, key, encoding, bar, watchdog)
+        })
+        .await
+    }
+
+    /// One attempt at streaming the layer from the archive, from its first byte.
+    async fn upload(
+        &self,
+        layer: &Layer,
+        key: &Digest,
+        encoding: Encoding,
+        bar: &BlobProgress,
+        watchdog: Watchdog,
+    ) -> Result<(Descriptor, Outcome)> {
+        bar.rewind();
         let reader = self
             .archive
             .layer_reader(layer)
@@ -126,7 +153,7 @@ impl Uploader<'_> {
         match encoding {
             Encoding::AsStored => {
                 self.client
-                    .push_blob(self.repo, key, layer.size(), body)
+                    .push_blob_within(self.repo, key, layer.size(), body, &watchdog)
                     .await?;
                 let descriptor =
                     Descriptor::new(layer.media_type_or_default(), key.clone(), layer.size());
@@ -135,7 +162,7 @@ impl Uploader<'_> {
             Encoding::Gzip | Encoding::Zstd => {
                 let (digest, size) = self
                     .client
-                    .push_blob_unknown_digest(self.repo, body)
+                    .push_blob_unknown_digest_within(self.repo, body, &watchdog)
                     .await?;
                 let compression = if encoding == Encoding::Zstd {
                     Compression::Zstd
@@ -148,18 +175,71 @@ impl Uploader<'_> {
             }
         }
     }
-}
 
-impl SentLayer {
-    /// What the record of sent blobs keeps for this layer.
-    pub fn as_sent_blob(&self, repository: &str) -> SentBlob {
-        SentBlob {
-            digest: self.descriptor.digest.clone(),
-            size: self.descriptor.size,
-            media_type: self.descriptor.media_type.clone(),
-            repository: repository.to_string(),
+    /// Records a layer the registry now holds, and saves the record at once: a push that fails
+    /// later (or is interrupted) must not cost this layer's upload again.
+    fn remember(&self, diff_id: &Digest, encoding: Encoding, descriptor: &Descriptor) {
+        let blob = SentBlob {
+            digest: descriptor.digest.clone(),
+            size: descriptor.size,
+            media_type: descriptor.media_type.clone(),
+            repository: self.repo.to_string(),
+        };
+        let mut record = lock(self.sent_before);
+        record.record(self.client.host(), diff_id, encoding, blob);
+        if let Err(err) = record.save() {
+            self.printer
+                .debug(&format!("could not save the record of sent blobs: {err}"));
         }
     }
+}
+
+/// Runs `attempt` until it succeeds or fails for good: a transient failure (a dropped
+/// connection, 408, 429, 5xx, an expired token) is tried again from the start after a backoff,
+/// within the client's attempts and the upload's no-progress bound, which spans every attempt.
+pub async fn retrying<T, F, Fut>(
+    client: &RegistryClient,
+    printer: &Printer,
+    what: &str,
+    mut attempt: F,
+) -> Result<T>
+where
+    F: FnMut(Watchdog) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let watchdog = client.upload_watchdog();
+    let mut tried = 1;
+    loop {
+        let err = match attempt(watchdog.clone()).await {
+            Ok(done) => return Ok(done),
+            Err(err) => err,
+        };
+        let Some(delay) = client.retry_delay(&err, tried, &watchdog) else {
+            return Err(err);
+        };
+        printer.debug(&format!(
+            "{what}: attempt {tried} of {} failed ({}); trying again in {}",
+            client.attempts(),
+            innermost(&err),
+            seconds_text(delay)
+        ));
+        tokio::time::sleep(delay).await;
+        tried += 1;
+    }
+}
+
+/// The deepest cause of `err`, which says what actually happened.
+fn innermost(err: &Error) -> String {
+    err.causes()
+        .pop()
+        .unwrap_or_else(|| err.message().to_string())
+}
+
+fn lock(record: &Mutex<SentBlobs>) -> std::sync::MutexGuard<'_, SentBlobs> {
+    // Every update is one call on a consistent value; a poisoned lock still holds one.
+    record
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A layer that fails verification mid-upload is the archive's fault, not the registry's:

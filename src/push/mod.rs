@@ -21,6 +21,8 @@ use crate::discovery::{self, Discovered};
 use crate::engine::{self, Source};
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::hosting::{LocalRegistry, RegistrySource};
+use crate::interrupt;
+use crate::limits::Limits;
 use crate::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::output::Printer;
 use crate::product;
@@ -35,12 +37,14 @@ pub async fn run(
     cluster_args: &ClusterArgs,
     settings: &Settings,
     printer: &Printer,
+    limits: &Limits,
 ) -> Result<()> {
     let started = Instant::now();
     if let Some(template) = &args.load_command {
         // A bad flag fails before any work, whether or not the load would have been needed.
         LoadPlan::from_template(template, Path::new(ARCHIVE_PLACEHOLDER))?;
     }
+    interrupt::doing("reading the image and the cluster", "nothing was pushed");
     let scratch = tempfile::Builder::new()
         .prefix("kubectl-registry-")
         .tempdir()
@@ -67,7 +71,14 @@ pub async fn run(
                 &name,
                 &[&registry.host, &registry.host_from_container_runtime],
             );
-            push_to_registry(args, settings, registry, &target, archive, image, printer).await?
+            interrupt::doing(
+                format!("pushing to {}", target.tagged(&registry.host)),
+                "nothing was tagged",
+            );
+            push_to_registry(
+                args, settings, registry, &target, archive, image, printer, limits,
+            )
+            .await?
         }
         None => load_into_nodes(
             args,
@@ -81,8 +92,7 @@ pub async fn run(
         .await
         .map_err(|err| with_registry_guide(err, discovered.help.as_deref()))?,
     };
-    report.print(args.output.output, printer, started.elapsed().as_secs_f64());
-    Ok(())
+    report.print(args.output.output, printer, started.elapsed().as_secs_f64())
 }
 
 /// The archive named on the command line, stdin, or a local engine's image saved to `scratch`.
@@ -170,6 +180,7 @@ async fn push_to_registry(
     archive: Arc<Archive>,
     image: Image,
     printer: &Printer,
+    limits: &Limits,
 ) -> Result<PushReport> {
     let plan = to_registry::RegistryPush {
         registry,
@@ -181,6 +192,7 @@ async fn push_to_registry(
             ca_file: args.ca_file.clone(),
             help: registry.help.clone(),
             credentials: settings.credentials.clone(),
+            limits: *limits,
         },
         cache_dir: settings.cache_dir.as_deref(),
     };
@@ -242,6 +254,10 @@ async fn load_into_nodes(
         "no registry advertised; the cluster is {}",
         product.target_phrase()
     ));
+    interrupt::doing(
+        format!("loading the image into {}", product.target_phrase()),
+        "the nodes may or may not hold it",
+    );
     let plan = to_nodes::NodeLoad {
         product: &product,
         nodes: &nodes,

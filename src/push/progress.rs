@@ -7,6 +7,16 @@ use crate::output::Printer;
 /// All the bars of one push; a no-op when stderr is not a terminal.
 pub struct Progress {
     bars: Option<MultiProgress>,
+    /// Draws its lines around the bars while they are on screen.
+    printer: Printer,
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if self.bars.is_some() {
+            self.printer.detach_bars();
+        }
+    }
 }
 
 /// One blob's bar; cheap to clone into the task that streams it.
@@ -20,13 +30,22 @@ impl Progress {
         let bars = printer
             .interactive()
             .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10)));
-        Self { bars }
+        if let Some(bars) = &bars {
+            printer.attach_bars(bars);
+        }
+        Self {
+            bars,
+            printer: printer.clone(),
+        }
     }
 
     /// No bars at all, whatever the terminal.
     #[cfg(test)]
     pub fn hidden() -> Self {
-        Self { bars: None }
+        Self {
+            bars: None,
+            printer: Printer::new(0, false, false),
+        }
     }
 
     /// A bar for a blob of `total` bytes, labelled like `layer 2/4 sha256:ab12cd34ef56`.
@@ -47,6 +66,13 @@ impl BlobProgress {
     pub fn advance(&self, bytes: u64) {
         if let Some(bar) = &self.bar {
             bar.inc(bytes);
+        }
+    }
+
+    /// Back to zero, for a new attempt that sends the blob from its start.
+    pub fn rewind(&self) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(0);
         }
     }
 

@@ -5,6 +5,7 @@ use serde::Serialize;
 use super::layer_upload::Outcome;
 use crate::cli::OutputFormat;
 use crate::digest::Digest;
+use crate::error::Result;
 use crate::output::Printer;
 
 /// Blobs and bytes moved or found already there.
@@ -63,7 +64,7 @@ pub struct PushReport {
 
 impl PushReport {
     /// stdout: the ref alone, or the JSON object. stderr (terminal or -v): a one-line summary.
-    pub fn print(&self, format: OutputFormat, printer: &Printer, seconds: f64) {
+    pub fn print(&self, format: OutputFormat, printer: &Printer, seconds: f64) -> Result<()> {
         let t = &self.transfer;
         let summary = match self.method {
             Method::Registry => format!(

@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 
 use super::attachments;
 use super::cache::SentBlobs;
-use super::layer_upload::{Outcome, SentLayer, Uploader};
+use super::layer_upload::{Outcome, SentLayer, Uploader, retrying};
 use super::manifest::{index_for, manifest_for};
 use super::progress::Progress;
 use super::stream::Encoding;
@@ -47,7 +47,7 @@ pub async fn push(
     resolve_unknown_digests(&archive, &mut image).await?;
 
     let progress = Progress::new(printer);
-    let mut sent_before = SentBlobs::load_in(plan.cache_dir);
+    let sent_before = Mutex::new(SentBlobs::load_in(plan.cache_dir));
     let uploader = Uploader {
         client: &client,
         repo,
@@ -75,6 +75,7 @@ pub async fn push(
     for platform in &image.platforms {
         let outcome = send_small_blob(
             &client,
+            printer,
             repo,
             &platform.config.digest,
             &platform.config.bytes,
@@ -86,17 +87,6 @@ pub async fn push(
 
     let digest =
         put_manifests(&client, repo, &plan.target.tag, &image, &manifests, printer).await?;
-    for layer in &sent {
-        sent_before.record(
-            client.host(),
-            &layer.diff_id,
-            layer.encoding,
-            layer.as_sent_blob(repo),
-        );
-    }
-    if let Err(err) = sent_before.save() {
-        printer.debug(&format!("could not save the record of sent blobs: {err}"));
-    }
     Ok((digest, transfer))
 }
 
@@ -123,7 +113,7 @@ async fn put_manifests(
                 put_by_digest(client, repo, manifest).await?;
             }
             if original_index.is_some() {
-                attachments::push(client, repo, &image.attachments).await?;
+                attachments::push(client, printer, repo, &image.attachments).await?;
             } else if !image.attachments.is_empty() {
                 printer.warn(&format!(
                     "leaving out the {} manifests attached to the archive's index (attestations, signatures): they describe manifests this push re-encoded",
@@ -133,6 +123,10 @@ async fn put_manifests(
             index_for(image, manifests)
         }
     };
+    crate::interrupt::doing(
+        format!("tagging {}/{repo}:{tag}", client.host()),
+        "the tag may or may not have been set",
+    );
     client
         .put_manifest(repo, tag, &tagged.media_type, Bytes::from(tagged.bytes))
         .await
@@ -197,6 +191,7 @@ async fn resolve_unknown_digests(archive: &Arc<Archive>, image: &mut Image) -> R
 /// Configs are small and already in memory.
 pub(super) async fn send_small_blob(
     client: &RegistryClient,
+    printer: &Printer,
     repo: &str,
     digest: &Digest,
     bytes: &[u8],
@@ -204,9 +199,17 @@ pub(super) async fn send_small_blob(
     if client.blob_exists(repo, digest).await?.is_some() {
         return Ok(Outcome::AlreadyThere);
     }
-    let body = futures_util::stream::once(std::future::ready(Ok(Bytes::copy_from_slice(bytes))));
-    client
-        .push_blob(repo, digest, bytes.len() as u64, body)
-        .await?;
+    let bytes = Bytes::copy_from_slice(bytes);
+    let what = format!("the config {}", digest.short());
+    retrying(client, printer, &what, |watchdog| {
+        let size = bytes.len() as u64;
+        let body = futures_util::stream::once(std::future::ready(Ok(bytes.clone())));
+        async move {
+            client
+                .push_blob_within(repo, digest, size, body, &watchdog)
+                .await
+        }
+    })
+    .await?;
     Ok(Outcome::Pushed)
 }

@@ -12,8 +12,10 @@ use tokio::sync::OnceCell;
 
 use super::credentials::{self, CredentialSources, Credentials, Secret};
 use super::errors::RegistryResponse;
-use super::transport::{Transport, explain_send_error};
+use super::transport::{Transport, explain_send_error, is_loopback_url, stalled_error};
+use super::watchdog::Stalled;
 use crate::error::{Error, ExitCode, Result};
+use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
 
 /// What the registry asked for in `WWW-Authenticate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +70,15 @@ impl Auth {
             challenge: Mutex::new(None),
             tokens: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Looks the credentials up (running a credential helper, under its own time limit) once the
+    /// registry has challenged us, so that the request's own bound does not count that time.
+    pub async fn prepare(&self, transport: &Transport) -> Result<()> {
+        if lock(&self.challenge).is_some() {
+            self.credentials(transport).await?;
+        }
+        Ok(())
     }
 
     /// The `Authorization` for a request in `scope`; none until the registry has challenged us.
@@ -131,9 +142,34 @@ impl Auth {
         ))
     }
 
+    /// The token server (or the registry, for Basic auth) gave no answer within the bound.
+    pub fn stalled(&self, transport: &Transport, stalled: Stalled) -> Error {
+        match lock(&self.challenge).clone() {
+            Some(Challenge::Bearer { realm, .. }) => Error::new(
+                ExitCode::Registry,
+                format!(
+                    "getting an access token for {} from {realm}: the token server did not answer in {}",
+                    transport.host,
+                    seconds_text(stalled.0)
+                ),
+            )
+            .with_hint(format!(
+                "check that the token server works; {REQUEST_TIMEOUT_ENV} sets how long to wait"
+            )),
+            _ => stalled_error(transport, stalled),
+        }
+    }
+
     async fn credentials(&self, transport: &Transport) -> Result<&Option<Credentials>> {
         self.credentials
-            .get_or_try_init(|| async { credentials::lookup(&transport.host, &self.sources).await })
+            .get_or_try_init(|| async {
+                credentials::lookup(
+                    &transport.host,
+                    &self.sources,
+                    transport.limits.helper_timeout,
+                )
+                .await
+            })
             .await
     }
 
@@ -154,6 +190,18 @@ impl Auth {
             .with_source(err)
         })?;
         let credentials = self.credentials(transport).await?;
+        if credentials.is_some() && !may_send_credentials_to(&url, transport.insecure) {
+            return Err(Error::new(
+                ExitCode::Registry,
+                format!(
+                    "{}: the realm is plain HTTP to another machine, so our credentials for {host} are not sent there",
+                    fetching()
+                ),
+            )
+            .with_hint(
+                "pass --insecure to send them anyway, or have the registry name an https:// realm",
+            ));
+        }
         let request = match credentials {
             Some(Credentials {
                 secret: Secret::IdentityToken(refresh),
@@ -205,12 +253,13 @@ impl Auth {
                 .with_source(explain_send_error(transport, err))
         })?;
         let status = response.status();
+        let wait = transport.limits.request_timeout;
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            return Err(self.refused(transport, RegistryResponse::read(response).await));
+            return Err(self.refused(transport, RegistryResponse::read(response, wait).await));
         }
         if !status.is_success() {
             return Err(Error::new(ExitCode::Registry, fetching())
-                .with_source(RegistryResponse::read(response).await));
+                .with_source(RegistryResponse::read(response, wait).await));
         }
         let body = response
             .bytes()
@@ -233,6 +282,16 @@ impl Auth {
                     format!("{}: the answer holds no token", fetching()),
                 )
             })
+    }
+}
+
+/// Credentials go to a token realm over HTTPS, or over plain HTTP only on this machine (or
+/// with --insecure): never in clear text across a network.
+fn may_send_credentials_to(realm: &Url, insecure: bool) -> bool {
+    match realm.scheme() {
+        "https" => true,
+        "http" => insecure || is_loopback_url(realm),
+        _ => false,
     }
 }
 
@@ -375,6 +434,43 @@ mod tests {
             Scope::push_with_pull_from("app", "base").key(),
             "repository:app:pull,push repository:base:pull"
         );
+    }
+
+    #[test]
+    fn credentials_go_to_a_realm_over_https_or_loopback_http_only() {
+        let url = |text: &str| Url::parse(text).unwrap();
+        assert!(may_send_credentials_to(
+            &url("https://auth.example/token"),
+            false
+        ));
+        assert!(may_send_credentials_to(
+            &url("http://127.0.0.1:5000/token"),
+            false
+        ));
+        assert!(may_send_credentials_to(
+            &url("http://localhost/token"),
+            false
+        ));
+        assert!(may_send_credentials_to(
+            &url("http://[::1]:80/token"),
+            false
+        ));
+        assert!(!may_send_credentials_to(
+            &url("http://auth.example/token"),
+            false
+        ));
+        assert!(!may_send_credentials_to(
+            &url("http://10.0.0.1/token"),
+            false
+        ));
+        assert!(may_send_credentials_to(
+            &url("http://auth.example/token"),
+            true
+        ));
+        assert!(!may_send_credentials_to(
+            &url("ftp://auth.example/token"),
+            true
+        ));
     }
 
     #[test]

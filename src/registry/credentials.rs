@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde::Deserialize;
@@ -13,6 +14,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::error::{Error, ExitCode, Result};
 use crate::hosting::RegistryHost;
+use crate::limits::{HELPER_TIMEOUT_ENV, seconds_text};
 
 /// Where credentials are looked up: the settings' files, or a test's own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -98,6 +100,7 @@ struct AuthEntry {
 pub async fn lookup(
     host: &RegistryHost,
     sources: &CredentialSources,
+    helper_timeout: Duration,
 ) -> Result<Option<Credentials>> {
     if let Some(path) = &sources.docker_config
         && let Some(config) = read_config(path)?
@@ -107,7 +110,8 @@ pub async fn lookup(
                 "credential helper docker-credential-{helper} (credHelpers in {})",
                 path.display()
             );
-            if let Some(secret) = run_helper(helper, host, sources, &origin).await? {
+            if let Some(secret) = run_helper(helper, host, sources, &origin, helper_timeout).await?
+            {
                 return Ok(Some(Credentials { secret, origin }));
             }
         }
@@ -116,7 +120,7 @@ pub async fn lookup(
                 "credential helper docker-credential-{store} (credsStore in {})",
                 path.display()
             );
-            if let Some(secret) = run_helper(store, host, sources, &origin).await? {
+            if let Some(secret) = run_helper(store, host, sources, &origin, helper_timeout).await? {
                 return Ok(Some(Credentials { secret, origin }));
             }
         }
@@ -241,6 +245,7 @@ async fn run_helper(
     host: &RegistryHost,
     sources: &CredentialSources,
     origin: &str,
+    timeout: Duration,
 ) -> Result<Option<Secret>> {
     let program = format!("docker-credential-{name}");
     let mut command = tokio::process::Command::new(&program);
@@ -266,13 +271,26 @@ async fn run_helper(
                 "install {program}, or remove it from the docker config"
             ))
     })?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A helper that exits without reading its stdin is fine; its answer tells.
-        let _ = stdin.write_all(host.as_str().as_bytes()).await;
-    }
-    let output = child
-        .wait_with_output()
+    let stdin = child.stdin.take();
+    let answered = async move {
+        if let Some(mut stdin) = stdin {
+            // A helper that exits without reading its stdin is fine; its answer tells.
+            let _ = stdin.write_all(host.as_str().as_bytes()).await;
+        }
+        child.wait_with_output().await
+    };
+    // Dropping the unfinished wait kills the helper (kill_on_drop).
+    let output = tokio::time::timeout(timeout, answered)
         .await
+        .map_err(|_| {
+            failed(format!(
+                "{program} did not answer within {}",
+                seconds_text(timeout)
+            ))
+            .with_hint(format!(
+                "check that {program} works (it may be waiting for a password prompt or a locked keychain); {HELPER_TIMEOUT_ENV} sets how long to wait"
+            ))
+        })?
         .map_err(|err| failed(format!("{program} did not finish")).with_source(err))?;
     if !output.status.success() {
         let said = format!(
@@ -312,6 +330,13 @@ async fn run_helper(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    async fn lookup(
+        host: &RegistryHost,
+        sources: &CredentialSources,
+    ) -> Result<Option<Credentials>> {
+        super::lookup(host, sources, Duration::from_secs(10)).await
+    }
 
     fn host(raw: &str) -> RegistryHost {
         RegistryHost::parse(raw).unwrap()

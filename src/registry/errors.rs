@@ -1,8 +1,10 @@
 //! Registry answers turned into readable causes: distribution error bodies, status lines, the retryable mark.
 
 use std::fmt;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use reqwest::header::RETRY_AFTER;
 use reqwest::{Response, StatusCode};
 use serde::Deserialize;
 
@@ -22,20 +24,33 @@ pub struct RegistryResponse {
     summary: String,
     /// The start of the body, for callers that recognise a server by its words.
     body: Bytes,
+    /// `Retry-After` in seconds, when the registry said how long to wait.
+    pub retry_after: Option<Duration>,
 }
 
 impl RegistryResponse {
-    /// Reads the start of `response`'s body and summarises it.
-    pub async fn read(mut response: Response) -> Self {
+    /// Reads the start of `response`'s body, for at most `wait`, and summarises it.
+    pub async fn read(mut response: Response, wait: Duration) -> Self {
         let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
         let mut body = BytesMut::new();
-        // A broken body still leaves the status to report.
-        while body.len() < BODY_READ_LIMIT
-            && let Ok(Some(chunk)) = response.chunk().await
-        {
-            body.extend_from_slice(&chunk);
-        }
-        Self::from_parts(status, &body)
+        // A broken or silent body still leaves the status to report.
+        let reading = async {
+            while body.len() < BODY_READ_LIMIT
+                && let Ok(Some(chunk)) = response.chunk().await
+            {
+                body.extend_from_slice(&chunk);
+            }
+        };
+        let _ = tokio::time::timeout(wait, reading).await;
+        let mut answer = Self::from_parts(status, &body);
+        answer.retry_after = retry_after;
+        answer
     }
 
     pub fn body(&self) -> &[u8] {
@@ -68,6 +83,7 @@ impl RegistryResponse {
             codes,
             summary,
             body: Bytes::copy_from_slice(&body[..body.len().min(BODY_READ_LIMIT)]),
+            retry_after: None,
         }
     }
 
@@ -75,7 +91,7 @@ impl RegistryResponse {
         self.codes.iter().any(|c| c == code)
     }
 
-    /// A gateway or overload answer that a later attempt may not get.
+    /// A timeout, overload, server or gateway answer that a later attempt may not get.
     pub fn is_transient(&self) -> bool {
         is_transient_status(self.status)
     }
@@ -92,7 +108,12 @@ impl std::error::Error for RegistryResponse {}
 pub fn is_transient_status(status: StatusCode) -> bool {
     matches!(
         status,
-        StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT
+        StatusCode::REQUEST_TIMEOUT
+            | StatusCode::TOO_MANY_REQUESTS
+            | StatusCode::INTERNAL_SERVER_ERROR
+            | StatusCode::BAD_GATEWAY
+            | StatusCode::SERVICE_UNAVAILABLE
+            | StatusCode::GATEWAY_TIMEOUT
     )
 }
 
@@ -179,6 +200,18 @@ pub fn is_retryable(error: &Error) -> bool {
     false
 }
 
+/// How long the registry asked us to wait (`Retry-After`), if an answer in `error`'s chain said so.
+pub fn retry_after(error: &Error) -> Option<Duration> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(err) = next {
+        if let Some(answer) = err.downcast_ref::<RegistryResponse>() {
+            return answer.retry_after;
+        }
+        next = err.source();
+    }
+    None
+}
+
 /// The cause for an answer that is neither success nor an auth refusal, with what we know it means.
 pub fn unexpected_answer(answer: RegistryResponse) -> Error {
     let mut message = answer.to_string();
@@ -192,17 +225,19 @@ pub fn unexpected_answer(answer: RegistryResponse) -> Error {
         hint = Some("repository names are lowercase letters, digits and . _ - / separators");
     }
     let transient = answer.is_transient();
+    let slow_down = answer.status == StatusCode::TOO_MANY_REQUESTS;
     let error = Error::new(ExitCode::Registry, message).with_source(answer);
     let error = match hint {
         Some(hint) => error.with_hint(hint),
         None => error,
     };
     if transient {
-        Error::new(
-            ExitCode::Registry,
-            "the registry is overloaded or restarting",
-        )
-        .with_source(Retryable(Box::new(error)))
+        let summary = if slow_down {
+            "the registry asks us to slow down"
+        } else {
+            "the registry is overloaded, failing or restarting"
+        };
+        Error::new(ExitCode::Registry, summary).with_source(Retryable(Box::new(error)))
     } else {
         error
     }
@@ -265,6 +300,16 @@ mod tests {
         assert!(is_retryable(&wrapped));
         let invalid = unexpected_answer(RegistryResponse::from_parts(StatusCode::BAD_REQUEST, b""));
         assert!(!is_retryable(&invalid));
+        for status in [408, 429, 500, 502, 503, 504] {
+            let status = StatusCode::from_u16(status).unwrap();
+            let answer = unexpected_answer(RegistryResponse::from_parts(status, b""));
+            assert!(is_retryable(&answer), "{status}");
+        }
+        for status in [400, 404, 405, 413, 501] {
+            let status = StatusCode::from_u16(status).unwrap();
+            let answer = unexpected_answer(RegistryResponse::from_parts(status, b""));
+            assert!(!is_retryable(&answer), "{status}");
+        }
     }
 
     #[test]

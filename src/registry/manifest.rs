@@ -47,7 +47,12 @@ impl RegistryClient {
             request.headers.insert(CONTENT_TYPE, content_type);
             request.payload = Payload::Bytes(bytes);
             let response = self.send(request).await?;
-            if response.status() != StatusCode::CREATED {
+            // The spec says 201; some registries and proxies answer 200 or 202 for the same success.
+            let accepted = matches!(
+                response.status(),
+                StatusCode::OK | StatusCode::CREATED | StatusCode::ACCEPTED
+            );
+            if !accepted {
                 let too_big = response.status() == StatusCode::PAYLOAD_TOO_LARGE
                     || size > MANIFEST_SIZE_LIMIT;
                 let cause = self.answer_error(response).await;

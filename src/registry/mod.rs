@@ -6,9 +6,11 @@ mod credentials;
 mod errors;
 mod manifest;
 mod manifest_check;
+mod open_uploads;
 mod request;
 mod transport;
 mod upload;
+mod watchdog;
 
 use std::sync::Arc;
 
@@ -17,11 +19,13 @@ use reqwest::{Method, Response, Url};
 pub use self::credentials::CredentialSources;
 pub use self::errors::{RegistryResponse, is_retryable};
 pub use self::manifest_check::Deletion;
+pub use self::open_uploads::cancel_all as cancel_open_uploads;
 pub use self::transport::TransportOptions;
+pub use self::watchdog::Watchdog;
 
 use self::auth::{Auth, Scope};
 use self::errors::unexpected_answer;
-use self::request::{Request, failure_in, send};
+use self::request::{Request, failure_in, retry_delay, send};
 use self::transport::{
     ConnectFailure, Scheme, Transport, is_plain_http_to_tls_answer, plain_http_to_tls_error,
 };
@@ -73,12 +77,9 @@ impl RegistryClient {
             let url = transport
                 .url("")
                 .map_err(|cause| self.failed(what(), cause))?;
-            let sent = send(
-                transport,
-                &self.inner.auth,
-                Request::new(Method::GET, url, Scope::registry()),
-            )
-            .await;
+            let mut request = Request::new(Method::GET, url, Scope::registry());
+            request.retry_unreachable = false;
+            let sent = send(transport, &self.inner.auth, request).await;
             let response = match sent {
                 Ok(response) => response,
                 Err(cause) => {
@@ -94,7 +95,7 @@ impl RegistryClient {
             if response.status().is_success() {
                 return Ok(());
             }
-            let answer = RegistryResponse::read(response).await;
+            let answer = RegistryResponse::read(response, transport.limits.request_timeout).await;
             let status = answer.status;
             if transport.scheme() == Scheme::Http
                 && is_plain_http_to_tls_answer(status, answer.body())
@@ -123,6 +124,26 @@ impl RegistryClient {
         &self.inner.transport
     }
 
+    /// The no-progress bound for one blob upload, its retries included.
+    pub fn upload_watchdog(&self) -> Watchdog {
+        Watchdog::new(self.transport().limits.stall_timeout)
+    }
+
+    /// The wait before attempt `attempt + 1` of an upload that failed with `error`, or `None`
+    /// when it must not be tried again (not transient, out of attempts or of time).
+    pub fn retry_delay(
+        &self,
+        error: &Error,
+        attempt: u32,
+        watchdog: &Watchdog,
+    ) -> Option<std::time::Duration> {
+        retry_delay(&self.transport().limits, error, attempt, watchdog)
+    }
+
+    pub fn attempts(&self) -> u32 {
+        self.transport().limits.attempts
+    }
+
     async fn send(&self, request: Request) -> Result<Response> {
         send(&self.inner.transport, &self.inner.auth, request).await
     }
@@ -135,7 +156,8 @@ impl RegistryClient {
 
     /// The cause for a non-success answer: the registry's own words, or the HTTPS/HTTP mismatch.
     async fn answer_error(&self, response: Response) -> Error {
-        let answer = RegistryResponse::read(response).await;
+        let answer =
+            RegistryResponse::read(response, self.transport().limits.request_timeout).await;
         if self.transport().scheme() == Scheme::Http
             && is_plain_http_to_tls_answer(answer.status, answer.body())
         {
@@ -163,6 +185,11 @@ fn with_help(error: Error, help: Option<&str>) -> Error {
         Some(help) => error.with_hint(format!("this cluster's registry guide: {help}")),
         None => error,
     }
+}
+
+/// Whether `repo` is a repository name we would send (see [`check_repository`]).
+pub fn is_valid_repository(repo: &str) -> bool {
+    check_repository(repo).is_ok()
 }
 
 /// Repository names are the reference grammar's path components, so that `.` and `..` (which a

@@ -1,6 +1,7 @@
-//! Sending one registry request: its auth header, a second try after an auth challenge, and
-//! retries of re-sendable requests after connection failures and gateway errors.
+//! Sending one registry request: its auth header, a second try after an auth challenge, retries
+//! of re-sendable requests after transient failures, and the no-progress bound on every wait.
 
+use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -8,18 +9,15 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, WWW_AUTHENTICATE};
 use reqwest::{Method, Response, StatusCode, Url};
 
 use super::auth::{Auth, Scope};
-use super::errors::{RegistryResponse, Retryable, is_transient_status};
-use super::transport::{
-    ConnectFailure, SendFailure, Transport, connect_failure, explain_send_error,
+use super::errors::{
+    RegistryResponse, Retryable, is_retryable, is_transient_status, retry_after, unexpected_answer,
 };
+use super::transport::{
+    ConnectFailure, SendFailure, Transport, connect_failure, explain_send_error, stalled_error,
+};
+use super::watchdog::Watchdog;
 use crate::error::{Error, ExitCode, Result};
-
-/// Attempts for a request we may send again (the first one included).
-const MAX_ATTEMPTS: u32 = 3;
-const FIRST_BACKOFF: Duration = Duration::from_millis(200);
-/// Bound on a request without a streamed body: they are small, so a silent registry is a stuck one.
-/// Streamed uploads get none; a dead peer still ends them with a connection error.
-const SMALL_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+use crate::limits::{Limits, MAX_RETRY_DELAY};
 
 /// What a request carries.
 pub enum Payload {
@@ -52,6 +50,11 @@ pub struct Request {
     pub scope: Scope,
     /// Sending it twice does no harm (HEAD, GET, a manifest PUT, starting an upload).
     pub idempotent: bool,
+    /// Whether a refused connection is worth another attempt (not for the first contact: a
+    /// registry that is down should be said at once).
+    pub retry_unreachable: bool,
+    /// The operation's no-progress bound; without one the request gets its own.
+    pub watchdog: Option<Watchdog>,
 }
 
 impl Request {
@@ -67,96 +70,162 @@ impl Request {
             payload: Payload::Empty,
             scope,
             idempotent,
+            retry_unreachable: true,
+            watchdog: None,
         }
     }
 }
 
 /// Sends `request` and returns the registry's answer, whatever its status, except that an auth
-/// refusal (401 after answering the challenge, or 403) is an error naming the credentials.
+/// refusal (401 after answering the challenge, or 403) is an error naming the credentials, and
+/// that a re-sendable request is tried again while its answer is transient.
 pub async fn send(transport: &Transport, auth: &Auth, mut request: Request) -> Result<Response> {
+    let limits = transport.limits;
+    let watchdog = request
+        .watchdog
+        .clone()
+        .unwrap_or_else(|| Watchdog::new(limits.request_timeout));
     let mut attempt = 1;
     let mut answered_challenge = false;
     loop {
-        let may_resend = request.payload.can_resend();
-        let mut builder = transport
-            .http
-            .request(request.method.clone(), request.url.clone())
-            .headers(request.headers.clone());
-        // Credentials go to the registry only, never to a storage backend a Location points at.
-        if same_origin(transport, &request.url)
-            && let Some(authorization) = auth.header(transport, &request.scope).await?
-        {
-            builder = builder.header(AUTHORIZATION, authorization);
-        }
-        if may_resend {
-            builder = builder.timeout(SMALL_REQUEST_TIMEOUT);
-        }
-        if let Some(body) = request.payload.for_attempt() {
-            builder = builder.body(body);
-        }
-        let outcome = builder.send().await;
-        let retry_allowed = may_resend && request.idempotent && attempt < MAX_ATTEMPTS;
-        match outcome {
-            Err(err) => {
-                let failure = connect_failure(&err);
-                let transient = matches!(
-                    failure,
-                    Some(
-                        ConnectFailure::Unreachable
-                            | ConnectFailure::Dropped
-                            | ConnectFailure::TimedOut
-                    )
-                );
-                if transient && retry_allowed {
-                    backoff(attempt).await;
-                    attempt += 1;
-                    continue;
-                }
-                let explained = explain_send_error(transport, err);
-                return Err(match failure {
-                    Some(ConnectFailure::Dropped | ConnectFailure::TimedOut) => {
-                        Error::new(ExitCode::Registry, explained.message().to_string())
-                            .with_source(Retryable(Box::new(explained)))
-                    }
-                    _ => explained,
-                });
-            }
-            Ok(response) if response.status() == StatusCode::UNAUTHORIZED => {
-                let challenge = response
-                    .headers()
-                    .get(WWW_AUTHENTICATE)
-                    .and_then(|value| value.to_str().ok())
-                    .map(str::to_string);
-                let understood = auth.on_unauthorized(challenge.as_deref(), &request.scope);
-                if understood && may_resend && !answered_challenge {
+        let may_resend = request.payload.can_resend() && request.idempotent;
+        let failure = match send_once(transport, auth, &mut request, &watchdog).await {
+            Ok(Sent::Answer(response)) => return Ok(response),
+            Ok(Sent::Challenged(response)) => {
+                if request.payload.can_resend() && !answered_challenge {
                     answered_challenge = true;
                     continue;
                 }
-                return Err(auth.refused(transport, RegistryResponse::read(response).await));
+                let refused = auth.refused(transport, read(transport, response).await);
+                if request.payload.can_resend() {
+                    return Err(refused);
+                }
+                // The body went with a token that has expired since: a new attempt fetches another.
+                return Err(
+                    Error::new(ExitCode::Registry, refused.message().to_string())
+                        .with_source(Retryable(Box::new(refused))),
+                );
             }
-            Ok(response) if response.status() == StatusCode::FORBIDDEN => {
-                return Err(auth.refused(transport, RegistryResponse::read(response).await));
-            }
-            Ok(response) if is_transient_status(response.status()) && retry_allowed => {
-                backoff(attempt).await;
+            Err(failure) => failure,
+        };
+        let retry = may_resend
+            && (request.retry_unreachable
+                || failure_in(&failure) != Some(ConnectFailure::Unreachable));
+        match retry
+            .then(|| retry_delay(&limits, &failure, attempt, &watchdog))
+            .flatten()
+        {
+            Some(delay) => {
+                tokio::time::sleep(delay).await;
                 attempt += 1;
             }
-            Ok(response) => return Ok(response),
+            None => return Err(failure),
         }
     }
 }
 
-fn same_origin(transport: &Transport, url: &Url) -> bool {
-    let authority = match (url.host_str(), url.port()) {
-        (Some(host), Some(port)) => format!("{host}:{port}"),
-        (Some(host), None) => host.to_string(),
-        (None, _) => return false,
-    };
-    authority.eq_ignore_ascii_case(transport.host.as_str())
+/// What one attempt got back.
+enum Sent {
+    Answer(Response),
+    /// 401 with a challenge we can answer (the token for it was dropped).
+    Challenged(Response),
 }
 
-async fn backoff(attempt: u32) {
-    tokio::time::sleep(FIRST_BACKOFF * 3u32.pow(attempt - 1)).await;
+async fn send_once(
+    transport: &Transport,
+    auth: &Auth,
+    request: &mut Request,
+    watchdog: &Watchdog,
+) -> Result<Sent> {
+    let mut builder = transport
+        .http
+        .request(request.method.clone(), request.url.clone())
+        .headers(request.headers.clone());
+    // Credentials go to the registry only, never to a storage backend a Location points at,
+    // nor over a scheme other than the registry's.
+    if transport.is_origin(&request.url) {
+        // A credential helper has its own time limit, outside the registry's.
+        auth.prepare(transport).await?;
+        let header = watchdog
+            .bound(auth.header(transport, &request.scope))
+            .await
+            .map_err(|stalled| auth.stalled(transport, stalled))??;
+        if let Some(authorization) = header {
+            builder = builder.header(AUTHORIZATION, authorization);
+        }
+    }
+    if let Some(body) = request.payload.for_attempt() {
+        builder = builder.body(body);
+    }
+    let response = match watchdog.bound(builder.send()).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(err)) => return Err(send_error(transport, err)),
+        Err(stalled) => return Err(stalled_error(transport, stalled)),
+    };
+    watchdog.progressed();
+    let status = response.status();
+    if status == StatusCode::UNAUTHORIZED {
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_string);
+        if auth.on_unauthorized(challenge.as_deref(), &request.scope) {
+            return Ok(Sent::Challenged(response));
+        }
+        return Err(auth.refused(transport, read(transport, response).await));
+    }
+    if status == StatusCode::FORBIDDEN {
+        return Err(auth.refused(transport, read(transport, response).await));
+    }
+    if is_transient_status(status) && request.payload.can_resend() {
+        return Err(unexpected_answer(read(transport, response).await));
+    }
+    Ok(Sent::Answer(response))
+}
+
+async fn read(transport: &Transport, response: Response) -> RegistryResponse {
+    RegistryResponse::read(response, transport.limits.request_timeout).await
+}
+
+/// A request that got no answer, marked retryable when the connection broke or was refused.
+fn send_error(transport: &Transport, err: reqwest::Error) -> Error {
+    let failure = connect_failure(&err);
+    let explained = explain_send_error(transport, err);
+    match failure {
+        Some(ConnectFailure::Dropped | ConnectFailure::Unreachable) => {
+            Error::new(ExitCode::Registry, explained.message().to_string())
+                .with_source(Retryable(Box::new(explained)))
+        }
+        _ => explained,
+    }
+}
+
+/// The wait before the next attempt of an operation that failed with `error` on attempt
+/// `attempt`, or `None` when it must not be retried: not transient, out of attempts, or the
+/// wait would outlast the operation's no-progress bound.
+pub fn retry_delay(
+    limits: &Limits,
+    error: &Error,
+    attempt: u32,
+    watchdog: &Watchdog,
+) -> Option<Duration> {
+    if !is_retryable(error) || attempt >= limits.attempts {
+        return None;
+    }
+    let delay = retry_after(error)
+        .unwrap_or_else(|| backoff(limits.retry_delay, attempt))
+        .min(MAX_RETRY_DELAY);
+    watchdog.allows(delay).then_some(delay)
+}
+
+/// `first`, doubled for each attempt after the first, less up to half at random so that
+/// parallel uploads failing together do not come back together.
+fn backoff(first: Duration, attempt: u32) -> Duration {
+    let doubled = first.saturating_mul(1u32 << (attempt - 1).min(16));
+    let random = RandomState::new().hash_one(attempt);
+    let keep = 0.5 + (random % 1000) as f64 / 2000.0;
+    doubled.mul_f64(keep)
 }
 
 /// The connection-level reason under `error`, if a request in it got no answer.
@@ -169,4 +238,56 @@ pub fn failure_in(error: &Error) -> Option<ConnectFailure> {
         next = err.source();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_below_the_doubled_delay() {
+        let first = Duration::from_millis(100);
+        for attempt in 1..6 {
+            let full = first * (1 << (attempt - 1));
+            let delay = backoff(first, attempt);
+            assert!(delay <= full && delay >= full / 2, "{attempt}: {delay:?}");
+        }
+    }
+
+    #[test]
+    fn only_retryable_failures_within_attempts_and_time_are_retried() {
+        let limits = Limits {
+            attempts: 3,
+            retry_delay: Duration::from_millis(10),
+            ..Limits::default()
+        };
+        let watchdog = Watchdog::new(Duration::from_secs(60));
+        let transient = unexpected_answer(RegistryResponse::from_parts(
+            StatusCode::SERVICE_UNAVAILABLE,
+            b"",
+        ));
+        assert!(retry_delay(&limits, &transient, 1, &watchdog).is_some());
+        assert!(retry_delay(&limits, &transient, 2, &watchdog).is_some());
+        assert!(retry_delay(&limits, &transient, 3, &watchdog).is_none());
+        let invalid = unexpected_answer(RegistryResponse::from_parts(StatusCode::BAD_REQUEST, b""));
+        assert!(retry_delay(&limits, &invalid, 1, &watchdog).is_none());
+        let short = Watchdog::new(Duration::from_millis(1));
+        let slow = Limits {
+            retry_delay: Duration::from_secs(5),
+            ..limits
+        };
+        assert!(retry_delay(&slow, &transient, 1, &short).is_none());
+    }
+
+    #[test]
+    fn retry_after_sets_the_wait() {
+        let mut answer = RegistryResponse::from_parts(StatusCode::TOO_MANY_REQUESTS, b"");
+        answer.retry_after = Some(Duration::from_secs(2));
+        let error = unexpected_answer(answer);
+        let watchdog = Watchdog::new(Duration::from_secs(60));
+        assert_eq!(
+            retry_delay(&Limits::default(), &error, 1, &watchdog),
+            Some(Duration::from_secs(2))
+        );
+    }
 }

@@ -5,11 +5,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use reqwest::{Client, Url};
+use reqwest::{Client, NoProxy, Proxy, Url, redirect};
 
 use super::credentials::CredentialSources;
+use super::watchdog::Stalled;
 use crate::error::{Context, Error, ExitCode, Result};
-use crate::hosting::RegistryHost;
+use crate::hosting::{RegistryHost, is_loopback_hostname};
+use crate::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
 
 /// How to reach the registry, from the command line and the cluster's advertisement.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +24,8 @@ pub struct TransportOptions {
     pub help: Option<String>,
     /// Where credentials are looked up (the settings' docker and podman files).
     pub credentials: CredentialSources,
+    /// How long to wait and how often to retry.
+    pub limits: Limits,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +35,7 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Scheme::Http => "http",
             Scheme::Https => "https",
@@ -41,6 +45,8 @@ impl Scheme {
 
 /// How long we wait for a TCP (and TLS) connection: registries here are local or near.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Redirects followed for one request, as browsers and Go's client do.
+const MAX_REDIRECTS: usize = 10;
 
 /// The HTTP client and the scheme for one registry host. The scheme may change once, when `ping`
 /// finds the server speaks the other one and the rules allow it.
@@ -51,6 +57,7 @@ pub struct Transport {
     pub insecure: bool,
     pub has_ca_file: bool,
     pub help: Option<String>,
+    pub limits: Limits,
     https: AtomicBool,
 }
 
@@ -64,6 +71,7 @@ impl Transport {
             insecure: options.insecure,
             has_ca_file: options.ca_file.is_some(),
             help: options.help.clone(),
+            limits: options.limits,
             https: AtomicBool::new(scheme == Scheme::Https),
         })
     }
@@ -89,6 +97,32 @@ impl Transport {
         }
     }
 
+    /// Whether `url` is the registry itself, over the scheme we settled on: the only place
+    /// our credentials may go.
+    pub fn is_origin(&self, url: &Url) -> bool {
+        let authority = match (url.host_str(), url.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_string(),
+            (None, _) => return false,
+        };
+        url.scheme() == self.scheme().as_str() && authority.eq_ignore_ascii_case(self.host.as_str())
+    }
+
+    /// Refuses a URL the registry sent us to (an upload `Location`) that would leave HTTPS.
+    pub fn check_no_downgrade(&self, url: &Url) -> Result<()> {
+        if self.scheme() == Scheme::Https && url.scheme() != "https" {
+            return Err(Error::new(
+                ExitCode::Registry,
+                format!(
+                    "the registry {} sent us on to {url}, which is not HTTPS; we do not leave HTTPS",
+                    self.host
+                ),
+            )
+            .with_hint("a proxy in front of the registry may rewrite its answers: check its settings for HTTPS"));
+        }
+        Ok(())
+    }
+
     /// `scheme://host/v2/<path>`.
     pub fn url(&self, path: &str) -> Result<Url> {
         let text = format!("{}://{}/v2/{path}", self.scheme().as_str(), self.host);
@@ -108,9 +142,7 @@ fn initial_scheme(host: &RegistryHost, options: &TransportOptions) -> Scheme {
 }
 
 fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
-    let mut builder = Client::builder()
-        .user_agent(concat!("kubectl-registry/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(CONNECT_TIMEOUT)
+    let mut builder = base_client()
         .pool_idle_timeout(Duration::from_secs(60))
         .http2_adaptive_window(true);
     let extra_roots = match &options.ca_file {
@@ -125,9 +157,7 @@ fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
         Ok(client) => Ok(client),
         // A machine without a system CA store (a slim container) can still reach a plain-HTTP
         // loopback registry, or a TLS one whose CA was given.
-        Err(err) if scheme == Scheme::Http || !extra_roots.is_empty() => Client::builder()
-            .user_agent(concat!("kubectl-registry/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(CONNECT_TIMEOUT)
+        Err(err) if scheme == Scheme::Http || !extra_roots.is_empty() => base_client()
             .tls_danger_accept_invalid_certs(options.insecure)
             .tls_certs_only(extra_roots)
             .build()
@@ -137,6 +167,63 @@ fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
             .with_source(err)
             .with_hint("install the system CA certificates (ca-certificates), or pass --ca-file")),
     }
+}
+
+/// What every client of ours has: our name, the connect bound, the environment's proxies but
+/// never for loopback, and redirects that never leave HTTPS.
+fn base_client() -> reqwest::ClientBuilder {
+    Client::builder()
+        .user_agent(concat!("kubectl-registry/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(CONNECT_TIMEOUT)
+        .proxy(environment_proxy())
+        .redirect(redirect::Policy::custom(|attempt| {
+            let leaves_https = attempt
+                .previous()
+                .last()
+                .is_some_and(|previous| previous.scheme() == "https")
+                && attempt.url().scheme() != "https";
+            if leaves_https {
+                let to = attempt.url().to_string();
+                attempt.error(format!(
+                    "the registry redirected us to {to}, which is not HTTPS; we do not leave HTTPS"
+                ))
+            } else if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.stop()
+            } else {
+                attempt.follow()
+            }
+        }))
+}
+
+/// `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and `NO_PROXY` as curl and Go read them, except that
+/// loopback is never proxied (Go's rule, which kubectl, docker and skopeo follow): a proxy on
+/// another machine cannot reach our 127.0.0.1.
+fn environment_proxy() -> Proxy {
+    let variable = |upper: &str| {
+        std::env::var(upper)
+            .or_else(|_| std::env::var(upper.to_ascii_lowercase()))
+            .ok()
+            .filter(|value| !value.trim().is_empty())
+            .and_then(|value| Url::parse(&value).ok())
+    };
+    let https = variable("HTTPS_PROXY");
+    let http = variable("HTTP_PROXY");
+    let all = variable("ALL_PROXY");
+    Proxy::custom(move |url| {
+        if is_loopback_url(url) {
+            return None;
+        }
+        match url.scheme() {
+            "https" => https.clone().or_else(|| all.clone()),
+            _ => http.clone().or_else(|| all.clone()),
+        }
+    })
+    .no_proxy(NoProxy::from_env())
+}
+
+/// Whether `url` points at this machine.
+pub fn is_loopback_url(url: &Url) -> bool {
+    url.host_str().is_some_and(is_loopback_hostname)
 }
 
 fn read_ca_file(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>> {
@@ -273,6 +360,21 @@ pub fn explain_send_error(transport: &Transport, err: reqwest::Error) -> Error {
     }
 }
 
+/// The cause to show when an operation made no progress for its whole allowance.
+pub fn stalled_error(transport: &Transport, stalled: Stalled) -> Error {
+    let host = &transport.host;
+    Error::new(
+        ExitCode::Registry,
+        format!(
+            "the registry at {host} stopped answering: nothing moved for {}",
+            seconds_text(stalled.0)
+        ),
+    )
+    .with_hint(format!(
+        "check that the registry (and any proxy in front of it) works; {STALL_TIMEOUT_ENV} and {REQUEST_TIMEOUT_ENV} set how long to wait"
+    ))
+}
+
 /// A request that got no answer. Shows only the innermost reason ("Connection refused (os error
 /// 111)"): reqwest's layers above it ("client error (Connect)", ...) say nothing to a user.
 #[derive(Debug)]
@@ -316,4 +418,78 @@ pub fn plain_http_to_tls_error(transport: &Transport) -> Error {
         format!("{host} speaks HTTPS, but we spoke plain HTTP to it"),
     )
     .with_hint("pass --ca-file with the registry's CA to use HTTPS (or --insecure to skip the certificate check)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A transport to `host`, settled on HTTPS or plain HTTP.
+    fn transport(host: &str, https: bool) -> Transport {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let host = RegistryHost::parse(host).unwrap();
+        let transport = Transport::new(&host, &TransportOptions::default()).unwrap();
+        transport.set_scheme(if https { Scheme::Https } else { Scheme::Http });
+        transport
+    }
+
+    fn url(text: &str) -> Url {
+        Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_origin_is_the_registry_host_over_the_settled_scheme() {
+        let plain = transport("127.0.0.1:5000", false);
+        assert!(plain.is_origin(&url("http://127.0.0.1:5000/v2/app/blobs/uploads/x")));
+        assert!(!plain.is_origin(&url("https://127.0.0.1:5000/v2/")));
+        assert!(!plain.is_origin(&url("http://127.0.0.1:5001/v2/")));
+        assert!(!plain.is_origin(&url("http://storage.example/blob")));
+        let tls = transport("reg.example:5000", true);
+        assert!(tls.is_origin(&url("https://reg.example:5000/v2/")));
+        assert!(!tls.is_origin(&url("http://reg.example:5000/v2/")));
+    }
+
+    #[test]
+    fn a_location_may_not_leave_https() {
+        let tls = transport("reg.example:5000", true);
+        assert!(
+            tls.check_no_downgrade(&url("https://reg.example:5000/v2/app/blobs/uploads/1"))
+                .is_ok()
+        );
+        let err = tls
+            .check_no_downgrade(&url("http://reg.example:5000/v2/app/blobs/uploads/1"))
+            .unwrap_err();
+        assert!(
+            err.message().contains("we do not leave HTTPS"),
+            "{}",
+            err.message()
+        );
+        let plain = transport("127.0.0.1:5000", false);
+        assert!(
+            plain
+                .check_no_downgrade(&url("http://127.0.0.1:5000/v2/"))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn loopback_urls_are_the_ones_never_proxied() {
+        for loopback in [
+            "http://localhost:5000/",
+            "http://LOCALHOST./",
+            "http://kind.localhost/",
+            "http://127.0.0.1/",
+            "http://127.1.2.3:80/",
+            "http://[::1]:5000/",
+        ] {
+            assert!(is_loopback_url(&url(loopback)), "{loopback}");
+        }
+        for remote in [
+            "http://10.0.0.1/",
+            "https://registry.example/",
+            "http://[::2]/",
+        ] {
+            assert!(!is_loopback_url(&url(remote)), "{remote}");
+        }
+    }
 }

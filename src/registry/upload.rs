@@ -11,11 +11,15 @@ use sha2::{Digest as _, Sha256};
 
 use super::RegistryClient;
 use super::auth::Scope;
+use super::open_uploads::OpenUpload;
 use super::request::{Payload, Request};
+use super::watchdog::Watchdog;
 use crate::digest::Digest;
 use crate::error::{Error, ExitCode, Result};
 
 const OCTET_STREAM: HeaderValue = HeaderValue::from_static("application/octet-stream");
+/// How long a best-effort cancel of a failed upload may take.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl RegistryClient {
     /// `HEAD /v2/<repo>/blobs/<digest>`: the blob's size when the repository has it.
@@ -85,28 +89,49 @@ impl RegistryClient {
     where
         S: Stream<Item = std::io::Result<Bytes>> + Send + 'static,
     {
+        self.push_blob_within(repo, digest, size, body, &self.upload_watchdog())
+            .await
+    }
+
+    /// [`push_blob`](Self::push_blob) as one attempt of an upload whose no-progress bound
+    /// `watchdog` spans all its attempts.
+    pub async fn push_blob_within<S>(
+        &self,
+        repo: &str,
+        digest: &Digest,
+        size: u64,
+        body: S,
+        watchdog: &Watchdog,
+    ) -> Result<()>
+    where
+        S: Stream<Item = std::io::Result<Bytes>> + Send + 'static,
+    {
         let what = format!("pushing blob {} to {}", digest.short(), self.target(repo));
         let location = self
-            .start_upload(repo)
+            .start_upload(repo, watchdog)
             .await
             .map_err(|cause| self.failed(what.clone(), cause))?;
+        let open = OpenUpload::register(self, repo, &location);
         let mut url = location.clone();
         url.query_pairs_mut().append_pair("digest", digest.as_str());
-        let tap = Tap::new(Some(size), false);
+        let tap = Tap::new(Some(size), false, watchdog.clone());
         let mut request = Request::new(Method::PUT, url, Scope::push(repo));
         request.headers.insert(CONTENT_TYPE, OCTET_STREAM);
         request
             .headers
             .insert(CONTENT_LENGTH, HeaderValue::from(size));
         request.payload = Payload::Stream(Some(tap.wrap(body)));
+        request.watchdog = Some(watchdog.clone());
         let sent = self.send(request).await;
-        match self.finish(sent, &tap, StatusCode::CREATED).await {
+        let result = match self.finish(sent, &tap, StatusCode::CREATED).await {
             Ok(_) => Ok(()),
             Err(failure) => {
                 self.cancel_upload(repo, location).await;
                 Err(failure.into_error(self, what))
             }
-        }
+        };
+        open.close();
+        result
     }
 
     /// Uploads content whose digest is known only at its end (compressed on the fly): one streamed
@@ -115,15 +140,52 @@ impl RegistryClient {
     where
         S: Stream<Item = std::io::Result<Bytes>> + Send + 'static,
     {
+        self.push_blob_unknown_digest_within(repo, body, &self.upload_watchdog())
+            .await
+    }
+
+    /// [`push_blob_unknown_digest`](Self::push_blob_unknown_digest) as one attempt of an upload
+    /// whose no-progress bound `watchdog` spans all its attempts.
+    pub async fn push_blob_unknown_digest_within<S>(
+        &self,
+        repo: &str,
+        body: S,
+        watchdog: &Watchdog,
+    ) -> Result<(Digest, u64)>
+    where
+        S: Stream<Item = std::io::Result<Bytes>> + Send + 'static,
+    {
         let what = format!("pushing a blob to {}", self.target(repo));
         let location = self
-            .start_upload(repo)
+            .start_upload(repo, watchdog)
             .await
             .map_err(|cause| self.failed(what.clone(), cause))?;
-        let tap = Tap::new(None, true);
+        let open = OpenUpload::register(self, repo, &location);
+        let result = self
+            .patch_then_commit(repo, location, body, watchdog, &open)
+            .await;
+        open.close();
+        result
+    }
+
+    /// The streamed PATCH and the empty PUT that commits it; a failure cancels the upload.
+    async fn patch_then_commit<S>(
+        &self,
+        repo: &str,
+        location: Url,
+        body: S,
+        watchdog: &Watchdog,
+        open: &OpenUpload,
+    ) -> Result<(Digest, u64)>
+    where
+        S: Stream<Item = std::io::Result<Bytes>> + Send + 'static,
+    {
+        let what = format!("pushing a blob to {}", self.target(repo));
+        let tap = Tap::new(None, true, watchdog.clone());
         let mut request = Request::new(Method::PATCH, location.clone(), Scope::push(repo));
         request.headers.insert(CONTENT_TYPE, OCTET_STREAM);
         request.payload = Payload::Stream(Some(tap.wrap(body)));
+        request.watchdog = Some(watchdog.clone());
         let sent = self.send(request).await;
         let patched = match self.finish(sent, &tap, StatusCode::ACCEPTED).await {
             Ok(response) => response,
@@ -135,7 +197,14 @@ impl RegistryClient {
         let (digest, size) = tap.digest_and_size();
         let what = format!("pushing blob {} to {}", digest.short(), self.target(repo));
         // The spec says each answer's Location is where the upload continues.
-        let next = self.location(&patched).unwrap_or(location);
+        let next = match self.location(&patched) {
+            Ok(next) => next,
+            Err(cause) => {
+                self.cancel_upload(repo, location).await;
+                return Err(self.failed(what, cause));
+            }
+        };
+        open.moved_to(&next);
         let mut url = next.clone();
         url.query_pairs_mut().append_pair("digest", digest.as_str());
         let mut request = Request::new(Method::PUT, url, Scope::push(repo));
@@ -143,6 +212,7 @@ impl RegistryClient {
             .headers
             .insert(CONTENT_LENGTH, HeaderValue::from(0u64));
         request.idempotent = false;
+        request.watchdog = Some(watchdog.clone());
         let committed = async {
             let response = self.send(request).await?;
             if response.status() == StatusCode::CREATED {
@@ -161,9 +231,10 @@ impl RegistryClient {
     }
 
     /// `POST /v2/<repo>/blobs/uploads/`: where to send the blob.
-    async fn start_upload(&self, repo: &str) -> Result<Url> {
+    async fn start_upload(&self, repo: &str, watchdog: &Watchdog) -> Result<Url> {
         let url = self.repo_url(repo, "blobs/uploads/")?;
         let mut request = Request::new(Method::POST, url, Scope::push(repo));
+        request.watchdog = Some(watchdog.clone());
         // A repeated start only leaves an unused upload behind, which the registry expires.
         request.idempotent = true;
         request
@@ -187,20 +258,25 @@ impl RegistryClient {
         let value = response.headers().get(LOCATION).ok_or_else(missing)?;
         let text = value.to_str().map_err(|err| missing().with_source(err))?;
         let base = self.transport().url("")?;
-        base.join(text).map_err(|err| {
+        let url = base.join(text).map_err(|err| {
             Error::new(
                 ExitCode::Registry,
                 format!("the registry's upload Location {text:?} is not a URL"),
             )
             .with_source(err)
-        })
+        })?;
+        self.transport().check_no_downgrade(&url)?;
+        Ok(url)
     }
 
     /// Best effort: tells the registry to drop an unfinished upload.
-    async fn cancel_upload(&self, repo: &str, location: Url) {
+    pub(super) async fn cancel_upload(&self, repo: &str, location: Url) {
         let mut request = Request::new(Method::DELETE, location, Scope::push(repo));
         // Not worth a retry's wait: the registry expires abandoned uploads anyway.
         request.idempotent = false;
+        // Nor a long wait: the upload already failed, and the registry may be why.
+        let wait = self.transport().limits.request_timeout.min(CANCEL_WAIT);
+        request.watchdog = Some(Watchdog::new(wait));
         let _ = self.send(request).await;
     }
 
@@ -259,6 +335,7 @@ impl UploadFailure {
 struct Tap(Arc<Mutex<TapState>>);
 
 struct TapState {
+    watchdog: Watchdog,
     sent: u64,
     limit: Option<u64>,
     hasher: Option<Sha256>,
@@ -271,8 +348,9 @@ struct TapState {
 struct BodyAborted;
 
 impl Tap {
-    fn new(limit: Option<u64>, hash: bool) -> Self {
+    fn new(limit: Option<u64>, hash: bool, watchdog: Watchdog) -> Self {
         Self(Arc::new(Mutex::new(TapState {
+            watchdog,
             sent: 0,
             limit,
             hasher: hash.then(Sha256::new),
@@ -296,6 +374,7 @@ impl Tap {
             let mut state = tap.state();
             match item {
                 Ok(chunk) => {
+                    state.watchdog.progressed();
                     state.sent += chunk.len() as u64;
                     if let Some(limit) = state.limit
                         && state.sent > limit

@@ -25,6 +25,8 @@ pub struct ApiServerBuilder {
     forbidden: BTreeSet<String>,
     concurrent_writes: usize,
     kubelet: Option<Kubelet>,
+    /// Resource -> (code, Status message) answered for every request on it.
+    failing: BTreeMap<String, (u16, String)>,
 }
 
 /// What pulls a pod's image: the test's real containerd, as a node's kubelet would ask it.
@@ -139,6 +141,14 @@ impl ApiServerBuilder {
     /// of the next `count` updates arrives, so each of them carries a stale resourceVersion.
     pub fn concurrent_writes(mut self, count: usize) -> Self {
         self.concurrent_writes = count;
+        self
+    }
+
+    /// Answer every request on this resource with a Status of `code` carrying `message`
+    /// (which may hold any text a broken or hostile server sends).
+    pub fn fail(mut self, resource: &str, code: u16, message: &str) -> Self {
+        self.failing
+            .insert(resource.to_string(), (code, message.to_string()));
         self
     }
 
@@ -371,10 +381,12 @@ fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Logg
         201 => "Created",
         403 => "Forbidden",
         404 => "Not Found",
+        405 => "Method Not Allowed",
         409 => "Conflict",
         415 => "Unsupported Media Type",
         422 => "Unprocessable Entity",
-        _ => "Method Not Allowed",
+        500 => "Internal Server Error",
+        _ => "Error",
     };
     let response = format!(
         "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nCache-Control: no-cache, private\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -487,6 +499,9 @@ fn lookup(
     let mut details = json!({"kind": resource});
     if let Some(name) = name {
         details["name"] = json!(name);
+    }
+    if let Some((code, message)) = spec.failing.get(resource) {
+        return (*code, status(*code, "InternalError", message, details));
     }
     match found {
         Some(object) => (200, object),

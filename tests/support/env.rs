@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Variables that would make a run depend on the machine running the tests.
-const SCRUBBED: [&str; 20] = [
+const SCRUBBED: [&str; 25] = [
     "KUBECONFIG",
     "KUBECTL_REGISTRY_HOST",
     "KUBECTL_REGISTRY_RUNTIME_HOST",
@@ -26,6 +26,11 @@ const SCRUBBED: [&str; 20] = [
     "KUBERNETES_SERVICE_HOST",
     "KUBERNETES_SERVICE_PORT",
     "NO_COLOR",
+    "KUBECTL_REGISTRY_STALL_TIMEOUT",
+    "KUBECTL_REGISTRY_REQUEST_TIMEOUT",
+    "KUBECTL_REGISTRY_ATTEMPTS",
+    "KUBECTL_REGISTRY_RETRY_DELAY",
+    "KUBECTL_REGISTRY_HELPER_TIMEOUT",
 ];
 
 /// Scrubs `cmd`'s environment and gives it `home` as HOME; `NO_COLOR` is set.

@@ -4,6 +4,7 @@
 pub mod apiserver;
 pub mod containerd;
 pub mod env;
+pub mod fault_proxy;
 pub mod fixtures;
 pub mod layouts;
 pub mod podman;

@@ -1,0 +1,164 @@
+//! How long we wait and how often we retry: the bounds on every wait, read once at start from
+//! the environment (so that tests of the bounds run in seconds), with the defaults the README lists.
+
+use std::time::Duration;
+
+use crate::error::{Error, ExitCode, Result};
+
+/// A blob upload (retries included) ends when none of its bytes moved for this long.
+pub const STALL_TIMEOUT_ENV: &str = "KUBECTL_REGISTRY_STALL_TIMEOUT";
+/// A request without a streamed body (the ping, HEAD, a token, a manifest) waits this long for its answer.
+pub const REQUEST_TIMEOUT_ENV: &str = "KUBECTL_REGISTRY_REQUEST_TIMEOUT";
+/// Attempts per request or blob, the first included.
+pub const ATTEMPTS_ENV: &str = "KUBECTL_REGISTRY_ATTEMPTS";
+/// The wait before the first retry; it doubles (with jitter) for each next one.
+pub const RETRY_DELAY_ENV: &str = "KUBECTL_REGISTRY_RETRY_DELAY";
+/// How long a credential helper (`docker-credential-*`) may take.
+pub const HELPER_TIMEOUT_ENV: &str = "KUBECTL_REGISTRY_HELPER_TIMEOUT";
+
+/// The bounds of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub stall_timeout: Duration,
+    pub request_timeout: Duration,
+    pub attempts: u32,
+    pub retry_delay: Duration,
+    pub helper_timeout: Duration,
+}
+
+/// No single wait between retries is longer than this, whatever the doubling or `Retry-After` says.
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            stall_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_secs(30),
+            // What docker uses.
+            attempts: 5,
+            retry_delay: Duration::from_millis(500),
+            helper_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Limits {
+    /// The defaults, each overridden by its environment variable when set.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let defaults = Self::default();
+        let seconds = |name: &str, default: Duration| -> Result<Duration> {
+            match lookup(name).filter(|value| !value.trim().is_empty()) {
+                None => Ok(default),
+                Some(value) => parse_seconds(&value)
+                    .ok_or_else(|| invalid(name, &value, "seconds, e.g. 30 or 0.5")),
+            }
+        };
+        let attempts = match lookup(ATTEMPTS_ENV).filter(|value| !value.trim().is_empty()) {
+            None => defaults.attempts,
+            Some(value) => value
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=100).contains(n))
+                .ok_or_else(|| invalid(ATTEMPTS_ENV, &value, "a whole number from 1 to 100"))?,
+        };
+        Ok(Self {
+            stall_timeout: seconds(STALL_TIMEOUT_ENV, defaults.stall_timeout)?,
+            request_timeout: seconds(REQUEST_TIMEOUT_ENV, defaults.request_timeout)?,
+            attempts,
+            retry_delay: seconds(RETRY_DELAY_ENV, defaults.retry_delay)?,
+            helper_timeout: seconds(HELPER_TIMEOUT_ENV, defaults.helper_timeout)?,
+        })
+    }
+}
+
+/// `30`, `0.5`: a positive number of seconds, at most a day.
+fn parse_seconds(text: &str) -> Option<Duration> {
+    let seconds: f64 = text.trim().parse().ok()?;
+    (seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0)
+        .then(|| Duration::from_secs_f64(seconds))
+}
+
+fn invalid(name: &str, value: &str, expected: &str) -> Error {
+    Error::new(
+        ExitCode::Usage,
+        format!("{name}={value:?} is not valid: expected {expected}"),
+    )
+    .with_hint(format!("fix or unset {name}"))
+}
+
+/// `2s`, `0.5s`, `120s`: a duration as messages show it.
+pub fn seconds_text(duration: Duration) -> String {
+    let seconds = duration.as_secs_f64();
+    if seconds.fract() == 0.0 {
+        format!("{seconds:.0}s")
+    } else {
+        format!("{seconds:.1}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(pairs: &[(&str, &str)]) -> Result<Limits> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Limits::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        })
+    }
+
+    #[test]
+    fn unset_or_empty_variables_keep_the_defaults() {
+        assert_eq!(from(&[]).unwrap(), Limits::default());
+        assert_eq!(from(&[(STALL_TIMEOUT_ENV, "")]).unwrap(), Limits::default());
+    }
+
+    #[test]
+    fn each_variable_overrides_its_bound() {
+        let limits = from(&[
+            (STALL_TIMEOUT_ENV, "2"),
+            (REQUEST_TIMEOUT_ENV, "0.5"),
+            (ATTEMPTS_ENV, "3"),
+            (RETRY_DELAY_ENV, "0.01"),
+            (HELPER_TIMEOUT_ENV, "1"),
+        ])
+        .unwrap();
+        assert_eq!(limits.stall_timeout, Duration::from_secs(2));
+        assert_eq!(limits.request_timeout, Duration::from_millis(500));
+        assert_eq!(limits.attempts, 3);
+        assert_eq!(limits.retry_delay, Duration::from_millis(10));
+        assert_eq!(limits.helper_timeout, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (name, value) in [
+            (STALL_TIMEOUT_ENV, "soon"),
+            (REQUEST_TIMEOUT_ENV, "0"),
+            (RETRY_DELAY_ENV, "-1"),
+            (ATTEMPTS_ENV, "0"),
+            (ATTEMPTS_ENV, "1.5"),
+        ] {
+            let err = from(&[(name, value)]).unwrap_err();
+            assert_eq!(err.exit_code(), ExitCode::Usage);
+            assert!(err.message().starts_with(name), "{}", err.message());
+        }
+    }
+
+    #[test]
+    fn durations_read_as_seconds() {
+        assert_eq!(seconds_text(Duration::from_secs(120)), "120s");
+        assert_eq!(seconds_text(Duration::from_millis(500)), "0.5s");
+    }
+}

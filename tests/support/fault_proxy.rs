@@ -1,0 +1,556 @@
+//! A fault-injecting HTTP proxy on loopback, between the plugin and the real registry: per rule it
+//! answers a status, cuts the connection after N body bytes, stalls, rewrites the registry's
+//! answer, or (in front of an auth-less registry) demands Bearer tokens it hands out itself.
+//! One request per connection (it asks the registry to close after answering); every loop is bounded.
+#![allow(dead_code)] // each test binary uses its own part of the support code
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long the proxy lives at most, whatever the test does: its loops end by then.
+const LIFETIME: Duration = Duration::from_secs(600);
+/// A request head larger than this is not one we expect.
+const MAX_HEAD: usize = 64 * 1024;
+
+/// The registry's answer as a rewrite rule sees it.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub reason: String,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    pub fn set_header(&mut self, name: &str, value: &str) {
+        self.headers
+            .retain(|(key, _)| !key.eq_ignore_ascii_case(name));
+        self.headers.push((name.to_string(), value.to_string()));
+    }
+}
+
+/// Rewrites the registry's answer head in place.
+pub type Rewriter = Arc<dyn Fn(&mut Answer) + Send + Sync>;
+
+/// What a rule does to a request it matches.
+#[derive(Clone)]
+pub enum Action {
+    /// Reads the request's body, then answers this status, extra headers and body, never
+    /// forwarding it.
+    Status {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+    /// Forwards the request, and cuts both connections once this many body bytes went through.
+    ResetAfter(u64),
+    /// Reads the whole request and never answers.
+    StallAfterBody,
+    /// Forwards the request and rewrites the registry's answer head.
+    Rewrite(Rewriter),
+}
+
+/// Applies `action` to the first `times` requests of `method` whose path and query contain `path`.
+#[derive(Clone)]
+pub struct Rule {
+    pub method: &'static str,
+    pub path: String,
+    pub times: usize,
+    pub action: Action,
+}
+
+impl Rule {
+    pub fn new(method: &'static str, path: &str, times: usize, action: Action) -> Self {
+        Self {
+            method,
+            path: path.to_string(),
+            times,
+            action,
+        }
+    }
+
+    /// Answers `status` with an empty body.
+    pub fn status(method: &'static str, path: &str, times: usize, status: u16) -> Self {
+        Self::new(
+            method,
+            path,
+            times,
+            Action::Status {
+                status,
+                headers: Vec::new(),
+                body: Vec::new(),
+            },
+        )
+    }
+}
+
+/// One request as the proxy saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    pub method: String,
+    /// Path and query.
+    pub target: String,
+    pub authorization: Option<String>,
+    /// Whether a rule acted on it.
+    pub faulted: bool,
+}
+
+impl Seen {
+    /// `PUT /v2/app/blobs/uploads/<id>` without the id and query: what tests compare.
+    pub fn short(&self) -> String {
+        let path = self.target.split('?').next().unwrap_or_default();
+        let path = match path.find("/blobs/uploads/") {
+            Some(at) => &path[..at + "/blobs/uploads/".len()],
+            None => path,
+        };
+        format!("{} {path}", self.method)
+    }
+}
+
+/// Bearer tokens the proxy demands and hands out at `/token`, each good for `uses` requests.
+struct Bearer {
+    uses: usize,
+    /// Every token issued, with the uses it has left.
+    tokens: std::collections::HashMap<String, usize>,
+    issued: usize,
+}
+
+struct Shared {
+    upstream: String,
+    rules: Mutex<Vec<Rule>>,
+    seen: Mutex<Vec<Seen>>,
+    bearer: Mutex<Option<Bearer>>,
+    stop: AtomicBool,
+    /// Requests a stall rule is holding right now.
+    stalled: Mutex<usize>,
+    port: u16,
+}
+
+pub struct FaultProxy {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FaultProxy {
+    /// A proxy in front of `upstream` (`127.0.0.1:PORT`) applying `rules` in order.
+    pub fn start(upstream: &str, rules: Vec<Rule>) -> Self {
+        assert!(
+            upstream.starts_with("127.0.0.1:"),
+            "the fault proxy only forwards to loopback"
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").expect("fault proxy port");
+        let port = listener.local_addr().expect("fault proxy address").port();
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
+        let shared = Arc::new(Shared {
+            upstream: upstream.to_string(),
+            rules: Mutex::new(rules),
+            seen: Mutex::new(Vec::new()),
+            bearer: Mutex::new(None),
+            stop: AtomicBool::new(false),
+            stalled: Mutex::new(0),
+            port,
+        });
+        let accepting = Arc::clone(&shared);
+        let thread = std::thread::spawn(move || accept_loop(&listener, &accepting));
+        Self {
+            shared,
+            thread: Some(thread),
+        }
+    }
+
+    /// Also demands a Bearer token on every request, handing them out at `/token`, each
+    /// accepted for `uses` requests (then refused, as an expired token is).
+    pub fn demanding_bearer(self, uses: usize) -> Self {
+        *self.shared.bearer.lock().unwrap() = Some(Bearer {
+            uses,
+            tokens: std::collections::HashMap::new(),
+            issued: 0,
+        });
+        self
+    }
+
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.shared.port)
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.shared.seen.lock().unwrap().clone()
+    }
+
+    /// The requests so far as `METHOD /path` (see [`Seen::short`]).
+    pub fn seen_short(&self) -> Vec<String> {
+        self.seen().iter().map(Seen::short).collect()
+    }
+
+    pub fn tokens_issued(&self) -> usize {
+        self.shared
+            .bearer
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map_or(0, |bearer| bearer.issued)
+    }
+
+    /// Waits (at most `limit`) until a stall rule holds a request; false if none came.
+    pub fn wait_for_stall(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if *self.shared.stalled.lock().unwrap() > 0 {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    let started = Instant::now();
+    while !shared.stop.load(Ordering::SeqCst) && started.elapsed() < LIFETIME {
+        match listener.accept() {
+            Ok((client, _)) => {
+                let shared = Arc::clone(shared);
+                std::thread::spawn(move || {
+                    let _ = handle(client, &shared);
+                });
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// A request head: its first line and headers, as sent.
+struct Head {
+    method: String,
+    target: String,
+    version: String,
+    headers: Vec<(String, String)>,
+}
+
+impl Head {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn content_length(&self) -> Option<u64> {
+        self.header("content-length")?.trim().parse().ok()
+    }
+
+    fn is_chunked(&self) -> bool {
+        self.header("transfer-encoding")
+            .is_some_and(|value| value.to_ascii_lowercase().contains("chunked"))
+    }
+}
+
+fn handle(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
+    client.set_nonblocking(false)?;
+    client.set_read_timeout(Some(LIFETIME))?;
+    let mut reader = BufReader::new(client.try_clone()?);
+    let head = read_head(&mut reader)?;
+    let rule = take_rule(shared, &head);
+    shared.seen.lock().unwrap().push(Seen {
+        method: head.method.clone(),
+        target: head.target.clone(),
+        authorization: head.header("authorization").map(str::to_string),
+        faulted: rule.is_some(),
+    });
+    let mut client = client;
+    match rule.map(|rule| rule.action) {
+        Some(Action::Status {
+            status,
+            headers,
+            body,
+        }) => {
+            drain_body(&mut reader, &head)?;
+            respond(&mut client, status, &headers, &body)
+        }
+        Some(Action::StallAfterBody) => {
+            drain_body(&mut reader, &head)?;
+            stall(shared);
+            Ok(())
+        }
+        Some(Action::ResetAfter(bytes)) => {
+            forward(reader, client, &head, shared, Some(bytes), None)
+        }
+        Some(Action::Rewrite(rewrite)) => {
+            forward(reader, client, &head, shared, None, Some(rewrite))
+        }
+        None => {
+            if let Some(refusal) = bearer_check(shared, &head) {
+                drain_body(&mut reader, &head)?;
+                return match refusal {
+                    BearerAnswer::Token(token) => respond(
+                        &mut client,
+                        200,
+                        &[("Content-Type".into(), "application/json".into())],
+                        format!("{{\"token\":\"{token}\"}}").as_bytes(),
+                    ),
+                    BearerAnswer::Challenge => respond(
+                        &mut client,
+                        401,
+                        &[(
+                            "WWW-Authenticate".into(),
+                            format!(
+                                "Bearer realm=\"http://127.0.0.1:{}/token\",service=\"fault-proxy\"",
+                                shared.port
+                            ),
+                        )],
+                        br#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#,
+                    ),
+                };
+            }
+            forward(reader, client, &head, shared, None, None)
+        }
+    }
+}
+
+fn read_head(reader: &mut impl BufRead) -> std::io::Result<Head> {
+    let mut lines = Vec::new();
+    let mut total = 0;
+    loop {
+        let mut line = String::new();
+        let read = reader.read_line(&mut line)?;
+        total += read;
+        if read == 0 || total > MAX_HEAD {
+            return Err(std::io::Error::other("no complete request head"));
+        }
+        let line = line.trim_end_matches(['\r', '\n']).to_string();
+        if line.is_empty() {
+            break;
+        }
+        lines.push(line);
+    }
+    let first = lines.first().cloned().unwrap_or_default();
+    let mut parts = first.split(' ');
+    let method = parts.next().unwrap_or_default().to_string();
+    let target = parts.next().unwrap_or_default().to_string();
+    let version = parts.next().unwrap_or("HTTP/1.1").to_string();
+    let headers = lines[1..]
+        .iter()
+        .filter_map(|line| line.split_once(':'))
+        .map(|(key, value)| (key.trim().to_string(), value.trim().to_string()))
+        .collect();
+    Ok(Head {
+        method,
+        target,
+        version,
+        headers,
+    })
+}
+
+fn take_rule(shared: &Shared, head: &Head) -> Option<Rule> {
+    let mut rules = shared.rules.lock().unwrap();
+    let rule = rules.iter_mut().find(|rule| {
+        rule.times > 0 && rule.method == head.method && head.target.contains(&rule.path)
+    })?;
+    rule.times -= 1;
+    Some(rule.clone())
+}
+
+enum BearerAnswer {
+    Token(String),
+    Challenge,
+}
+
+/// `None`: let the request through (no bearer demanded, or its token is good for one more use).
+fn bearer_check(shared: &Shared, head: &Head) -> Option<BearerAnswer> {
+    let mut bearer = shared.bearer.lock().unwrap();
+    let bearer = bearer.as_mut()?;
+    if head.target.starts_with("/token") {
+        bearer.issued += 1;
+        let token = format!("token-{}", bearer.issued);
+        bearer.tokens.insert(token.clone(), bearer.uses);
+        return Some(BearerAnswer::Token(token));
+    }
+    let left = head
+        .header("authorization")
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .and_then(|offered| bearer.tokens.get_mut(offered))
+        .filter(|left| **left > 0);
+    match left {
+        Some(left) => {
+            *left -= 1;
+            None
+        }
+        None => Some(BearerAnswer::Challenge),
+    }
+}
+
+/// Reads and drops the request's body, however it is framed.
+fn drain_body(reader: &mut impl BufRead, head: &Head) -> std::io::Result<()> {
+    if head.is_chunked() {
+        // Chunk size lines, chunks and their CRLFs, until the empty last chunk and its trailer.
+        for _ in 0..1_000_000 {
+            let mut size_line = String::new();
+            if reader.read_line(&mut size_line)? == 0 {
+                return Ok(());
+            }
+            let size_text = size_line.trim().split(';').next().unwrap_or_default();
+            let size = u64::from_str_radix(size_text, 16).unwrap_or(0);
+            if size == 0 {
+                let mut trailer = String::new();
+                while reader.read_line(&mut trailer)? > 2 {
+                    trailer.clear();
+                }
+                return Ok(());
+            }
+            std::io::copy(&mut reader.by_ref().take(size + 2), &mut std::io::sink())?;
+        }
+        Ok(())
+    } else {
+        let length = head.content_length().unwrap_or(0);
+        std::io::copy(&mut reader.by_ref().take(length), &mut std::io::sink())?;
+        Ok(())
+    }
+}
+
+fn respond(
+    client: &mut TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> std::io::Result<()> {
+    let mut head = format!("HTTP/1.1 {status} Fault\r\n");
+    for (key, value) in headers {
+        head.push_str(&format!("{key}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    ));
+    client.write_all(head.as_bytes())?;
+    client.write_all(body)?;
+    client.flush()?;
+    client.shutdown(Shutdown::Both)
+}
+
+/// Holds the connection open, answering nothing, until the proxy stops.
+fn stall(shared: &Shared) {
+    *shared.stalled.lock().unwrap() += 1;
+    let started = Instant::now();
+    while !shared.stop.load(Ordering::SeqCst) && started.elapsed() < LIFETIME {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    *shared.stalled.lock().unwrap() -= 1;
+}
+
+/// Sends the request on to the registry (asking it to close after answering) and its answer
+/// back, cutting both connections after `cut_after` body bytes or rewriting the answer's head.
+fn forward(
+    mut reader: BufReader<TcpStream>,
+    mut client: TcpStream,
+    head: &Head,
+    shared: &Shared,
+    cut_after: Option<u64>,
+    rewrite: Option<Rewriter>,
+) -> std::io::Result<()> {
+    let mut upstream = TcpStream::connect(&shared.upstream)?;
+    let mut request = format!("{} {} {}\r\n", head.method, head.target, head.version);
+    let bearer_mode = shared.bearer.lock().unwrap().is_some();
+    for (key, value) in &head.headers {
+        let dropped = key.eq_ignore_ascii_case("connection")
+            || (bearer_mode && key.eq_ignore_ascii_case("authorization"));
+        if !dropped {
+            request.push_str(&format!("{key}: {value}\r\n"));
+        }
+    }
+    request.push_str("Connection: close\r\n\r\n");
+    upstream.write_all(request.as_bytes())?;
+
+    // The body, as it comes: the registry reads its own framing; the copy ends when either side closes.
+    let mut to_upstream = upstream.try_clone()?;
+    let client_side = client.try_clone()?;
+    let upstream_side = upstream.try_clone()?;
+    let body = std::thread::spawn(move || {
+        let mut sent = 0u64;
+        let mut buffer = vec![0u8; 64 * 1024];
+        for _ in 0..10_000_000 {
+            let read = match reader.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(read) => read,
+            };
+            let allowed = match cut_after {
+                Some(limit) => (limit.saturating_sub(sent) as usize).min(read),
+                None => read,
+            };
+            if to_upstream.write_all(&buffer[..allowed]).is_err() {
+                break;
+            }
+            sent += allowed as u64;
+            if cut_after.is_some_and(|limit| sent >= limit) {
+                let _ = client_side.shutdown(Shutdown::Both);
+                let _ = upstream_side.shutdown(Shutdown::Both);
+                break;
+            }
+        }
+    });
+
+    let mut answer_reader = BufReader::new(upstream.try_clone()?);
+    let result = (|| -> std::io::Result<()> {
+        let mut status_line = String::new();
+        answer_reader.read_line(&mut status_line)?;
+        let mut headers = Vec::new();
+        for _ in 0..1000 {
+            let mut line = String::new();
+            if answer_reader.read_line(&mut line)? == 0 {
+                break;
+            }
+            let line = line.trim_end_matches(['\r', '\n']).to_string();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((key, value)) = line.split_once(':') {
+                headers.push((key.trim().to_string(), value.trim().to_string()));
+            }
+        }
+        let mut parts = status_line.trim_end().splitn(3, ' ');
+        let _version = parts.next();
+        let status = parts.next().and_then(|s| s.parse().ok()).unwrap_or(502);
+        let reason = parts.next().unwrap_or_default().to_string();
+        let mut answer = Answer {
+            status,
+            reason,
+            headers,
+        };
+        if let Some(rewrite) = &rewrite {
+            rewrite(&mut answer);
+        }
+        let mut out = format!("HTTP/1.1 {} {}\r\n", answer.status, answer.reason);
+        for (key, value) in &answer.headers {
+            out.push_str(&format!("{key}: {value}\r\n"));
+        }
+        out.push_str("\r\n");
+        client.write_all(out.as_bytes())?;
+        std::io::copy(&mut answer_reader, &mut client)?;
+        client.flush()
+    })();
+    let _ = client.shutdown(Shutdown::Both);
+    let _ = upstream.shutdown(Shutdown::Both);
+    let _ = body.join();
+    result
+}

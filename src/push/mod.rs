@@ -172,6 +172,8 @@ fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
     })
 }
 
+// One over clippy's count until the limits join the settings they are read beside.
+#[allow(clippy::too_many_arguments)]
 async fn push_to_registry(
     args: &PushArgs,
     settings: &Settings,

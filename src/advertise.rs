@@ -7,9 +7,8 @@ use crate::error::{Error, ExitCode, Result};
 use crate::hosting::{
     Advertisement, HOSTING_CONFIGMAP, HOSTING_NAME, HelpUrl, RegistryHost, hosting_v1_key,
 };
-use crate::limits::Limits;
 use crate::output::Printer;
-use crate::registry::{RegistryClient, TransportOptions};
+use crate::registry::RegistryClient;
 use crate::settings::Settings;
 
 pub async fn run(
@@ -17,7 +16,6 @@ pub async fn run(
     cluster_args: &ClusterArgs,
     settings: &Settings,
     printer: &Printer,
-    limits: &Limits,
 ) -> Result<()> {
     if args.delete {
         let cluster = Cluster::connect(cluster_args, settings, printer).await?;
@@ -26,7 +24,7 @@ pub async fn run(
     }
     let advertisement = advertisement_from(args)?;
     if !args.no_verify {
-        verify(&advertisement, settings, printer, limits).await;
+        verify(&advertisement, settings, printer).await;
     }
     if args.dry_run {
         // The YAML ends with its own newline.
@@ -88,18 +86,9 @@ fn advertisement_from(args: &AdvertiseArgs) -> Result<Advertisement> {
 
 /// `GET /v2/` at `host`: a warning, never a refusal, when it does not answer like a registry
 /// (the registry may start after the cluster, or be reachable only from where users push).
-async fn verify(
-    advertisement: &Advertisement,
-    settings: &Settings,
-    printer: &Printer,
-    limits: &Limits,
-) {
+async fn verify(advertisement: &Advertisement, settings: &Settings, printer: &Printer) {
     let host = &advertisement.host;
-    let transport = TransportOptions {
-        credentials: settings.credentials.clone(),
-        limits: *limits,
-        ..TransportOptions::default()
-    };
+    let transport = settings.transport_options();
     let answered = match RegistryClient::new(host, &transport) {
         Ok(client) => client.ping().await,
         Err(err) => Err(err),

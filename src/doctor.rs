@@ -16,7 +16,6 @@ use crate::discovery::{self, Discovered};
 use crate::error::{Context, ExitCode, Result};
 use crate::hosting::{HOSTING_CONFIGMAP, HOSTING_NAMESPACE, LocalRegistry, RegistrySource};
 use crate::kubeconfig::{self, Choice};
-use crate::limits::Limits;
 use crate::nodeload::{self, LoadPlan};
 use crate::output::Printer;
 use crate::product;
@@ -32,7 +31,6 @@ pub async fn run(
     cluster_args: &ClusterArgs,
     settings: &Settings,
     printer: &Printer,
-    limits: &Limits,
 ) -> Result<()> {
     let mut report = Report::default();
     // Discovery first, exactly as push runs it; the checks below explain what it found.
@@ -44,15 +42,7 @@ pub async fn run(
 
     match finding {
         Finding::Registry(registry) => {
-            let pod = check_registry(
-                args,
-                settings,
-                registry,
-                cluster.as_ref(),
-                limits,
-                &mut report,
-            )
-            .await;
+            let pod = check_registry(args, settings, registry, cluster.as_ref(), &mut report).await;
             report.add(nodes_check(registry, args.pod));
             report.add(Check::skipped(
                 "node-load",
@@ -278,7 +268,6 @@ async fn check_registry(
     settings: &Settings,
     registry: &LocalRegistry,
     cluster: Option<&Cluster>,
-    limits: &Limits,
     report: &mut Report,
 ) -> Option<Check> {
     let pod_skipped = |why: &str| {
@@ -289,8 +278,7 @@ async fn check_registry(
         insecure: args.insecure,
         ca_file: args.ca_file.clone(),
         help: registry.help.clone(),
-        credentials: settings.credentials.clone(),
-        limits: *limits,
+        ..settings.transport_options()
     };
     let client = match RegistryClient::new(&registry.host, &options) {
         Ok(client) => client,

@@ -53,19 +53,12 @@ pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
                     })
                 }
                 Command::Advertise(args) => {
-                    let limits = limits::Limits::from_env()?;
-                    advertise::run(&args, &cli.cluster, settings, printer, &limits).await
+                    advertise::run(&args, &cli.cluster, settings, printer).await
                 }
-                Command::Doctor(args) => {
-                    let limits = limits::Limits::from_env()?;
-                    doctor::run(&args, &cli.cluster, settings, printer, &limits).await
-                }
+                Command::Doctor(args) => doctor::run(&args, &cli.cluster, settings, printer).await,
                 Command::Info(args) => info::run(&args, &cli.cluster, settings, printer).await,
                 Command::Completion(args) => completion::print_script(args.shell),
-                Command::Push(args) => {
-                    let limits = limits::Limits::from_env()?;
-                    push::run(&args, &cli.cluster, settings, printer, &limits).await
-                }
+                Command::Push(args) => push::run(&args, &cli.cluster, settings, printer).await,
             }
         };
         // A signal drops the command's future: its temp dir goes, its child processes are

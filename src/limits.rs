@@ -1,5 +1,5 @@
-//! How long we wait and how often we retry: the bounds on every wait, read once at start from
-//! the environment (so that tests of the bounds run in seconds), with the defaults the README lists.
+//! How long we wait and how often we retry: the bounds on every wait, with the defaults the README
+//! lists, each overridable from the environment (read by `settings`) so tests of the bounds run in seconds.
 
 use std::time::Duration;
 
@@ -43,12 +43,8 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// The defaults, each overridden by its environment variable when set.
-    pub fn from_env() -> Result<Self> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+    /// The defaults, each overridden by its variable in `lookup` (an environment) when set.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let defaults = Self::default();
         let seconds = |name: &str, default: Duration| -> Result<Duration> {
             match lookup(name).filter(|value| !value.trim().is_empty()) {

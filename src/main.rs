@@ -10,8 +10,9 @@ fn main() -> std::process::ExitCode {
     }
     let cli = Cli::parse();
     let settings = Settings::from_env();
-    let printer = Printer::new(cli.verbose, cli.quiet, !settings.no_color);
-    match kubectl_registry::run(cli, &settings, &printer) {
+    let no_color = settings.as_ref().is_ok_and(|settings| settings.no_color);
+    let printer = Printer::new(cli.verbose, cli.quiet, !no_color);
+    match settings.and_then(|settings| kubectl_registry::run(cli, &settings, &printer)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             printer.error(&err);

@@ -4,7 +4,9 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::registry::CredentialSources;
+use crate::error::Result;
+use crate::limits::Limits;
+use crate::registry::{CredentialSources, Proxies, TransportOptions};
 
 pub const REGISTRY_HOST_ENV: &str = "KUBECTL_REGISTRY_HOST";
 pub const REGISTRY_RUNTIME_HOST_ENV: &str = "KUBECTL_REGISTRY_RUNTIME_HOST";
@@ -34,17 +36,26 @@ pub struct Settings {
     /// Where the record of sent blobs lives: `$KUBECTL_REGISTRY_CACHE_DIR`, else
     /// `$XDG_CACHE_HOME/kubectl-registry`, else `~/.cache/kubectl-registry`; `None`: no record kept.
     pub cache_dir: Option<PathBuf>,
+    /// How long we wait and how often we retry (`KUBECTL_REGISTRY_STALL_TIMEOUT` and the rest).
+    pub limits: Limits,
+    /// `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`.
+    pub proxies: Proxies,
 }
 
 impl Settings {
-    /// Reads the process environment.
-    pub fn from_env() -> Self {
+    /// Reads the process environment; fails (exit 2) on a malformed bound such as
+    /// `KUBECTL_REGISTRY_ATTEMPTS=many`.
+    pub fn from_env() -> Result<Self> {
         Self::from_lookup(|name| std::env::var_os(name), std::env::home_dir())
     }
 
     /// Resolves settings from `lookup` (an environment) and the home directory.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>, home: Option<PathBuf>) -> Self {
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<OsString>,
+        home: Option<PathBuf>,
+    ) -> Result<Self> {
         let set = |name: &str| lookup(name).filter(|value| !value.is_empty());
+        let text = |name: &str| lookup(name).and_then(|value| value.into_string().ok());
         let docker_dir = set("DOCKER_CONFIG")
             .map(PathBuf::from)
             .or_else(|| home.as_ref().map(|home| home.join(".docker")));
@@ -60,7 +71,7 @@ impl Settings {
                 home.as_ref()
                     .map(|home| home.join(".cache/kubectl-registry"))
             });
-        Self {
+        Ok(Self {
             kubeconfig_files: set("KUBECONFIG")
                 .map(|value| {
                     std::env::split_paths(&value)
@@ -84,6 +95,19 @@ impl Settings {
                 helper_path: None,
             },
             cache_dir,
+            limits: Limits::from_lookup(text)?,
+            proxies: Proxies::from_lookup(text),
+        })
+    }
+
+    /// How to reach a registry as far as the environment decides it (credentials, bounds,
+    /// proxies); the command line adds the rest.
+    pub fn transport_options(&self) -> TransportOptions {
+        TransportOptions {
+            credentials: self.credentials.clone(),
+            limits: self.limits,
+            proxies: self.proxies.clone(),
+            ..TransportOptions::default()
         }
     }
 }
@@ -98,7 +122,7 @@ mod tests {
             .iter()
             .map(|(name, value)| (name.to_string(), OsString::from(value)))
             .collect();
-        Settings::from_lookup(|name| vars.get(name).cloned(), home.map(PathBuf::from))
+        Settings::from_lookup(|name| vars.get(name).cloned(), home.map(PathBuf::from)).unwrap()
     }
 
     #[test]

@@ -123,13 +123,13 @@ fn assert_no_blob_holds(bench: &Bench, corrupt_sha256: &str) {
     }
 }
 
-/// What a push says when the first layer turns out corrupt while it is being sent as `blob`.
-fn corrupt_layer_stderr(image: &Image, flipped: &FlippedLayer, blob: &str) -> String {
+/// What a push says when the first layer turns out corrupt while it is being sent: the archive's
+/// fault alone, not the aborted request's.
+fn corrupt_layer_stderr(image: &Image, flipped: &FlippedLayer) -> String {
     let diff_id = &image.diff_ids()[0];
     let layer = format!("layer {diff_id} ({})", flipped.member);
     format!(
         "error: {layer} is corrupt; nothing was tagged\n\
-         caused by: pushing {blob} to 127.0.0.1:PORT/myimg: reading the blob's content failed, so the upload was aborted\n\
          caused by: diff_id (the uncompressed content's digest) of {layer} in $DIR/img.tar does not match: expected {diff_id}, got {corrupt}\n\
          hint: the archive was damaged after it was written: write it again (docker save, skopeo copy)\n",
         corrupt = flipped.corrupt,
@@ -143,11 +143,7 @@ fn a_flipped_byte_in_a_layer_aborts_its_upload_and_tags_nothing() {
     let flipped = archive_with_a_flipped_layer_byte(&bench, &image);
     let run = bench.push(&[&flipped.path]);
     assert_refused_input(&bench, &run);
-    let short = format!("{}…", &image.diff_ids()[0][.."sha256:".len() + 12]);
-    assert_eq!(
-        run.stderr,
-        corrupt_layer_stderr(&image, &flipped, &format!("blob {short}"))
-    );
+    assert_eq!(run.stderr, corrupt_layer_stderr(&image, &flipped));
     assert_no_blob_holds(&bench, &flipped.corrupt);
 }
 
@@ -158,7 +154,7 @@ fn a_flipped_byte_in_a_layer_aborts_a_compressing_upload_and_tags_nothing() {
     let flipped = archive_with_a_flipped_layer_byte(&bench, &image);
     let run = bench.push(&[&flipped.path, "--compression", "gzip"]);
     assert_refused_input(&bench, &run);
-    assert_eq!(run.stderr, corrupt_layer_stderr(&image, &flipped, "a blob"));
+    assert_eq!(run.stderr, corrupt_layer_stderr(&image, &flipped));
     assert_no_blob_holds(&bench, &flipped.corrupt);
 }
 

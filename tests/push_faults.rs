@@ -438,6 +438,27 @@ fn error_bodies_with_terminal_controls_are_printed_escaped() {
 }
 
 #[test]
+fn a_malformed_bound_is_refused_before_anything_is_sent() {
+    let faulty = Faulty::new(88, Vec::new());
+    let run = faulty.bench.run(
+        faulty
+            .cmd()
+            .env("KUBECTL_REGISTRY_ATTEMPTS", "many")
+            .args(["push", &faulty.archive]),
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            2,
+            "",
+            "error: KUBECTL_REGISTRY_ATTEMPTS=\"many\" is not valid: expected a whole number from 1 to 100\n\
+             hint: fix or unset KUBECTL_REGISTRY_ATTEMPTS\n"
+        )
+    );
+    assert!(faulty.proxy.seen().is_empty(), "{:#?}", faulty.proxy.seen());
+}
+
+#[test]
 fn proxies_in_the_environment_are_never_used_for_loopback() {
     let bench = Bench::new();
     let path = bench.path("img.tar");

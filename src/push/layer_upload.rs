@@ -68,7 +68,7 @@ impl Uploader<'_> {
             }
             Err(err) => {
                 bar.abandon();
-                Err(corrupt_input_or(err, &layer))
+                Err(err)
             }
         }
     }
@@ -135,7 +135,8 @@ impl Uploader<'_> {
         .await
     }
 
-    /// One attempt at streaming the layer from the archive, from its first byte.
+    /// One attempt at streaming the layer from the archive, from its first byte. When the archive
+    /// side failed, that is the error (bad input, not retried), whatever the request made of it.
     async fn upload(
         &self,
         layer: &Layer,
@@ -149,11 +150,26 @@ impl Uploader<'_> {
             .archive
             .layer_reader(layer)
             .map_err(|err| reading(layer, err))?;
-        let body = stream::body(reader, encoding, bar.clone());
+        let (body, source_failure) = stream::body(reader, encoding, bar.clone());
+        let pushed = self.push_body(layer, key, encoding, body, &watchdog).await;
+        pushed.map_err(|err| match source_failure.take() {
+            Some(read_error) => archive_fault(layer, read_error),
+            None => err,
+        })
+    }
+
+    async fn push_body(
+        &self,
+        layer: &Layer,
+        key: &Digest,
+        encoding: Encoding,
+        body: impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static,
+        watchdog: &Watchdog,
+    ) -> Result<(Descriptor, Outcome)> {
         match encoding {
             Encoding::AsStored => {
                 self.client
-                    .push_blob_within(self.repo, key, layer.size(), body, &watchdog)
+                    .push_blob_within(self.repo, key, layer.size(), body, watchdog)
                     .await?;
                 let descriptor =
                     Descriptor::new(layer.media_type_or_default(), key.clone(), layer.size());
@@ -162,7 +178,7 @@ impl Uploader<'_> {
             Encoding::Gzip | Encoding::Zstd => {
                 let (digest, size) = self
                     .client
-                    .push_blob_unknown_digest_within(self.repo, body, &watchdog)
+                    .push_blob_unknown_digest_within(self.repo, body, watchdog)
                     .await?;
                 let compression = if encoding == Encoding::Zstd {
                     Compression::Zstd
@@ -242,26 +258,19 @@ fn lock(record: &Mutex<SentBlobs>) -> std::sync::MutexGuard<'_, SentBlobs> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A layer that fails verification mid-upload is the archive's fault, not the registry's:
-/// report it as bad input, keeping the upload error as the cause.
-fn corrupt_input_or(err: Error, layer: &Layer) -> Error {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&err);
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>()
-            && archive::is_verification_failure(io)
-        {
-            return Error::new(
-                ExitCode::Input,
-                format!("{} is corrupt; nothing was tagged", layer.describe()),
-            )
-            .with_source(err)
-            .with_hint(
-                "the archive was damaged after it was written: write it again (docker save, skopeo copy)",
-            );
-        }
-        source = cause.source();
+/// A layer whose bytes failed mid-upload: corrupt (it does not hash to its digest) or unreadable.
+fn archive_fault(layer: &Layer, err: std::io::Error) -> Error {
+    if !archive::is_verification_failure(&err) {
+        return reading(layer, err);
     }
-    err
+    Error::new(
+        ExitCode::Input,
+        format!("{} is corrupt; nothing was tagged", layer.describe()),
+    )
+    .with_source(err)
+    .with_hint(
+        "the archive was damaged after it was written: write it again (docker save, skopeo copy)",
+    )
 }
 
 fn reading(layer: &Layer, err: std::io::Error) -> Error {

@@ -22,7 +22,6 @@ use crate::engine::{self, Source};
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::hosting::{LocalRegistry, RegistrySource};
 use crate::interrupt;
-use crate::limits::Limits;
 use crate::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::output::Printer;
 use crate::product;
@@ -37,7 +36,6 @@ pub async fn run(
     cluster_args: &ClusterArgs,
     settings: &Settings,
     printer: &Printer,
-    limits: &Limits,
 ) -> Result<()> {
     let started = Instant::now();
     if let Some(template) = &args.load_command {
@@ -75,10 +73,7 @@ pub async fn run(
                 format!("pushing to {}", target.tagged(&registry.host)),
                 "nothing was tagged",
             );
-            push_to_registry(
-                args, settings, registry, &target, archive, image, printer, limits,
-            )
-            .await?
+            push_to_registry(args, settings, registry, &target, archive, image, printer).await?
         }
         None => load_into_nodes(
             args,
@@ -172,8 +167,6 @@ fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
     })
 }
 
-// One over clippy's count until the limits join the settings they are read beside.
-#[allow(clippy::too_many_arguments)]
 async fn push_to_registry(
     args: &PushArgs,
     settings: &Settings,
@@ -182,7 +175,6 @@ async fn push_to_registry(
     archive: Arc<Archive>,
     image: Image,
     printer: &Printer,
-    limits: &Limits,
 ) -> Result<PushReport> {
     let plan = to_registry::RegistryPush {
         registry,
@@ -193,8 +185,7 @@ async fn push_to_registry(
             insecure: args.insecure,
             ca_file: args.ca_file.clone(),
             help: registry.help.clone(),
-            credentials: settings.credentials.clone(),
-            limits: *limits,
+            ..settings.transport_options()
         },
         cache_dir: settings.cache_dir.as_deref(),
     };

@@ -2,6 +2,7 @@
 //! compress, and hand over in bounded chunks so memory stays flat whatever the blob size.
 
 use std::io::{self, Read, Write};
+use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
@@ -21,15 +22,46 @@ pub enum Encoding {
     Zstd,
 }
 
+/// Where an upload body's own failure is kept: a failed upload whose source failed is the
+/// archive's fault, whatever the HTTP client made of the aborted request.
+#[derive(Debug, Clone, Default)]
+pub struct SourceFailure(Arc<Mutex<Option<io::Error>>>);
+
+impl SourceFailure {
+    /// The error the source ended with, if it failed.
+    pub fn take(&self) -> Option<io::Error> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+
+    /// Keeps `err` and returns a copy of it for the HTTP client.
+    fn keep(&self, err: io::Error) -> io::Error {
+        let copy = io::Error::new(err.kind(), err.to_string());
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(err);
+        copy
+    }
+}
+
 /// Streams `reader` (run on a blocking thread) as upload chunks, encoded per `encoding`.
 /// A read error (a failed verification, a truncated archive) ends the stream with that error,
-/// which aborts the upload before the registry commits it.
+/// which aborts the upload before the registry commits it, and is kept in the returned
+/// `SourceFailure`.
 pub fn body(
     reader: impl Read + Send + 'static,
     encoding: Encoding,
     progress: BlobProgress,
-) -> impl Stream<Item = io::Result<Bytes>> + Send + 'static {
+) -> (
+    impl Stream<Item = io::Result<Bytes>> + Send + 'static,
+    SourceFailure,
+) {
     let (sender, receiver) = mpsc::channel(CHANNEL_DEPTH);
+    let failure = SourceFailure::default();
+    let source_failure = failure.clone();
     tokio::task::spawn_blocking(move || {
         let mut sink = ChannelWriter {
             sender: &sender,
@@ -51,12 +83,13 @@ pub fn body(
         };
         if let Err(err) = result {
             // The receiver may be gone (the upload failed first); nothing more to tell then.
-            let _ = sender.blocking_send(Err(err));
+            let _ = sender.blocking_send(Err(source_failure.keep(err)));
         }
     });
-    futures_util::stream::unfold(receiver, |mut receiver| async move {
+    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|item| (item, receiver))
-    })
+    });
+    (stream, failure)
 }
 
 /// Copies `reader` into `out`, counting source bytes on the progress bar. Does not flush: a
@@ -139,40 +172,26 @@ mod tests {
     #[tokio::test]
     async fn as_stored_passes_bytes_through() {
         let data = sample();
-        let out = collect(body(
-            Cursor::new(data.clone()),
-            Encoding::AsStored,
-            no_progress(),
-        ))
-        .await;
+        let out =
+            collect(body(Cursor::new(data.clone()), Encoding::AsStored, no_progress()).0).await;
         assert_eq!(out.unwrap(), data);
     }
 
     #[tokio::test]
     async fn gzip_and_zstd_round_trip() {
         let data = sample();
-        let gz = collect(body(
-            Cursor::new(data.clone()),
-            Encoding::Gzip,
-            no_progress(),
-        ))
-        .await;
+        let gz = collect(body(Cursor::new(data.clone()), Encoding::Gzip, no_progress()).0).await;
         let mut unzipped = Vec::new();
         flate2::read::GzDecoder::new(&gz.unwrap()[..])
             .read_to_end(&mut unzipped)
             .unwrap();
         assert_eq!(unzipped, data);
-        let zst = collect(body(
-            Cursor::new(data.clone()),
-            Encoding::Zstd,
-            no_progress(),
-        ))
-        .await;
+        let zst = collect(body(Cursor::new(data.clone()), Encoding::Zstd, no_progress()).0).await;
         assert_eq!(zstd::decode_all(&zst.unwrap()[..]).unwrap(), data);
     }
 
     #[tokio::test]
-    async fn a_read_error_ends_the_stream_with_that_error() {
+    async fn a_read_error_ends_the_stream_with_that_error_and_is_kept() {
         struct Failing;
         impl Read for Failing {
             fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
@@ -182,9 +201,11 @@ mod tests {
                 ))
             }
         }
-        let err = collect(body(Failing, Encoding::Gzip, no_progress()))
-            .await
-            .unwrap_err();
+        let (stream, failure) = body(Failing, Encoding::Gzip, no_progress());
+        let err = collect(stream).await.unwrap_err();
         assert_eq!(err.to_string(), "diff_id mismatch");
+        let kept = failure.take().expect("the source's failure is kept");
+        assert_eq!(kept.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(kept.to_string(), "diff_id mismatch");
     }
 }

@@ -7,6 +7,7 @@ mod errors;
 mod manifest;
 mod manifest_check;
 mod open_uploads;
+mod proxy;
 mod request;
 mod transport;
 mod upload;
@@ -20,6 +21,7 @@ pub use self::credentials::CredentialSources;
 pub use self::errors::{RegistryResponse, is_retryable};
 pub use self::manifest_check::Deletion;
 pub use self::open_uploads::cancel_all as cancel_open_uploads;
+pub use self::proxy::Proxies;
 pub use self::transport::TransportOptions;
 pub use self::watchdog::Watchdog;
 

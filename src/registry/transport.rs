@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use reqwest::{Client, NoProxy, Proxy, Url, redirect};
+use reqwest::{Client, Url, redirect};
 
 use super::credentials::CredentialSources;
+use super::proxy::Proxies;
 use super::watchdog::Stalled;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::hosting::{RegistryHost, is_loopback_hostname};
@@ -26,6 +27,8 @@ pub struct TransportOptions {
     pub credentials: CredentialSources,
     /// How long to wait and how often to retry.
     pub limits: Limits,
+    /// The environment's proxies (never used for loopback).
+    pub proxies: Proxies,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +145,7 @@ fn initial_scheme(host: &RegistryHost, options: &TransportOptions) -> Scheme {
 }
 
 fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
-    let mut builder = base_client()
+    let mut builder = base_client(&options.proxies)
         .pool_idle_timeout(Duration::from_secs(60))
         .http2_adaptive_window(true);
     let extra_roots = match &options.ca_file {
@@ -157,12 +160,14 @@ fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
         Ok(client) => Ok(client),
         // A machine without a system CA store (a slim container) can still reach a plain-HTTP
         // loopback registry, or a TLS one whose CA was given.
-        Err(err) if scheme == Scheme::Http || !extra_roots.is_empty() => base_client()
-            .tls_danger_accept_invalid_certs(options.insecure)
-            .tls_certs_only(extra_roots)
-            .build()
-            .map_err(|_| err)
-            .context(ExitCode::Registry, || "setting up the HTTP client"),
+        Err(err) if scheme == Scheme::Http || !extra_roots.is_empty() => {
+            base_client(&options.proxies)
+                .tls_danger_accept_invalid_certs(options.insecure)
+                .tls_certs_only(extra_roots)
+                .build()
+                .map_err(|_| err)
+                .context(ExitCode::Registry, || "setting up the HTTP client")
+        }
         Err(err) => Err(Error::new(ExitCode::Registry, "setting up the HTTP client")
             .with_source(err)
             .with_hint("install the system CA certificates (ca-certificates), or pass --ca-file")),
@@ -171,11 +176,11 @@ fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
 
 /// What every client of ours has: our name, the connect bound, the environment's proxies but
 /// never for loopback, and redirects that never leave HTTPS.
-fn base_client() -> reqwest::ClientBuilder {
+fn base_client(proxies: &Proxies) -> reqwest::ClientBuilder {
     Client::builder()
         .user_agent(concat!("kubectl-registry/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(CONNECT_TIMEOUT)
-        .proxy(environment_proxy())
+        .proxy(proxies.to_reqwest())
         .redirect(redirect::Policy::custom(|attempt| {
             let leaves_https = attempt
                 .previous()
@@ -193,32 +198,6 @@ fn base_client() -> reqwest::ClientBuilder {
                 attempt.follow()
             }
         }))
-}
-
-/// `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and `NO_PROXY` as curl and Go read them, except that
-/// loopback is never proxied (Go's rule, which kubectl, docker and skopeo follow): a proxy on
-/// another machine cannot reach our 127.0.0.1.
-fn environment_proxy() -> Proxy {
-    let variable = |upper: &str| {
-        std::env::var(upper)
-            .or_else(|_| std::env::var(upper.to_ascii_lowercase()))
-            .ok()
-            .filter(|value| !value.trim().is_empty())
-            .and_then(|value| Url::parse(&value).ok())
-    };
-    let https = variable("HTTPS_PROXY");
-    let http = variable("HTTP_PROXY");
-    let all = variable("ALL_PROXY");
-    Proxy::custom(move |url| {
-        if is_loopback_url(url) {
-            return None;
-        }
-        match url.scheme() {
-            "https" => https.clone().or_else(|| all.clone()),
-            _ => http.clone().or_else(|| all.clone()),
-        }
-    })
-    .no_proxy(NoProxy::from_env())
 }
 
 /// Whether `url` points at this machine.

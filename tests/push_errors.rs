@@ -5,8 +5,7 @@
 mod push_support;
 mod support;
 
-use base64::Engine as _;
-use push_support::{Bench, HELP, Outcome};
+use push_support::{Bench, HELP, Outcome, docker_config};
 use support::apiserver::unused_port;
 use support::fixtures::{self, Format, Image};
 use support::registry::TestRegistry;
@@ -241,19 +240,6 @@ fn a_registry_that_is_down_is_named_with_the_clusters_guide() {
             "hint: check that the registry runs and that 127.0.0.1:PORT is reachable from this machine",
         ]
     );
-}
-
-/// A `DOCKER_CONFIG` dir whose config.json holds `user:password` for `host`.
-fn docker_config(bench: &Bench, host: &str, user: &str, password: &str) -> std::path::PathBuf {
-    let dir = bench.path("docker-config");
-    std::fs::create_dir_all(&dir).unwrap();
-    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-    std::fs::write(
-        dir.join("config.json"),
-        serde_json::json!({"auths": {host: {"auth": auth}}}).to_string(),
-    )
-    .unwrap();
-    dir
 }
 
 #[test]

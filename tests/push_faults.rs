@@ -5,13 +5,15 @@
 mod push_support;
 mod support;
 
-use std::sync::Arc;
+use std::io::Read;
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use push_support::{Bench, HELP, Outcome};
+use push_support::{Bench, HELP, Outcome, docker_config};
 use support::fault_proxy::{Action, FaultProxy, Rule};
 use support::fixtures::{Format, Image};
-use support::registry::TestRegistry;
+use support::registry::{RegistryConfig, TestRegistry};
 
 /// Bounds small enough for tests to meet them in seconds.
 const FAST_BOUNDS: [(&str, &str); 4] = [
@@ -456,6 +458,88 @@ fn a_malformed_bound_is_refused_before_anything_is_sent() {
         )
     );
     assert!(faulty.proxy.seen().is_empty(), "{:#?}", faulty.proxy.seen());
+}
+
+/// A loopback port that records whatever arrives on it, for a test to say nothing did.
+struct Trap {
+    address: String,
+    received: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Trap {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let sink = received.clone();
+        std::thread::spawn(move || {
+            // Bounded: a test run makes at most a few connections.
+            for stream in listener.incoming().take(8).flatten() {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut bytes = Vec::new();
+                let _ = (&stream).take(64 * 1024).read_to_end(&mut bytes);
+                sink.lock().unwrap().extend(bytes);
+                sink.lock().unwrap().extend(b"<connection>");
+            }
+        });
+        Self { address, received }
+    }
+
+    fn received(&self) -> String {
+        String::from_utf8_lossy(&self.received.lock().unwrap()).into_owned()
+    }
+}
+
+#[test]
+fn an_https_registry_sending_uploads_to_plain_http_is_left_and_gets_no_credentials_there() {
+    // The real registry, told it is reached at a plain-HTTP URL, hands out upload Locations there.
+    let trap = Trap::start();
+    let registry = TestRegistry::start_with(RegistryConfig {
+        tls: true,
+        basic_auth: Some(("kind".into(), "s3cret".into())),
+        external_url: Some(format!("http://{}", trap.address)),
+        ..RegistryConfig::default()
+    });
+    let ca_file = registry.ca_file();
+    let bench = Bench::with_registry(registry);
+    let credentials = docker_config(&bench, &bench.registry.host(), "kind", "s3cret");
+    let path = bench.path("img.tar");
+    Image::sample(89).write(Format::DockerLegacy, &path, &["myimg:dev"]);
+    let run = bench.run(
+        bench
+            .cmd()
+            .envs(FAST_BOUNDS)
+            .env("DOCKER_CONFIG", &credentials)
+            .args(["push", path.to_str().unwrap()])
+            .args(["--ca-file", ca_file.to_str().unwrap()]),
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("which is not HTTPS; we do not leave HTTPS"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(trap.received(), "", "something was sent over plain HTTP");
+    let tag = std::process::Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-u",
+            "kind:s3cret",
+        ])
+        .arg("--cacert")
+        .arg(&ca_file)
+        .arg(format!(
+            "https://{}/v2/myimg/manifests/dev",
+            bench.registry.host()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&tag.stdout), "404", "tagged");
 }
 
 #[test]

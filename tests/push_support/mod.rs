@@ -7,6 +7,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use base64::Engine as _;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use tempfile::TempDir;
@@ -250,6 +251,19 @@ pub fn hosting_yaml(host: &str) -> String {
         "host: \"{host}\"\nhostFromContainerRuntime: \"{RUNTIME_HOST}\"\n\
          hostFromClusterNetwork: \"{RUNTIME_HOST}\"\nhelp: \"{HELP}\"\n"
     )
+}
+
+/// A `DOCKER_CONFIG` dir whose config.json holds `user:password` for `host`.
+pub fn docker_config(bench: &Bench, host: &str, user: &str, password: &str) -> std::path::PathBuf {
+    let dir = bench.path("docker-config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::json!({"auths": {host: {"auth": auth}}}).to_string(),
+    )
+    .unwrap();
+    dir
 }
 
 /// The binary with a clean environment: its own HOME and DOCKER_CONFIG, no proxies, no

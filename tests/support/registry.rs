@@ -23,6 +23,9 @@ pub struct RegistryConfig {
     pub token_auth: Option<TokenAuth>,
     /// Refuse DELETE (distribution's default: `storage.delete.enabled: false`).
     pub deletes_disabled: bool,
+    /// `http.host`: the URL the registry believes it is reached at, which it builds the
+    /// `Location` of uploads from.
+    pub external_url: Option<String>,
 }
 
 /// A running registry; killed and its files removed on Drop.
@@ -112,6 +115,11 @@ impl TestRegistry {
         // Another process may take the free port before the registry binds it: try a few.
         let mut last_log = String::new();
         let deletes = !config.deletes_disabled;
+        let external_url = config
+            .external_url
+            .as_ref()
+            .map(|url| format!(", host: \"{url}\""))
+            .unwrap_or_default();
         for _ in 0..5 {
             let port = free_port();
             let config_file = dir.path().join("registry.yml");
@@ -121,7 +129,7 @@ impl TestRegistry {
                     "version: 0.1\n\
                      log: {{level: error, accesslog: {{disabled: true}}}}\n\
                      storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: {deletes}}}}}\n\
-                     http: {{addr: 127.0.0.1:{port}{tls}}}\n\
+                     http: {{addr: 127.0.0.1:{port}{tls}{external_url}}}\n\
                      {extra}",
                     dir.path().join("data").display()
                 ),

@@ -41,7 +41,7 @@ _kubectl__registry() {
 
     case "${cmd}" in
         kubectl__registry)
-            opts="-v -q -h -V --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version push info advertise doctor version completion"
+            opts="-n -v -q -h -V --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version push info advertise doctor version completion"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -63,6 +63,18 @@ _kubectl__registry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --network)
+                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -71,7 +83,7 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__advertise)
-            opts="-v -q -h -V --from-runtime --from-cluster-network --help-url --dry-run --delete --no-verify --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version"
+            opts="-n -v -q -h -V --from-runtime --from-cluster-network --help-url --dry-run --delete --no-verify --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -105,6 +117,18 @@ _kubectl__registry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --network)
+                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -113,7 +137,7 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__completion)
-            opts="-v -q -h -V --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version bash elvish fish powershell zsh"
+            opts="-n -v -q -h -V --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -135,6 +159,18 @@ _kubectl__registry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --network)
+                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -143,7 +179,7 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__doctor)
-            opts="-o -v -q -h -V --pod --insecure --ca-file --output --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version"
+            opts="-o -n -v -q -h -V --pod --insecure --ca-file --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -177,6 +213,18 @@ _kubectl__registry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --network)
+                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -185,7 +233,7 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__info)
-            opts="-o -v -q -h -V --output --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version"
+            opts="-o -n -v -q -h -V --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -215,6 +263,18 @@ _kubectl__registry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --network)
+                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -223,7 +283,7 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__push)
-            opts="-t -j -o -v -q -h -V --tag --image --platform --compression --jobs --insecure --ca-file --no-load --load-command --output --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version"
+            opts="-t -j -o -n -v -q -h -V --tag --image --platform --compression --jobs --insecure --ca-file --no-load --load-command --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -289,6 +349,18 @@ _kubectl__registry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --network)
+                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -297,7 +369,7 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__version)
-            opts="-o -v -q -h -V --output --kubeconfig --context --registry --registry-from-runtime --verbose --quiet --help --version"
+            opts="-o -n -v -q -h -V --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -324,6 +396,18 @@ _kubectl__registry() {
                     return 0
                     ;;
                 --registry-from-runtime)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network)
+                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

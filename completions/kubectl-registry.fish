@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_kubectl_registry_global_optspecs
-    string join \n kubeconfig= context= registry= registry-from-runtime= v/verbose q/quiet h/help V/version
+    string join \n kubeconfig= context= registry= registry-from-runtime= network= n/namespace= v/verbose q/quiet h/help V/version
 end
 
 function __fish_kubectl_registry_needs_command
@@ -28,6 +28,9 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l kubec
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l context -d 'The kubeconfig context to use (default: the current context)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -54,6 +57,9 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" 
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l context -d 'The kubeconfig context to use (default: the current context)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l no-load -d 'Fail instead of loading into the nodes when no registry is advertised'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s v -l verbose -d 'More detail on stderr (repeat for more)'
@@ -66,9 +72,12 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" 
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l context -d 'The kubeconfig context to use (default: the current context)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
-complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s h -l help -d 'Print help'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l from-runtime -d 'How the nodes\' container runtime names the registry (`hostFromContainerRuntime`)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l from-cluster-network -d 'Where pods reach the registry (`hostFromClusterNetwork`)' -r
@@ -77,6 +86,9 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advert
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l context -d 'The kubeconfig context to use (default: the current context)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l dry-run -d 'Print the ConfigMap as YAML instead of writing it'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l delete -d 'Remove the advertisement (other keys of the ConfigMap are kept)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l no-verify -d 'Do not check first that HOST answers like a registry from here'
@@ -91,6 +103,9 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l context -d 'The kubeconfig context to use (default: the current context)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l pod -d 'Also run a short-lived pod that pulls a probe image, the nodes\' own check'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -s v -l verbose -d 'More detail on stderr (repeat for more)'
@@ -103,14 +118,20 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand versio
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l context -d 'The kubeconfig context to use (default: the current context)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
-complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s h -l help -d 'Print help'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l context -d 'The kubeconfig context to use (default: the current context)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -52,6 +52,28 @@ pub struct ClusterArgs {
     /// [env: KUBECTL_REGISTRY_RUNTIME_HOST].
     #[arg(long, global = true, value_name = "HOST[:PORT]")]
     pub registry_from_runtime: Option<String>,
+
+    /// Where this command runs, which decides the registry host it pushes to: `host` (outside
+    /// the cluster: the advertised host) or `cluster` (in the cluster network: its
+    /// hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host.
+    #[arg(long, global = true, value_enum, value_name = "WHERE")]
+    pub network: Option<Network>,
+
+    /// The namespace (OpenShift project) images go to on OpenShift's registry (default: the
+    /// context's namespace, or the pod's).
+    #[arg(short = 'n', long, global = true, value_name = "NAME")]
+    pub namespace: Option<String>,
+}
+
+/// Which network the pusher is on (KEP-1755: `host` vs `hostFromClusterNetwork`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`.
+    Host,
+    /// Inside the cluster network (a pod, an in-cluster builder): push to
+    /// `hostFromClusterNetwork`.
+    Cluster,
 }
 
 #[derive(Debug, Subcommand)]
@@ -244,7 +266,7 @@ Exit codes:
   3  the cluster (kubeconfig or API server) could not be read, or refused a write
   4  the image input (archive or engine) is unreadable or invalid
   5  the registry refused, failed or could not be reached
-  6  no way in: nothing advertised and no node loader, or the loader failed
+  6  no way in: nothing advertised (for this network) and no node loader, or the loader failed
   130  stopped by SIGINT (Ctrl-C), temp files removed
   143  stopped by SIGTERM, temp files removed";
 

@@ -1,4 +1,5 @@
-//! The only Kubernetes I/O: kubeconfig, the hosting ConfigMap, nodes, services -> plain facts.
+//! The only Kubernetes I/O: kubeconfig, the hosting ConfigMap, OpenShift's image config, nodes,
+//! services -> plain facts.
 
 mod health;
 mod hosting_write;
@@ -8,9 +9,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::client::AuthError;
-use kube::config::KubeConfigOptions;
+use kube::config::{AuthInfo, KubeConfigOptions};
+use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::OnceCell;
 
 use crate::cli::ClusterArgs;
@@ -18,6 +20,7 @@ use crate::error::{Error, ExitCode, Result};
 use crate::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
 use crate::kubeconfig::{self, Choice, KubeconfigFacts};
 use crate::output::Printer;
+use crate::service_account;
 use crate::settings::Settings;
 
 pub use hosting_write::Written;
@@ -40,6 +43,18 @@ pub struct NodeFacts {
     pub annotations: BTreeMap<String, String>,
 }
 
+/// OpenShift's `images.config.openshift.io/cluster`: where its integrated registry is reached.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenshiftImageConfig {
+    /// `status.internalRegistryHostname`: what nodes and pods use; absent when the registry is removed.
+    pub internal_registry_hostname: Option<String>,
+    /// `status.externalRegistryHostnames`: the routes users push to, first one first.
+    pub external_registry_hostnames: Vec<String>,
+}
+
+/// The OpenShift object naming the integrated registry, as messages name it.
+pub const OPENSHIFT_IMAGE_CONFIG: &str = "images.config.openshift.io/cluster";
+
 /// The answer to a read that may legitimately find nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup<T> {
@@ -53,6 +68,13 @@ pub enum Lookup<T> {
 pub struct Cluster {
     client: kube::Client,
     facts: KubeconfigFacts,
+    /// The context's namespace (`default` when it sets none), or the pod's in a pod.
+    namespace: String,
+    /// Connected through the pod's service account rather than a kubeconfig.
+    in_cluster: bool,
+    /// The bearer token we present to the API server, when it is a plain token (OpenShift's
+    /// registry accepts the same one).
+    bearer_token: Option<SecretString>,
     target: Target,
     printer: Printer,
     nodes: OnceCell<Vec<NodeFacts>>,
@@ -65,7 +87,13 @@ impl Cluster {
         settings: &Settings,
         printer: &Printer,
     ) -> Result<Self> {
-        let (mut config, facts) = client_config(args, settings, printer).await?;
+        let ClientSettings {
+            mut config,
+            facts,
+            in_cluster,
+        } = client_config(args, settings, printer).await?;
+        let namespace = config.default_namespace.clone();
+        let bearer_token = bearer_token(&config.auth_info);
         config.connect_timeout = Some(CONNECT_TIMEOUT);
         config.read_timeout = Some(READ_TIMEOUT);
         config.write_timeout = Some(READ_TIMEOUT);
@@ -88,6 +116,9 @@ impl Cluster {
         Ok(Self {
             client,
             facts,
+            namespace,
+            in_cluster,
+            bearer_token,
             target,
             printer: printer.clone(),
             nodes: OnceCell::new(),
@@ -96,6 +127,37 @@ impl Cluster {
 
     pub fn facts(&self) -> &KubeconfigFacts {
         &self.facts
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// True when reached with the pod's service account (in-cluster config).
+    pub fn in_cluster(&self) -> bool {
+        self.in_cluster
+    }
+
+    /// The plain bearer token the API server gets from us; `None` for client certificates and
+    /// exec plugins, whose tokens only kube's client sees.
+    pub fn bearer_token(&self) -> Option<&SecretString> {
+        self.bearer_token.as_ref()
+    }
+
+    /// OpenShift's cluster-scoped image config. An API server without the
+    /// `config.openshift.io` group answers 404, like a missing object.
+    pub async fn openshift_image_config(&self) -> Result<Lookup<OpenshiftImageConfig>> {
+        let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "Image");
+        let resource = ApiResource::from_gvk_with_plural(&gvk, "images");
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let lookup = self.lookup(api.get("cluster").await, || {
+            format!("reading {OPENSHIFT_IMAGE_CONFIG}")
+        })?;
+        Ok(match lookup {
+            Lookup::Found(object) => Lookup::Found(openshift_image_config(&object.data)),
+            Lookup::NotFound => Lookup::NotFound,
+            Lookup::Forbidden => Lookup::Forbidden,
+        })
     }
 
     /// The data of ConfigMap `kube-public/local-registry-hosting`.
@@ -159,7 +221,11 @@ impl Cluster {
     ) -> Result<Lookup<T>> {
         match answer {
             Ok(found) => Ok(Lookup::Found(found)),
-            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Lookup::NotFound),
+            // By code too: a group the server does not serve answers a bare `404 page not
+            // found`, which kube wraps in a Status without the NotFound reason.
+            Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 404 => {
+                Ok(Lookup::NotFound)
+            }
             Err(kube::Error::Api(status)) if status.is_forbidden() => Ok(Lookup::Forbidden),
             Err(err) => Err(self.request_error(doing(), err)),
         }
@@ -272,12 +338,19 @@ impl Target {
     }
 }
 
+/// kube's settings and what to report about them.
+struct ClientSettings {
+    config: kube::Config,
+    facts: KubeconfigFacts,
+    in_cluster: bool,
+}
+
 /// kube's settings for the chosen context (or the pod's service account), and what to report.
 async fn client_config(
     args: &ClusterArgs,
     settings: &Settings,
     printer: &Printer,
-) -> Result<(kube::Config, KubeconfigFacts)> {
+) -> Result<ClientSettings> {
     match kubeconfig::choose(args, settings, printer)? {
         Choice::Context(selected) => {
             let options = KubeConfigOptions {
@@ -306,22 +379,24 @@ async fn client_config(
             if !explicit_proxy {
                 drop_proxy_for_loopback(&mut config);
             }
-            Ok((config, selected.facts))
+            Ok(ClientSettings {
+                config: with_namespace(config, args),
+                facts: selected.facts,
+                in_cluster: false,
+            })
         }
         Choice::InCluster => {
-            let mut config = kube::Config::incluster().map_err(|err| {
-                Error::new(
-                    ExitCode::Cluster,
-                    "reading the pod's service account (in-cluster config)",
-                )
-                .with_source(err)
-            })?;
+            let mut config = service_account::config(settings)?.config;
             drop_proxy_for_loopback(&mut config);
             let facts = KubeconfigFacts {
                 server: Some(uri_text(&config.cluster_url)),
                 ..KubeconfigFacts::default()
             };
-            Ok((config, facts))
+            Ok(ClientSettings {
+                config: with_namespace(config, args),
+                facts,
+                in_cluster: true,
+            })
         }
     }
 }
@@ -335,6 +410,49 @@ fn drop_proxy_for_loopback(config: &mut kube::Config) {
         .is_some_and(crate::hosting::is_loopback_hostname);
     if loopback {
         config.proxy_url = None;
+    }
+}
+
+/// `--namespace` beats the context's (or the pod's) namespace, as in kubectl.
+fn with_namespace(mut config: kube::Config, args: &ClusterArgs) -> kube::Config {
+    if let Some(namespace) = args.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        config.default_namespace = namespace.to_string();
+    }
+    config
+}
+
+/// The kubeconfig user's token, or the token file's content (read once, here).
+fn bearer_token(auth: &AuthInfo) -> Option<SecretString> {
+    if let Some(token) = auth
+        .token
+        .as_ref()
+        .filter(|t| !t.expose_secret().is_empty())
+    {
+        return Some(token.clone());
+    }
+    let text = std::fs::read_to_string(auth.token_file.as_deref()?).ok()?;
+    let token = text.trim();
+    (!token.is_empty()).then(|| SecretString::from(token.to_string()))
+}
+
+fn openshift_image_config(data: &serde_json::Value) -> OpenshiftImageConfig {
+    let status = &data["status"];
+    OpenshiftImageConfig {
+        internal_registry_hostname: status["internalRegistryHostname"]
+            .as_str()
+            .filter(|host| !host.is_empty())
+            .map(str::to_string),
+        external_registry_hostnames: status["externalRegistryHostnames"]
+            .as_array()
+            .map(|hosts| {
+                hosts
+                    .iter()
+                    .filter_map(serde_json::Value::as_str)
+                    .filter(|host| !host.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 

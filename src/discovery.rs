@@ -1,14 +1,16 @@
 //! Finding the cluster's local registry, first hit wins: flags, environment, the KEP-1755
-//! ConfigMap, the older node annotations, microk8s's registry Service.
+//! ConfigMap, OpenShift's image config, the older node annotations, microk8s's registry
+//! Service; and which network the pusher is on.
 
 use crate::cli::ClusterArgs;
-use crate::cluster::{Cluster, Lookup};
+use crate::cluster::{Cluster, Lookup, OPENSHIFT_IMAGE_CONFIG};
 use crate::error::{Error, ExitCode, Result};
 use crate::hosting::{
     self, HOSTING_CONFIGMAP, HostingConfigMap, LocalRegistry, Note, RegistrySource,
 };
 use crate::kubeconfig;
 use crate::kubeconfig::KubeconfigFacts;
+use crate::network::Vantage;
 use crate::output::Printer;
 use crate::settings::{REGISTRY_HOST_ENV, REGISTRY_RUNTIME_HOST_ENV, Settings};
 
@@ -21,6 +23,8 @@ pub struct Discovered {
     pub help: Option<String>,
     /// The connected cluster; `None` when flags or environment named the registry (no contact made).
     pub cluster: Option<Cluster>,
+    /// Where the pusher runs, which picks the host push uses.
+    pub vantage: Vantage,
 }
 
 /// Finds the registry. With `--registry` or `KUBECTL_REGISTRY_HOST` the cluster is not contacted
@@ -45,6 +49,7 @@ pub async fn discover(
             help: registry.help.clone(),
             registry: Some(registry),
             cluster: None,
+            vantage: Vantage::choose(args.network, None),
         });
     }
     let cluster = Cluster::connect(args, settings, printer).await?;
@@ -53,6 +58,7 @@ pub async fn discover(
         kubeconfig: cluster.facts().clone(),
         registry,
         help,
+        vantage: Vantage::choose(args.network, Some(cluster.in_cluster())),
         cluster: Some(cluster),
     })
 }
@@ -136,8 +142,8 @@ fn registry_from_flags_or_env(
     Ok(Some(registry))
 }
 
-/// What the cluster advertises (ConfigMap, then node annotations, then microk8s's Service),
-/// and the ConfigMap's help link.
+/// What the cluster advertises (ConfigMap, then OpenShift's image config, then node
+/// annotations, then microk8s's Service), and the ConfigMap's help link.
 async fn registry_from_cluster(
     cluster: &Cluster,
     printer: &Printer,
@@ -161,6 +167,9 @@ async fn registry_from_cluster(
     if registry.is_some() {
         return Ok((registry, help));
     }
+    if let Some(registry) = openshift_registry(cluster, printer).await? {
+        return Ok((Some(registry), help));
+    }
     // The ConfigMap's guide still applies to a registry an older convention names.
     let registry = older_conventions(cluster, printer)
         .await?
@@ -169,6 +178,26 @@ async fn registry_from_cluster(
             ..registry
         });
     Ok((registry, help))
+}
+
+/// OpenShift's integrated registry, from `images.config.openshift.io/cluster`.
+async fn openshift_registry(cluster: &Cluster, printer: &Printer) -> Result<Option<LocalRegistry>> {
+    let mut notes = Vec::new();
+    let from_openshift = match cluster.openshift_image_config().await? {
+        Lookup::Found(config) => hosting::registry_from_openshift(
+            config.internal_registry_hostname.as_deref(),
+            &config.external_registry_hostnames,
+            &mut notes,
+        ),
+        Lookup::NotFound | Lookup::Forbidden => {
+            printer.debug(&format!(
+                "no readable {OPENSHIFT_IMAGE_CONFIG} (not OpenShift)"
+            ));
+            Ok(None)
+        }
+    };
+    show(&notes, printer);
+    from_openshift
 }
 
 /// The node annotations, then microk8s's registry Service.

@@ -254,6 +254,7 @@ fn source_phrase(source: RegistrySource) -> String {
         RegistrySource::Flag => "--registry".to_string(),
         RegistrySource::Env => REGISTRY_HOST_ENV.to_string(),
         RegistrySource::Configmap => format!("ConfigMap {HOSTING_CONFIGMAP}"),
+        RegistrySource::Openshift => "OpenShift's images.config.openshift.io/cluster".to_string(),
         RegistrySource::Annotation => "the first node's annotations".to_string(),
         RegistrySource::Microk8sService => {
             "microk8s's Service container-registry/registry".to_string()
@@ -278,6 +279,7 @@ async fn check_registry(
         insecure: args.insecure,
         ca_file: args.ca_file.clone(),
         help: registry.help.clone(),
+        cluster_login: None,
         ..settings.transport_options()
     };
     let client = match RegistryClient::new(&registry.host, &options) {

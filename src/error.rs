@@ -20,7 +20,8 @@ pub enum ExitCode {
     Input = 4,
     /// The registry refused, failed or could not be reached.
     Registry = 5,
-    /// No way into the cluster: nothing advertised and no node loader, or the loader failed.
+    /// No way into the cluster: nothing advertised (for the network we push from) and no node
+    /// loader, or the loader failed.
     Load = 6,
     /// Stopped by SIGINT (Ctrl-C): 128 + 2, as shells report it.
     Interrupted = 130,

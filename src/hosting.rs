@@ -5,12 +5,16 @@ mod advertisement;
 mod configmap;
 mod host;
 mod older_conventions;
+mod openshift;
 
 pub use advertisement::{Advertisement, BadHelpUrl, HelpUrl, hosting_v1_key};
 pub use configmap::{HostingConfigMap, registry_from_configmap};
 pub use host::{BadHost, HostProblem, RegistryHost, is_loopback_hostname};
 pub use older_conventions::{
     registry_from_microk8s_node_port, registry_from_node_annotations, registry_from_override,
+};
+pub use openshift::{
+    INGRESS_CA_HINT, OPENSHIFT_REGISTRY_GUIDE, openshift_repository, registry_from_openshift,
 };
 
 /// Where KEP-1755 says a cluster advertises its registry.
@@ -33,6 +37,8 @@ pub enum RegistrySource {
     Flag,
     Env,
     Configmap,
+    /// OpenShift's `images.config.openshift.io/cluster`.
+    Openshift,
     Annotation,
     Microk8sService,
 }
@@ -59,5 +65,7 @@ pub enum Note {
     Warning(String),
 }
 
+#[cfg(test)]
+mod openshift_tests;
 #[cfg(test)]
 mod tests;

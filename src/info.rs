@@ -1,16 +1,19 @@
 //! `kubectl registry info`: what discovery found and where from, which product the cluster is,
-//! and what push would do, as text or JSON.
+//! which network we push from and so to which host, and what push would do, as text or JSON.
 
 use std::path::Path;
 
 use serde::Serialize;
 
 use crate::cli::{ClusterArgs, InfoArgs, OutputFormat};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, OPENSHIFT_IMAGE_CONFIG};
 use crate::discovery;
 use crate::error::{Context, ExitCode, Result};
-use crate::hosting::{HOSTING_CONFIGMAP, KEP_URL, LocalRegistry, RegistryHost, RegistrySource};
+use crate::hosting::{
+    HOSTING_CONFIGMAP, KEP_URL, LocalRegistry, RegistryHost, RegistrySource, openshift_repository,
+};
 use crate::kubeconfig::KubeconfigFacts;
+use crate::network::{self, Network, Reason, Vantage};
 use crate::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::output::Printer;
 use crate::product::{self, Product, ProductKind};
@@ -28,14 +31,21 @@ pub async fn run(
 ) -> Result<()> {
     let discovered = discovery::discover(cluster_args, settings, printer).await?;
     let product = match &discovered.cluster {
-        Some(cluster) => Some(detect_product(cluster, printer).await?),
+        Some(cluster) => {
+            Some(detect_product(cluster, discovered.registry.as_ref(), printer).await?)
+        }
         None => None,
     };
+    let namespace = discovered.cluster.as_ref().map(Cluster::namespace);
     let report = Report::new(
         &discovered.kubeconfig,
         discovered.registry.as_ref(),
         discovered.help.as_deref(),
         product.as_ref(),
+        Preview {
+            vantage: discovered.vantage,
+            namespace,
+        },
     );
     let text = match args.output.output {
         OutputFormat::Text => report.text(),
@@ -45,13 +55,19 @@ pub async fn run(
     printer.result(&text)
 }
 
-/// The product from the nodes (listed once, shared with discovery) and the kubeconfig's names.
-async fn detect_product(cluster: &Cluster, printer: &Printer) -> Result<Product> {
+/// The product from the nodes (listed once, shared with discovery), the kubeconfig's names, and
+/// whether the cluster serves OpenShift's image config.
+async fn detect_product(
+    cluster: &Cluster,
+    registry: Option<&LocalRegistry>,
+    printer: &Printer,
+) -> Result<Product> {
     let nodes = cluster.nodes().await?;
     if nodes.is_empty() {
         printer.debug("no node facts, so the product is told from the kubeconfig's names alone");
     }
-    Ok(product::detect(cluster.facts(), &nodes))
+    let serves_openshift_config = registry.is_some_and(|r| r.source == RegistrySource::Openshift);
+    Ok(product::detect(cluster.facts(), &nodes).on_openshift(serves_openshift_config))
 }
 
 /// The `-o json` shape; field names are a public interface for scripts:
@@ -67,11 +83,13 @@ async fn detect_product(cluster: &Cluster, printer: &Printer) -> Result<Product>
 /// - `registry`: null when none is advertised, else `host` (where push sends the image),
 ///   `hostFromContainerRuntime` (what printed refs name), `hostFromClusterNetwork` (null when
 ///   not advertised), `help` (the registry's guide, or null), `source` (`flag`, `env`,
-///   `configmap`, `annotation` or `microk8s-service`).
+///   `configmap`, `openshift`, `annotation` or `microk8s-service`).
 /// - `registryGuide`: the hosting ConfigMap's `help` link, or null; set also when it advertises
 ///   no registry (microk8s's ConfigMap while its registry addon is off), as how to set one up.
 /// - `push`: what `kubectl registry push` would do: `method` (`registry`, `node-load` or
-///   `none`, which means push would fail) and a one-line `description`.
+///   `none`, which means push would fail), `network` (`host` or `cluster`: where push runs) and
+///   `networkReason` (`flag`, `in-cluster`, `kubeconfig` or `registry-named`), `host` (the
+///   registry host push would upload to, or null) and a one-line `description`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report<'a> {
@@ -106,36 +124,78 @@ pub enum PushMethod {
 }
 
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PushPreview {
     pub method: PushMethod,
+    pub network: Network,
+    pub network_reason: Reason,
+    pub host: Option<RegistryHost>,
     pub description: String,
+    #[serde(skip)]
+    vantage: Vantage,
+}
+
+/// Where push would run from, and into which namespace.
+#[derive(Debug, Clone, Copy)]
+pub struct Preview<'a> {
+    pub vantage: Vantage,
+    /// The cluster's namespace; `None` when the cluster was not contacted.
+    pub namespace: Option<&'a str>,
 }
 
 impl PushPreview {
     /// A registry wins, as in push; else the product's node-load command.
-    fn new(registry: Option<&LocalRegistry>, product: Option<&Product>) -> Self {
+    fn new(registry: Option<&LocalRegistry>, product: Option<&Product>, preview: Preview) -> Self {
+        let vantage = preview.vantage;
+        let preview_of = |method, host, description| Self {
+            method,
+            network: vantage.network,
+            network_reason: vantage.reason,
+            host,
+            description,
+            vantage,
+        };
         if let Some(registry) = registry {
-            return Self {
-                method: PushMethod::Registry,
-                description: format!(
-                    "push to {} and print refs on {}",
-                    registry.host, registry.host_from_container_runtime
+            return match network::push_host(registry, vantage) {
+                Ok(push) => {
+                    let mut description = format!("push to {}", push.host);
+                    if push.field == Some("hostFromClusterNetwork") {
+                        description.push_str(" (hostFromClusterNetwork)");
+                    }
+                    if let (RegistrySource::Openshift, Some(namespace)) =
+                        (registry.source, preview.namespace)
+                    {
+                        let repository = openshift_repository(namespace, "NAME")
+                            .unwrap_or_else(|err| err.message().to_string());
+                        description.push_str(&format!(" as {repository}"));
+                    }
+                    description.push_str(&format!(
+                        " and print refs on {}",
+                        registry.host_from_container_runtime
+                    ));
+                    preview_of(PushMethod::Registry, Some(push.host.clone()), description)
+                }
+                Err(err) => preview_of(
+                    PushMethod::Unavailable,
+                    None,
+                    format!("fail: {}", err.message()),
                 ),
             };
         }
         match product.and_then(|p| LoadPlan::for_product(p, Path::new(ARCHIVE_SHOWN))) {
-            Some(plan) => Self {
-                method: PushMethod::NodeLoad,
-                // The placeholder is a word for the reader, not a path: shown bare, as usage
-                // texts show one, rather than shell-quoted for its angle brackets.
-                description: plan
-                    .description()
+            // The placeholder is a word for the reader, not a path: shown bare, as usage
+            // texts show one, rather than shell-quoted for its angle brackets.
+            Some(plan) => preview_of(
+                PushMethod::NodeLoad,
+                None,
+                plan.description()
                     .replace(&format!("'{ARCHIVE_SHOWN}'"), ARCHIVE_SHOWN),
-            },
-            None => Self {
-                method: PushMethod::Unavailable,
-                description: "fail: no registry is advertised and no way to load images into this cluster's nodes is known".to_string(),
-            },
+            ),
+            None => preview_of(
+                PushMethod::Unavailable,
+                None,
+                "fail: no registry is advertised and no way to load images into this cluster's nodes is known".to_string(),
+            ),
         }
     }
 }
@@ -146,6 +206,7 @@ impl<'a> Report<'a> {
         registry: Option<&'a LocalRegistry>,
         registry_guide: Option<&'a str>,
         product: Option<&'a Product>,
+        preview: Preview,
     ) -> Self {
         Self {
             context: kubeconfig.context.as_deref(),
@@ -160,7 +221,7 @@ impl<'a> Report<'a> {
                 source: r.source,
             }),
             registry_guide,
-            push: PushPreview::new(registry, product),
+            push: PushPreview::new(registry, product, preview),
         }
     }
 
@@ -207,6 +268,7 @@ impl<'a> Report<'a> {
                 }
             }
         }
+        lines.push(("network", self.push.vantage.describe()));
         lines.push(("push", self.push.description.clone()));
         let table = aligned(&lines);
         if self.registry.is_some() {
@@ -230,12 +292,13 @@ fn none_advertised(help_only: bool) -> String {
     if help_only {
         return format!(
             "No local registry advertised: ConfigMap {HOSTING_CONFIGMAP} has a help link but no\n\
-             host, and no node annotation or microk8s registry Service names one."
+             host, and neither OpenShift's image config, a node annotation nor a microk8s registry\n\
+             Service names one."
         );
     }
     format!(
         "No local registry advertised: nothing in ConfigMap {HOSTING_CONFIGMAP},\n\
-         node annotations or a microk8s registry Service names one."
+         OpenShift's image config, node annotations or a microk8s registry Service names one."
     )
 }
 
@@ -275,6 +338,7 @@ fn describe(source: RegistrySource) -> String {
         RegistrySource::Flag => "--registry flag".to_string(),
         RegistrySource::Env => format!("{REGISTRY_HOST_ENV} environment variable"),
         RegistrySource::Configmap => format!("ConfigMap {HOSTING_CONFIGMAP} (KEP-1755)"),
+        RegistrySource::Openshift => format!("OpenShift's {OPENSHIFT_IMAGE_CONFIG}"),
         RegistrySource::Annotation => {
             "first node's annotation (tilt.dev/registry or kind.x-k8s.io/registry)".to_string()
         }
@@ -330,13 +394,21 @@ mod tests {
 
     #[test]
     fn the_archive_placeholder_is_shown_bare_even_where_a_name_needs_quotes() {
-        let push = PushPreview::new(None, Some(&product(ProductKind::Kind, Some("my dev"))));
+        let preview = Preview {
+            vantage: Vantage::choose(None, Some(false)),
+            namespace: Some("default"),
+        };
+        let push = PushPreview::new(
+            None,
+            Some(&product(ProductKind::Kind, Some("my dev"))),
+            preview,
+        );
         assert_eq!(push.method, PushMethod::NodeLoad);
         assert_eq!(
             push.description,
             "load the image into the nodes of kind cluster \"my dev\": `kind load image-archive <archive> --name 'my dev'`"
         );
-        let none = PushPreview::new(None, None);
+        let none = PushPreview::new(None, None, preview);
         assert_eq!(none.method, PushMethod::Unavailable);
     }
 }

@@ -16,12 +16,14 @@ pub mod info;
 pub mod interrupt;
 pub mod kubeconfig;
 pub mod limits;
+pub mod network;
 pub mod nodeload;
 pub mod output;
 pub mod product;
 pub mod push;
 pub mod reference;
 pub mod registry;
+pub mod service_account;
 pub mod settings;
 
 use cli::{Cli, Command};

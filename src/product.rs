@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::cluster::NodeFacts;
-use crate::hosting::KEP_URL;
+use crate::hosting::{KEP_URL, OPENSHIFT_REGISTRY_GUIDE};
 use crate::kubeconfig::KubeconfigFacts;
 
 /// The local cluster products we know how to load images into.
@@ -20,6 +20,9 @@ pub enum ProductKind {
     Orbstack,
     Colima,
     RancherDesktop,
+    Openshift,
+    /// OpenShift Local (CRC): one OpenShift node in a VM.
+    OpenshiftLocal,
     Unknown,
 }
 
@@ -45,6 +48,8 @@ impl ProductKind {
             Self::Orbstack => "orbstack",
             Self::Colima => "colima",
             Self::RancherDesktop => "rancher-desktop",
+            Self::Openshift => "openshift",
+            Self::OpenshiftLocal => "openshift-local",
             Self::Unknown => "unknown",
         }
     }
@@ -61,6 +66,8 @@ impl ProductKind {
             Self::Orbstack => "OrbStack",
             Self::Colima => "Colima",
             Self::RancherDesktop => "Rancher Desktop",
+            Self::Openshift => "OpenShift",
+            Self::OpenshiftLocal => "OpenShift Local",
             Self::Unknown => "an unknown cluster",
         }
     }
@@ -77,6 +84,7 @@ impl ProductKind {
             Self::Orbstack => "https://docs.orbstack.dev/kubernetes/",
             Self::Colima => "https://github.com/abiosoft/colima#kubernetes",
             Self::RancherDesktop => "https://docs.rancherdesktop.io/",
+            Self::Openshift | Self::OpenshiftLocal => OPENSHIFT_REGISTRY_GUIDE,
             Self::Unknown => KEP_URL,
         }
     }
@@ -99,7 +107,8 @@ impl ProductKind {
                 "docker",
                 "https://docs.rancherdesktop.io/getting-started/installation/",
             ),
-            Self::Unknown => return None,
+            // OpenShift's nodes are reached through its registry, never loaded by hand.
+            Self::Openshift | Self::OpenshiftLocal | Self::Unknown => return None,
         };
         Some(LoaderCli {
             program,
@@ -130,6 +139,11 @@ pub struct LoaderCli {
     pub install_url: &'static str,
 }
 
+/// The label every OpenShift 4 node carries (`rhcos`, `rhel`, ...).
+const OPENSHIFT_OS_LABEL: &str = "node.openshift.io/os_id";
+/// OpenShift Local's API server name.
+const OPENSHIFT_LOCAL_API_HOST: &str = "api.crc.testing";
+
 /// Names what the kubeconfig and the nodes say about the cluster. Node facts are what the
 /// product itself wrote, so they beat kubeconfig names, which users rename.
 pub fn detect(kubeconfig: &KubeconfigFacts, nodes: &[NodeFacts]) -> Product {
@@ -148,11 +162,15 @@ pub fn detect(kubeconfig: &KubeconfigFacts, nodes: &[NodeFacts]) -> Product {
 fn from_kubeconfig(kubeconfig: &KubeconfigFacts) -> Option<Product> {
     let names = [kubeconfig.cluster.as_deref(), kubeconfig.context.as_deref()];
     let by_name = names.into_iter().flatten().find_map(from_name);
-    let server_is_docker_desktop = kubeconfig
+    let by_server = kubeconfig
         .server
         .as_deref()
-        .is_some_and(|server| server_host(server) == "kubernetes.docker.internal");
-    by_name.or(server_is_docker_desktop.then(|| product(ProductKind::DockerDesktop, None)))
+        .and_then(|server| match server_host(server) {
+            "kubernetes.docker.internal" => Some(product(ProductKind::DockerDesktop, None)),
+            OPENSHIFT_LOCAL_API_HOST => Some(product(ProductKind::OpenshiftLocal, None)),
+            _ => None,
+        });
+    by_name.or(by_server)
 }
 
 /// A context or cluster name as each tool writes it.
@@ -188,6 +206,21 @@ fn from_name(name: &str) -> Option<Product> {
 /// What the nodes say. `by_name` settles what k3s nodes alone may not: k3d, Colima, OrbStack
 /// and Rancher Desktop all run k3s.
 fn from_nodes(nodes: &[NodeFacts], by_name: Option<&Product>) -> Option<Product> {
+    if nodes
+        .iter()
+        .any(|n| n.labels.contains_key(OPENSHIFT_OS_LABEL))
+    {
+        // OpenShift Local names its one node `crc` (`crc-<id>-master-0` before 4.12).
+        let local = nodes.iter().any(|n| {
+            n.name == "crc" || (n.name.starts_with("crc-") && n.name.ends_with("-master-0"))
+        });
+        let kind = if local || by_name.is_some_and(|p| p.kind == ProductKind::OpenshiftLocal) {
+            ProductKind::OpenshiftLocal
+        } else {
+            ProductKind::Openshift
+        };
+        return Some(product(kind, None));
+    }
     if let Some(cluster) = nodes.iter().find_map(kind_cluster_from_provider_id) {
         return Some(product(ProductKind::Kind, Some(cluster)));
     }
@@ -311,6 +344,20 @@ fn product(kind: ProductKind, cluster_name: Option<&str>) -> Product {
 }
 
 impl Product {
+    /// A cluster that serves OpenShift's `config.openshift.io` API is OpenShift, whatever else
+    /// was unsure.
+    pub fn on_openshift(self, serves_openshift_config: bool) -> Self {
+        let already = matches!(
+            self.kind,
+            ProductKind::Openshift | ProductKind::OpenshiftLocal
+        );
+        if serves_openshift_config && !already {
+            product(ProductKind::Openshift, None)
+        } else {
+            self
+        }
+    }
+
     pub fn registry_guide(&self) -> &'static str {
         self.kind.registry_guide()
     }

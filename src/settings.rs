@@ -12,6 +12,9 @@ pub const REGISTRY_HOST_ENV: &str = "KUBECTL_REGISTRY_HOST";
 pub const REGISTRY_RUNTIME_HOST_ENV: &str = "KUBECTL_REGISTRY_RUNTIME_HOST";
 pub const ENGINE_ENV: &str = "KUBECTL_REGISTRY_ENGINE";
 pub const CACHE_DIR_ENV: &str = "KUBECTL_REGISTRY_CACHE_DIR";
+pub const SERVICE_ACCOUNT_DIR_ENV: &str = "KUBECTL_REGISTRY_SERVICEACCOUNT_DIR";
+/// Where the kubelet mounts a pod's service account.
+pub const DEFAULT_SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 /// Everything read from the environment, resolved to what the code uses.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +25,12 @@ pub struct Settings {
     pub default_kubeconfig: PathBuf,
     /// `KUBERNETES_SERVICE_HOST` is set: running in a pod.
     pub in_a_pod: bool,
+    /// `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT`: the API server seen from a pod.
+    pub service_host: Option<OsString>,
+    pub service_port: Option<OsString>,
+    /// The pod's service account files: `KUBECTL_REGISTRY_SERVICEACCOUNT_DIR` (for tests), else
+    /// where the kubelet mounts them.
+    pub service_account_dir: PathBuf,
     /// `NO_COLOR` is set to anything but the empty string.
     pub no_color: bool,
     /// `KUBECTL_REGISTRY_HOST` and `KUBECTL_REGISTRY_RUNTIME_HOST`, raw (checked by discovery).
@@ -84,6 +93,10 @@ impl Settings {
                 .map(|home| home.join(".kube").join("config"))
                 .unwrap_or_else(|| PathBuf::from(".kube/config")),
             in_a_pod: set("KUBERNETES_SERVICE_HOST").is_some(),
+            service_host: set("KUBERNETES_SERVICE_HOST"),
+            service_port: set("KUBERNETES_SERVICE_PORT"),
+            service_account_dir: set(SERVICE_ACCOUNT_DIR_ENV)
+                .map_or_else(|| PathBuf::from(DEFAULT_SERVICE_ACCOUNT_DIR), PathBuf::from),
             no_color: set("NO_COLOR").is_some(),
             registry_host: set(REGISTRY_HOST_ENV),
             registry_runtime_host: set(REGISTRY_RUNTIME_HOST_ENV),

@@ -12,6 +12,7 @@ use tempfile::TempDir;
 const KIND_SCRIPT_V1: &str =
     "host: \"localhost:5001\"\nhelp: \"https://kind.sigs.k8s.io/docs/user/local-registry/\"\n";
 const CONFIGMAP_GET: &str = "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting";
+const IMAGE_CONFIG_GET: &str = "GET /apis/config.openshift.io/v1/images/cluster";
 const NODES_LIST: &str = "GET /api/v1/nodes";
 const SERVICE_GET: &str = "GET /api/v1/namespaces/container-registry/services/registry";
 
@@ -82,6 +83,7 @@ runtime host:         localhost:5001
 cluster-network host: (not advertised)
 help:                 https://kind.sigs.k8s.io/docs/user/local-registry/
 source:               ConfigMap kube-public/local-registry-hosting (KEP-1755)
+network:              host (outside the cluster: a kubeconfig context)
 push:                 push to localhost:5001 and print refs on localhost:5001
 "
     );
@@ -120,6 +122,9 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_json() {
   "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
   "push": {
     "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5001",
     "description": "push to localhost:5001 and print refs on localhost:5001"
   }
 }
@@ -190,7 +195,10 @@ fn node_annotations_name_the_registry_when_no_configmap_does() {
         })
     );
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
-    assert_eq!(server.requests(), vec![CONFIGMAP_GET, NODES_LIST]);
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST]
+    );
 }
 
 #[test]
@@ -212,13 +220,14 @@ runtime host:         localhost:32000
 cluster-network host: (not advertised)
 help:                 (none)
 source:               Service container-registry/registry (microk8s registry addon)
+network:              host (outside the cluster: a kubeconfig context)
 push:                 push to localhost:32000 and print refs on localhost:32000
 "
     );
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET]
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
     );
 }
 
@@ -288,6 +297,9 @@ fn flags_beat_everything_and_the_cluster_is_not_contacted() {
   "registryGuide": null,
   "push": {
     "method": "registry",
+    "network": "host",
+    "networkReason": "registry-named",
+    "host": "registry.localhost:5001",
     "description": "push to registry.localhost:5001 and print refs on kind-registry:5000"
   }
 }
@@ -322,6 +334,7 @@ runtime host:         registry:6000
 cluster-network host: (not advertised)
 help:                 (none)
 source:               KUBECTL_REGISTRY_HOST environment variable
+network:              host (the registry was named, not discovered)
 push:                 push to localhost:6000 and print refs on registry:6000
 "
     );
@@ -354,6 +367,9 @@ fn the_registry_flag_needs_no_kubeconfig_at_all() {
   "registryGuide": null,
   "push": {
     "method": "registry",
+    "network": "host",
+    "networkReason": "registry-named",
+    "host": "localhost:5001",
     "description": "push to localhost:5001 and print refs on localhost:5001"
   }
 }
@@ -400,7 +416,7 @@ fn kind_node(cluster: &str) -> StandInNode {
 
 const NONE_ADVERTISED: &str = "\
 No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
-node annotations or a microk8s registry Service names one.
+OpenShift's image config, node annotations or a microk8s registry Service names one.
 ";
 
 #[test]
@@ -416,6 +432,7 @@ cluster:              kind-dev
 server:               http://127.0.0.1:PORT
 product:              kind (cluster \"dev\")
 registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
 push:                 load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`
 
 {NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://kind.sigs.k8s.io/docs/user/local-registry/
@@ -425,7 +442,7 @@ push:                 load the image into the nodes of kind cluster \"dev\": `ki
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET],
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET],
         "one node list serves discovery and product detection"
     );
 
@@ -444,6 +461,9 @@ push:                 load the image into the nodes of kind cluster \"dev\": `ki
   "registryGuide": null,
   "push": {
     "method": "node-load",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
     "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
   }
 }
@@ -486,6 +506,7 @@ cluster:              k3d-dev
 server:               http://127.0.0.1:PORT
 product:              k3d (cluster \"dev\")
 registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
 push:                 load the image into the nodes of k3d cluster \"dev\": `k3d image import <archive> -c dev`
 
 {NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://k3d.io/stable/usage/registries/
@@ -501,6 +522,9 @@ push:                 load the image into the nodes of k3d cluster \"dev\": `k3d
             &serde_json::json!({"kind": "k3d", "clusterName": "dev"}),
             &serde_json::json!({
                 "method": "node-load",
+                "network": "host",
+                "networkReason": "kubeconfig",
+                "host": null,
                 "description": "load the image into the nodes of k3d cluster \"dev\": `k3d image import <archive> -c dev`",
             })
         )
@@ -522,6 +546,7 @@ cluster:              minikube
 server:               http://127.0.0.1:PORT
 product:              minikube (profile \"minikube\")
 registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
 push:                 load the image into the nodes of minikube profile \"minikube\": `minikube image load <archive> -p minikube`
 
 {NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://minikube.sigs.k8s.io/docs/handbook/registry/
@@ -555,6 +580,7 @@ cluster:              microk8s
 server:               http://127.0.0.1:PORT
 product:              MicroK8s
 registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
 push:                 load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25
 
 {NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://microk8s.io/docs/registry-built-in
@@ -597,6 +623,9 @@ fn microk8s_with_its_registry_addon_pushes_there_as_json() {
   "registryGuide": null,
   "push": {
     "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:32000",
     "description": "push to localhost:32000 and print refs on localhost:32000"
   }
 }
@@ -605,7 +634,7 @@ fn microk8s_with_its_registry_addon_pushes_there_as_json() {
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET]
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
     );
 }
 
@@ -624,6 +653,7 @@ cluster:              docker-desktop
 server:               http://127.0.0.1:PORT
 product:              Docker Desktop
 registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
 push:                 load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`
 
 {NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://docs.docker.com/desktop/features/kubernetes/
@@ -633,7 +663,7 @@ push:                 load the image into the local docker image store (docker's
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET]
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
     );
 
     let run = info(&server, "docker-desktop", &["-o", "json"]);
@@ -648,6 +678,9 @@ push:                 load the image into the local docker image store (docker's
             "registryGuide": null,
             "push": {
                 "method": "node-load",
+                "network": "host",
+                "networkReason": "kubeconfig",
+                "host": null,
                 "description": "load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`",
             },
         })
@@ -670,6 +703,7 @@ cluster:              work
 server:               http://127.0.0.1:PORT
 product:              unknown
 registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
 push:                 fail: no registry is advertised and no way to load images into this cluster's nodes is known
 
 {NONE_ADVERTISED}Ways out:
@@ -687,7 +721,7 @@ push:                 fail: no registry is advertised and no way to load images 
     );
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET]
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
     );
 
     let run = info(&server, "work", &["-o", "json"]);
@@ -702,6 +736,9 @@ push:                 fail: no registry is advertised and no way to load images 
             "registryGuide": null,
             "push": {
                 "method": "none",
+                "network": "host",
+                "networkReason": "kubeconfig",
+                "host": null,
                 "description": "fail: no registry is advertised and no way to load images into this cluster's nodes is known",
             },
         })
@@ -723,7 +760,7 @@ fn forbidden_nodes_leave_the_kubeconfig_names_to_tell_the_product() {
         run.stdout
     );
     assert_eq!(
-        run.stdout.lines().nth(5),
+        run.stdout.lines().nth(6),
         Some(
             "push:                 load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
         )
@@ -732,6 +769,7 @@ fn forbidden_nodes_leave_the_kubeconfig_names_to_tell_the_product() {
         run.stderr,
         "\
 ConfigMap kube-public/local-registry-hosting not found
+no readable images.config.openshift.io/cluster (not OpenShift)
 listing nodes is not allowed here; no node facts
 no readable Service container-registry/registry (microk8s registry addon)
 no node facts, so the product is told from the kubeconfig's names alone
@@ -740,7 +778,7 @@ no node facts, so the product is told from the kubeconfig's names alone
     assert_eq!(run.code, 0);
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET]
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
     );
 
     let renamed = info(&server, "work", &["-o", "json"]);
@@ -770,7 +808,7 @@ fn forbidden_reads_mean_none_advertised() {
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, NODES_LIST, SERVICE_GET]
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
     );
 }
 
@@ -867,7 +905,8 @@ set one up:           https://microk8s.io/docs/registry-built-in
 push:                 load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25
 
 No local registry advertised: ConfigMap kube-public/local-registry-hosting has a help link but no
-host, and no node annotation or microk8s registry Service names one.
+host, and neither OpenShift's image config, a node annotation nor a microk8s registry
+Service names one.
 tip: give the cluster a registry and push uses it instead: https://microk8s.io/docs/registry-built-in
 "
     );
@@ -901,7 +940,8 @@ fn an_unknown_cluster_with_a_help_only_configmap_names_that_guide_first_among_th
         [
             "",
             "No local registry advertised: ConfigMap kube-public/local-registry-hosting has a help link but no",
-            "host, and no node annotation or microk8s registry Service names one.",
+            "host, and neither OpenShift's image config, a node annotation nor a microk8s registry",
+            "Service names one.",
             "Ways out:",
             "  - set one up with this cluster's guide:",
             "    https://registry.example.test/setup",

@@ -151,6 +151,9 @@ fn kubectl_runs_the_plugin_which_finds_kinds_registry() {
   "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
   "push": {
     "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5001",
     "description": "push to localhost:5001 and print refs on localhost:5001"
   }
 }

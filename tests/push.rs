@@ -250,6 +250,7 @@ fn json_reports_every_ref_and_a_repush_skips_every_blob() {
             "repository": "myimg",
             "tag": "dev",
             "method": "registry",
+            "network": "host",
             "platforms": ["linux/amd64"],
             "blobsPushed": pushed.0,
             "blobsSkipped": skipped.0,

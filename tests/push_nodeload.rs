@@ -930,6 +930,7 @@ fn no_load_refuses_to_run_the_products_cli() {
         bench.server.requests(),
         [
             "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting",
+            "GET /apis/config.openshift.io/v1/images/cluster",
             "GET /api/v1/nodes",
             "GET /api/v1/namespaces/container-registry/services/registry",
         ],
@@ -1055,6 +1056,7 @@ fn json_after_a_node_load_names_the_method_the_content_tag_and_the_platform() {
             "repository": "myimg",
             "tag": tag,
             "method": "node-load",
+            "network": null,
             "platforms": ["linux/amd64"],
             "blobsPushed": 0,
             "blobsSkipped": 0,

@@ -61,7 +61,9 @@ impl LoadPlan {
                     product.kind.display_name()
                 ),
             ),
-            ProductKind::Unknown => return None,
+            ProductKind::Openshift | ProductKind::OpenshiftLocal | ProductKind::Unknown => {
+                return None;
+            }
         };
         let mut description = format!("load the image into {destination}: `{primary}`");
         if let Some(fallback) = &fallback {

@@ -20,14 +20,18 @@ use crate::cli::{ClusterArgs, Compression, PushArgs};
 use crate::discovery::{self, Discovered};
 use crate::engine::{self, Source};
 use crate::error::{Context, Error, ExitCode, Result};
-use crate::hosting::{LocalRegistry, RegistrySource};
+use crate::hosting::{
+    INGRESS_CA_HINT, LocalRegistry, RegistryHost, RegistrySource, openshift_repository,
+};
 use crate::interrupt;
+use crate::network::{self, Network};
 use crate::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::output::Printer;
 use crate::product;
 use crate::reference::{ImageName, Target};
-use crate::registry::TransportOptions;
+use crate::registry::{self, ClusterLogin, TransportOptions};
 use crate::settings::Settings;
+use secrecy::ExposeSecret;
 use stream::Encoding;
 use summary::{Method, PushReport};
 
@@ -58,6 +62,7 @@ pub async fn run(
     let name = image_name(args.tag.as_deref(), &image)?;
     let report = match &discovered.registry {
         Some(registry) => {
+            let push_host = network::push_host(registry, discovered.vantage)?;
             if name.tag.is_none() {
                 // After a node-load the printed content tag is never `latest`: no warning there.
                 printer.warn(
@@ -67,13 +72,24 @@ pub async fn run(
             }
             let target = Target::for_name(
                 &name,
-                &[&registry.host, &registry.host_from_container_runtime],
+                &[
+                    &registry.host,
+                    &registry.host_from_container_runtime,
+                    push_host.host,
+                ],
             );
+            let target = in_openshift_project(target, registry, &discovered)?;
             interrupt::doing(
-                format!("pushing to {}", target.tagged(&registry.host)),
+                format!("pushing to {}", target.tagged(push_host.host)),
                 "nothing was tagged",
             );
-            push_to_registry(args, settings, registry, &target, archive, image, printer).await?
+            let plan = RegistryPlan {
+                registry,
+                push_host: push_host.host,
+                network: discovered.vantage.network,
+                cluster_login: cluster_login(registry, &discovered, printer),
+            };
+            push_to_registry(args, settings, &plan, &target, archive, image, printer).await?
         }
         None => load_into_nodes(
             args,
@@ -167,17 +183,74 @@ fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
     })
 }
 
+/// OpenShift keeps images per project: the repository is `<namespace>/<name>`.
+fn in_openshift_project(
+    target: Target,
+    registry: &LocalRegistry,
+    discovered: &Discovered,
+) -> Result<Target> {
+    match (&discovered.cluster, registry.source) {
+        (Some(cluster), RegistrySource::Openshift) => Ok(Target {
+            repository: openshift_repository(cluster.namespace(), &target.repository)?,
+            tag: target.tag,
+        }),
+        _ => Ok(target),
+    }
+}
+
+/// The cluster's bearer token for OpenShift's registry, which takes it as `oc registry login`
+/// does. Other registries never see it.
+fn cluster_login(
+    registry: &LocalRegistry,
+    discovered: &Discovered,
+    printer: &Printer,
+) -> Option<ClusterLogin> {
+    if registry.source != RegistrySource::Openshift {
+        return None;
+    }
+    let cluster = discovered.cluster.as_ref()?;
+    let Some(token) = cluster.bearer_token() else {
+        printer.debug(
+            "the kubeconfig user has no bearer token to log in to OpenShift's registry with; \
+             only docker or podman credentials can",
+        );
+        return None;
+    };
+    let origin = match &discovered.kubeconfig.context {
+        Some(context) => format!("the token of kubeconfig context {context:?}"),
+        None => "the pod's service account token".to_string(),
+    };
+    Some(ClusterLogin {
+        token: token.expose_secret().to_string(),
+        origin,
+        refused_hint: format!(
+            "log in again with `oc login` (the registry takes the same token), or run `docker login {}` with an account allowed to push to project {}",
+            registry.host,
+            cluster.namespace()
+        ),
+    })
+}
+
+/// Where and how to push, decided from the registry and where we run.
+struct RegistryPlan<'a> {
+    registry: &'a LocalRegistry,
+    push_host: &'a RegistryHost,
+    network: Network,
+    cluster_login: Option<ClusterLogin>,
+}
+
 async fn push_to_registry(
     args: &PushArgs,
     settings: &Settings,
-    registry: &LocalRegistry,
+    plan: &RegistryPlan<'_>,
     target: &Target,
     archive: Arc<Archive>,
     image: Image,
     printer: &Printer,
 ) -> Result<PushReport> {
-    let plan = to_registry::RegistryPush {
-        registry,
+    let registry = plan.registry;
+    let push = to_registry::RegistryPush {
+        host: plan.push_host,
         target,
         encoding: encoding_for(args.compression, registry),
         jobs: usize::from(args.jobs),
@@ -185,15 +258,25 @@ async fn push_to_registry(
             insecure: args.insecure,
             ca_file: args.ca_file.clone(),
             help: registry.help.clone(),
+            cluster_login: plan.cluster_login.clone(),
             ..settings.transport_options()
         },
         cache_dir: settings.cache_dir.as_deref(),
     };
     let platforms = image.platform_names();
-    let (digest, transfer) = to_registry::push(&plan, archive, image, printer).await?;
+    let (digest, transfer) = to_registry::push(&push, archive, image, printer)
+        .await
+        .map_err(|err| {
+            let openshift_route = registry.source == RegistrySource::Openshift;
+            if openshift_route && registry::is_untrusted_certificate(&err) {
+                err.with_hint(INGRESS_CA_HINT)
+            } else {
+                err
+            }
+        })?;
     Ok(PushReport {
         reference: target.pinned(&registry.host_from_container_runtime, &digest),
-        push_ref: Some(target.pinned(&registry.host, &digest)),
+        push_ref: Some(target.pinned(plan.push_host, &digest)),
         cluster_network_ref: registry
             .host_from_cluster_network
             .as_ref()
@@ -202,6 +285,7 @@ async fn push_to_registry(
         repository: target.repository.clone(),
         tag: target.tag.clone(),
         method: Method::Registry,
+        network: Some(plan.network),
         platforms,
         transfer,
     })

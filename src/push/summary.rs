@@ -6,6 +6,7 @@ use super::layer_upload::Outcome;
 use crate::cli::OutputFormat;
 use crate::digest::Digest;
 use crate::error::Result;
+use crate::network::Network;
 use crate::output::Printer;
 
 /// Blobs and bytes moved or found already there.
@@ -48,7 +49,7 @@ pub struct PushReport {
     /// What a pod spec uses: the runtime's view, pinned (registry) or content-tagged (node-load).
     #[serde(rename = "ref")]
     pub reference: String,
-    /// The same image as tools outside the cluster reach it; null after a node-load.
+    /// The same image on the host it was pushed to; null after a node-load.
     pub push_ref: Option<String>,
     /// As pods reach it over the cluster network, when the cluster advertises that.
     pub cluster_network_ref: Option<String>,
@@ -57,6 +58,9 @@ pub struct PushReport {
     pub repository: String,
     pub tag: String,
     pub method: Method,
+    /// Where the push ran from: `host` pushes to the advertised host, `cluster` to
+    /// hostFromClusterNetwork; null after a node-load.
+    pub network: Option<Network>,
     pub platforms: Vec<String>,
     #[serde(flatten)]
     pub transfer: Transfer,

@@ -80,6 +80,7 @@ pub async fn load(
         repository: plan.repository.to_string(),
         tag: content_tag,
         method: Method::NodeLoad,
+        network: None,
         platforms: vec![platform_name],
         transfer: Transfer::default(),
     })

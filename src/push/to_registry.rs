@@ -18,14 +18,15 @@ use super::summary::Transfer;
 use crate::archive::{Archive, Image, Layer, PlatformImage, RawBlob};
 use crate::digest::Digest;
 use crate::error::{Error, ExitCode, Result};
-use crate::hosting::LocalRegistry;
+use crate::hosting::RegistryHost;
 use crate::output::Printer;
 use crate::reference::Target;
 use crate::registry::{RegistryClient, TransportOptions};
 
 /// How the push reaches the registry, resolved from flags and the registry's nature.
 pub struct RegistryPush<'a> {
-    pub registry: &'a LocalRegistry,
+    /// The host we upload to, as seen from where we run.
+    pub host: &'a RegistryHost,
     pub target: &'a Target,
     pub encoding: Encoding,
     pub jobs: usize,
@@ -41,7 +42,7 @@ pub async fn push(
     mut image: Image,
     printer: &Printer,
 ) -> Result<(Digest, Transfer)> {
-    let client = RegistryClient::new(&plan.registry.host, &plan.transport)?;
+    let client = RegistryClient::new(plan.host, &plan.transport)?;
     client.ping().await?;
     let repo = plan.target.repository.as_str();
     resolve_unknown_digests(&archive, &mut image).await?;

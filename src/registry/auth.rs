@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use base64::Engine as _;
 use reqwest::header::HeaderValue;
@@ -10,7 +11,7 @@ use reqwest::{StatusCode, Url};
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 
-use super::credentials::{self, CredentialSources, Credentials, Secret};
+use super::credentials::{self, ClusterLogin, CredentialSources, Credentials, Secret};
 use super::errors::RegistryResponse;
 use super::transport::{Transport, explain_send_error, is_loopback_url, stalled_error};
 use super::watchdog::Stalled;
@@ -57,15 +58,21 @@ impl Scope {
 #[derive(Debug)]
 pub struct Auth {
     sources: CredentialSources,
+    /// The cluster's own token, for a registry whose token realm takes it (OpenShift's).
+    cluster_login: Option<ClusterLogin>,
+    /// Set once the cluster's token was sent to the realm, to say so if it is refused.
+    cluster_login_sent: AtomicBool,
     credentials: OnceCell<Option<Credentials>>,
     challenge: Mutex<Option<Challenge>>,
     tokens: Mutex<HashMap<String, String>>,
 }
 
 impl Auth {
-    pub fn new(sources: CredentialSources) -> Self {
+    pub fn new(sources: CredentialSources, cluster_login: Option<ClusterLogin>) -> Self {
         Self {
             sources,
+            cluster_login,
+            cluster_login_sent: AtomicBool::new(false),
             credentials: OnceCell::new(),
             challenge: Mutex::new(None),
             tokens: Mutex::new(HashMap::new()),
@@ -124,6 +131,19 @@ impl Auth {
     /// "wrong or missing credentials for HOST", saying which credentials were tried.
     pub fn refused(&self, transport: &Transport, answer: RegistryResponse) -> Error {
         let host = &transport.host;
+        if let Some(login) = &self.cluster_login
+            && self.cluster_login_sent.load(Ordering::Relaxed)
+        {
+            return Error::new(
+                ExitCode::Registry,
+                format!(
+                    "wrong or missing credentials for {host}: {} was refused",
+                    login.origin
+                ),
+            )
+            .with_source(answer)
+            .with_hint(login.refused_hint.clone());
+        }
         let tried = match self.credentials.get() {
             Some(Some(found)) => format!("the credentials from the {} were refused", found.origin),
             Some(None) => format!(
@@ -189,7 +209,18 @@ impl Auth {
             )
             .with_source(err)
         })?;
-        let credentials = self.credentials(transport).await?;
+        let found = self.credentials(transport).await?;
+        // The cluster's token stands in only when nothing else names this registry, and goes
+        // only to the registry's own realm (OpenShift's `/openshift/token`).
+        let cluster_login = self
+            .cluster_login
+            .as_ref()
+            .filter(|_| found.is_none() && realm_is_on_the_registrys_host(transport, &url));
+        let login_credentials = cluster_login.map(ClusterLogin::credentials);
+        let credentials = match &login_credentials {
+            Some(login) => &Some(login.clone()),
+            None => found,
+        };
         if credentials.is_some() && !may_send_credentials_to(&url, transport.insecure) {
             return Err(Error::new(
                 ExitCode::Registry,
@@ -201,6 +232,9 @@ impl Auth {
             .with_hint(
                 "pass --insecure to send them anyway, or have the registry name an https:// realm",
             ));
+        }
+        if cluster_login.is_some() {
+            self.cluster_login_sent.store(true, Ordering::Relaxed);
         }
         let request = match credentials {
             Some(Credentials {
@@ -293,6 +327,24 @@ fn may_send_credentials_to(realm: &Url, insecure: bool) -> bool {
         "http" => insecure || is_loopback_url(realm),
         _ => false,
     }
+}
+
+/// The cluster's token goes only to a realm on the registry's own host, never to a third party
+/// (how it travels is [`may_send_credentials_to`]'s rule, as for any credentials).
+fn realm_is_on_the_registrys_host(transport: &Transport, realm: &Url) -> bool {
+    let authority = match (realm.host_str(), realm.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_string(),
+        (None, _) => return false,
+    };
+    let host = &transport.host;
+    authority.eq_ignore_ascii_case(host.as_str())
+        || (realm.scheme() == "https"
+            && host.port().is_none_or(|port| port == 443)
+            && realm.port().is_none()
+            && realm
+                .host_str()
+                .is_some_and(|name| name.eq_ignore_ascii_case(host.hostname())))
 }
 
 #[derive(Debug, Deserialize)]

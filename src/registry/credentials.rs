@@ -73,6 +73,42 @@ pub struct Credentials {
     pub origin: String,
 }
 
+/// The cluster's own bearer token, for a registry whose token realm takes it as a password
+/// (OpenShift's, as `oc registry login` does). Docker's credentials for the host win over it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClusterLogin {
+    pub token: String,
+    /// Where the token came from, for "... was refused".
+    pub origin: String,
+    /// What to do when the registry refuses it.
+    pub refused_hint: String,
+}
+
+/// Any user name will do: the registry reads the token alone.
+const CLUSTER_LOGIN_USER: &str = "kubectl-registry";
+
+impl ClusterLogin {
+    pub fn credentials(&self) -> Credentials {
+        Credentials {
+            secret: Secret::Basic {
+                username: CLUSTER_LOGIN_USER.to_string(),
+                password: self.token.clone(),
+            },
+            origin: self.origin.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for ClusterLogin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ClusterLogin {{ origin: {:?}, token: <redacted> }}",
+            self.origin
+        )
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 struct ConfigFile {
     #[serde(default)]

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use reqwest::{Method, Response, Url};
 
-pub use self::credentials::CredentialSources;
+pub use self::credentials::{ClusterLogin, CredentialSources};
 pub use self::errors::{RegistryResponse, is_retryable};
 pub use self::manifest_check::Deletion;
 pub use self::open_uploads::cancel_all as cancel_open_uploads;
@@ -59,7 +59,7 @@ impl RegistryClient {
         Ok(Self {
             inner: Arc::new(Inner {
                 transport,
-                auth: Auth::new(options.credentials.clone()),
+                auth: Auth::new(options.credentials.clone(), options.cluster_login.clone()),
             }),
         })
     }
@@ -180,6 +180,11 @@ impl RegistryClient {
     fn target(&self, repo: &str) -> String {
         format!("{}/{repo}", self.host())
     }
+}
+
+/// True when `error` comes from a registry whose TLS certificate we do not trust.
+pub fn is_untrusted_certificate(error: &Error) -> bool {
+    failure_in(error) == Some(ConnectFailure::UntrustedCertificate)
 }
 
 fn with_help(error: Error, help: Option<&str>) -> Error {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use reqwest::{Client, Url, redirect};
 
-use super::credentials::CredentialSources;
+use super::credentials::{ClusterLogin, CredentialSources};
 use super::proxy::Proxies;
 use super::watchdog::Stalled;
 use crate::error::{Context, Error, ExitCode, Result};
@@ -29,6 +29,9 @@ pub struct TransportOptions {
     pub limits: Limits,
     /// The environment's proxies (never used for loopback).
     pub proxies: Proxies,
+    /// The cluster's token, for a token realm on the registry's own host when no docker or
+    /// podman credentials name it (OpenShift).
+    pub cluster_login: Option<ClusterLogin>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

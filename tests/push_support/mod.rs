@@ -289,13 +289,18 @@ pub struct Node {
 
 impl Node {
     pub fn start(registry: &TestRegistry) -> Self {
+        Self::start_mirroring(registry, RUNTIME_HOST)
+    }
+
+    /// A node whose runtime reaches `registry` as `runtime_host`.
+    pub fn start_mirroring(registry: &TestRegistry, runtime_host: &str) -> Self {
         let hosts = tempfile::tempdir().expect("hosts dir");
-        let mirror = hosts.path().join(RUNTIME_HOST);
+        let mirror = hosts.path().join(runtime_host);
         std::fs::create_dir_all(&mirror).expect("creating the mirror dir");
         std::fs::write(
             mirror.join("hosts.toml"),
             format!(
-                "server = \"http://{RUNTIME_HOST}\"\n[host.\"http://{}\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+                "server = \"http://{runtime_host}\"\n[host.\"http://{}\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
                 registry.host()
             ),
         )

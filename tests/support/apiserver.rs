@@ -1,6 +1,7 @@
-//! A loopback stand-in for the Kubernetes API server: plain HTTP on a free port, std threads,
-//! serving the JSON a real one returns for discovery, the hosting ConfigMap, nodes and
-//! microk8s's registry Service; 403/404/409 as `Status` objects. The hosting ConfigMap can be
+//! A loopback stand-in for the Kubernetes API server: plain HTTP (or HTTPS with a test CA) on a
+//! free port, std threads, serving the JSON a real one returns for discovery, the hosting
+//! ConfigMap, nodes, microk8s's registry Service and OpenShift's image config; 401/403/404/409
+//! as `Status` objects, and a bearer token required when asked. The hosting ConfigMap can be
 //! created, updated, patched and deleted, with resourceVersion checks as a real server makes
 //! them. Records what it served; stops on Drop.
 #![allow(dead_code)]
@@ -11,6 +12,9 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -27,6 +31,16 @@ pub struct ApiServerBuilder {
     kubelet: Option<Kubelet>,
     /// Resource -> (code, Status message) answered for every request on it.
     failing: BTreeMap<String, (u16, String)>,
+    openshift: Option<OpenshiftImageConfig>,
+    token: Option<String>,
+    tls: Option<(PathBuf, PathBuf)>,
+}
+
+/// OpenShift's `images.config.openshift.io/cluster` status.
+#[derive(Debug, Clone)]
+pub struct OpenshiftImageConfig {
+    pub internal: String,
+    pub external: Vec<String>,
 }
 
 /// What pulls a pod's image: the test's real containerd, as a node's kubelet would ask it.
@@ -152,9 +166,35 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Serve `config.openshift.io/v1` and its cluster-scoped `images/cluster`, as OpenShift 4 does.
+    pub fn openshift(mut self, internal: &str, external: &[&str]) -> Self {
+        self.openshift = Some(OpenshiftImageConfig {
+            internal: internal.to_string(),
+            external: external.iter().map(|h| h.to_string()).collect(),
+        });
+        self
+    }
+
+    /// Answer 401 to every request without `Authorization: Bearer <token>`.
+    pub fn require_token(mut self, token: &str) -> Self {
+        self.token = Some(token.to_string());
+        self
+    }
+
+    /// Serve HTTPS with this PEM certificate chain and key (see `registry::make_certificates`).
+    pub fn tls(mut self, certificate: &Path, key: &Path) -> Self {
+        self.tls = Some((certificate.to_path_buf(), key.to_path_buf()));
+        self
+    }
+
     pub fn start(self) -> ApiServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
         let port = listener.local_addr().expect("local address").port();
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let tls = self
+            .tls
+            .as_ref()
+            .map(|(certificate, key)| tls_config(certificate, key));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stopping = Arc::new(AtomicBool::new(false));
         let store = Mutex::new(Store {
@@ -184,12 +224,29 @@ impl ApiServerBuilder {
                     let Ok(stream) = stream else { continue };
                     let state = Arc::clone(&state);
                     let requests = Arc::clone(&requests);
-                    std::thread::spawn(move || serve_connection(stream, &state, &requests));
+                    let tls = tls.clone();
+                    std::thread::spawn(move || {
+                        let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+                        match tls {
+                            None => serve_connection(&stream, &state, &requests),
+                            Some(config) => {
+                                let Ok(connection) = rustls::ServerConnection::new(config) else {
+                                    return;
+                                };
+                                let mut tls = rustls::StreamOwned::new(connection, &stream);
+                                serve_connection(&mut tls, &state, &requests);
+                                tls.conn.send_close_notify();
+                                let _ = tls.flush();
+                            }
+                        }
+                        let _ = stream.shutdown(Shutdown::Both);
+                    });
                 }
             })
         };
         ApiServer {
             port,
+            scheme,
             served,
             requests,
             stopping,
@@ -201,6 +258,7 @@ impl ApiServerBuilder {
 /// A running stand-in; stops when dropped.
 pub struct ApiServer {
     port: u16,
+    scheme: &'static str,
     served: Arc<Served>,
     requests: Arc<Mutex<Vec<Logged>>>,
     stopping: Arc<AtomicBool>,
@@ -217,7 +275,7 @@ impl ApiServer {
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("{}://127.0.0.1:{}", self.scheme, self.port)
     }
 
     /// Every request served so far, as `METHOD /path` (query dropped), in arrival order.
@@ -329,9 +387,8 @@ struct Store {
 const HOSTING_NAMESPACE: &str = "kube-public";
 const HOSTING_NAME: &str = "local-registry-hosting";
 
-fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Logged>>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut reader = BufReader::new(&stream);
+fn serve_connection(stream: impl Read + Write, state: &Served, requests: &Mutex<Vec<Logged>>) {
+    let mut reader = BufReader::new(stream);
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
         return; // the Drop wake-up, or a client that gave up
@@ -362,23 +419,37 @@ fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Logg
     let method = parts.next().unwrap_or("").to_string();
     let target = parts.next().unwrap_or("");
     let path = target.split('?').next().unwrap_or("").to_string();
+    let authorized = match &state.spec.token {
+        Some(token) => authorization.as_deref() == Some(format!("Bearer {token}").as_str()),
+        None => true,
+    };
     requests.lock().expect("request log").push(Logged {
         request: format!("{method} {path}"),
         authorization,
     });
 
     let query = target.split_once('?').map_or("", |(_, query)| query);
-    let (code, body) = if let Some(answer) = respond_for_pods(state, &method, &path, query, &body) {
+    let (code, body) = if !authorized {
+        (401, status(401, "Unauthorized", "Unauthorized", json!({})))
+    } else if let Some(answer) = respond_for_pods(state, &method, &path, query, &body) {
         answer
     } else if method == "GET" {
         respond(state, &method, &path)
     } else {
         respond_to_write(state, &method, &path, &content_type, &body)
     };
-    let body = body.to_string();
+    // A group the server does not serve is a bare mux 404, not a Status.
+    let (content_type, body) = match body {
+        Value::Null => (
+            "text/plain; charset=utf-8",
+            "404 page not found\n".to_string(),
+        ),
+        body => ("application/json", body.to_string()),
+    };
     let reason = match code {
         200 => "OK",
         201 => "Created",
+        401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
@@ -389,13 +460,30 @@ fn serve_connection(stream: TcpStream, state: &Served, requests: &Mutex<Vec<Logg
         _ => "Error",
     };
     let response = format!(
-        "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nCache-Control: no-cache, private\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: {content_type}\r\nCache-Control: no-cache, private\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    let mut stream = &stream;
+    let stream = reader.get_mut();
     let _ = stream.write_all(response.as_bytes());
     let _ = stream.flush();
-    let _ = stream.shutdown(Shutdown::Both);
+}
+
+/// A rustls server config for the PEM chain and key.
+fn tls_config(certificate: &Path, key: &Path) -> Arc<rustls::ServerConfig> {
+    let chain = CertificateDer::pem_file_iter(certificate)
+        .expect("reading the certificate")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("PEM certificates");
+    let key = PrivateKeyDer::from_pem_file(key).expect("reading the key");
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .expect("a TLS server config");
+    Arc::new(config)
 }
 
 /// Routes one GET like the API server: discovery, then the few objects discovery reads.
@@ -416,10 +504,21 @@ fn respond(state: &Served, method: &str, path: &str) -> (u16, Value) {
     match segments.as_slice() {
         ["version"] => (200, version()),
         ["api"] => (200, api_versions(state.port)),
-        ["apis"] => (
-            200,
-            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []}),
-        ),
+        ["apis"] => (200, api_groups(spec.openshift.is_some())),
+        ["apis", "config.openshift.io"] if spec.openshift.is_some() => {
+            (200, openshift_config_group())
+        }
+        ["apis", "config.openshift.io", "v1"] if spec.openshift.is_some() => {
+            (200, openshift_config_resources())
+        }
+        ["apis", "config.openshift.io", "v1", "images", name] if spec.openshift.is_some() => {
+            let found = (*name == "cluster")
+                .then_some(spec.openshift.as_ref())
+                .flatten()
+                .map(openshift_image_config);
+            lookup(spec, "images", "get", None, Some(name), found)
+        }
+        ["apis", ..] => (404, Value::Null),
         ["api", "v1"] => (200, core_v1_resources()),
         ["api", "v1", "namespaces", name] => {
             // kubectl asks after a 404 whether the namespace itself exists.
@@ -1156,5 +1255,67 @@ fn core_v1_resources() -> Value {
             {"name": "events", "singularName": "event", "namespaced": true, "kind": "Event", "verbs": verbs, "shortNames": ["ev"], "storageVersionHash": "r2yiGXH7wu8="},
             {"name": "services", "singularName": "service", "namespaced": true, "kind": "Service", "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"], "shortNames": ["svc"], "categories": ["all"], "storageVersionHash": "0/CO1lhkEBI="},
         ],
+    })
+}
+
+fn api_groups(openshift: bool) -> Value {
+    let groups = if openshift {
+        vec![openshift_config_group()]
+    } else {
+        Vec::new()
+    };
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+fn openshift_config_group() -> Value {
+    let version = json!({"groupVersion": "config.openshift.io/v1", "version": "v1"});
+    json!({
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": "config.openshift.io",
+        "versions": [version],
+        "preferredVersion": version,
+    })
+}
+
+fn openshift_config_resources() -> Value {
+    let verbs = json!([
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "create",
+        "update",
+        "watch"
+    ]);
+    json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "config.openshift.io/v1",
+        "resources": [
+            {"name": "images", "singularName": "image", "namespaced": false, "kind": "Image", "verbs": verbs, "storageVersionHash": "gDGcmZb4cVw="},
+            {"name": "images/status", "singularName": "", "namespaced": false, "kind": "Image", "verbs": ["get", "patch", "update"]},
+        ],
+    })
+}
+
+/// `images.config.openshift.io/cluster` as OpenShift 4 (and OpenShift Local) returns it.
+fn openshift_image_config(config: &OpenshiftImageConfig) -> Value {
+    let mut meta = metadata("cluster", None);
+    meta["annotations"] = json!({
+        "include.release.openshift.io/self-managed-high-availability": "true",
+        "release.openshift.io/create-only": "true",
+    });
+    meta["generation"] = json!(1);
+    json!({
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "Image",
+        "metadata": meta,
+        "spec": {},
+        "status": {
+            "internalRegistryHostname": config.internal,
+            "externalRegistryHostnames": config.external,
+        },
     })
 }

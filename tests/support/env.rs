@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Variables that would make a run depend on the machine running the tests.
-const SCRUBBED: [&str; 25] = [
+const SCRUBBED: [&str; 26] = [
     "KUBECONFIG",
     "KUBECTL_REGISTRY_HOST",
     "KUBECTL_REGISTRY_RUNTIME_HOST",
@@ -25,6 +25,7 @@ const SCRUBBED: [&str; 25] = [
     "all_proxy",
     "KUBERNETES_SERVICE_HOST",
     "KUBERNETES_SERVICE_PORT",
+    "KUBECTL_REGISTRY_SERVICEACCOUNT_DIR",
     "NO_COLOR",
     "KUBECTL_REGISTRY_STALL_TIMEOUT",
     "KUBECTL_REGISTRY_REQUEST_TIMEOUT",

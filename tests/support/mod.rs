@@ -7,6 +7,7 @@ pub mod env;
 pub mod fault_proxy;
 pub mod fixtures;
 pub mod layouts;
+pub mod openshift_registry;
 pub mod podman;
 pub mod registry;
 pub mod standins;

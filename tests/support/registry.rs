@@ -332,7 +332,7 @@ fn write_htpasswd(path: &Path, user: &str, password: &str) {
 }
 
 /// A CA, and a server certificate it signs for 127.0.0.1 and localhost, made with openssl.
-fn make_certificates(dir: &Path) {
+pub fn make_certificates(dir: &Path) {
     let certs = dir.join("certs");
     std::fs::create_dir_all(&certs).expect("certs dir");
     let run = |args: &[&str]| {

@@ -902,6 +902,7 @@ server:               http://127.0.0.1:PORT
 product:              MicroK8s
 registry:             none advertised
 set one up:           https://microk8s.io/docs/registry-built-in
+network:              host (outside the cluster: a kubeconfig context)
 push:                 load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25
 
 No local registry advertised: ConfigMap kube-public/local-registry-hosting has a help link but no

@@ -34,7 +34,10 @@ struct Openshift {
 impl Openshift {
     /// The registry's token endpoint takes `registry_tokens`; the API server takes USER_TOKEN.
     fn start(registry_tokens: &[&str]) -> Self {
-        let front = OpenshiftRegistry::start(registry_tokens);
+        Self::with_front(OpenshiftRegistry::start(registry_tokens))
+    }
+
+    fn with_front(front: OpenshiftRegistry) -> Self {
         let dir = tempfile::tempdir().unwrap();
         // HTTPS as OpenShift's API server: kubectl sends no token over plain HTTP.
         let certs = dir.path().join("api-certs");
@@ -281,5 +284,50 @@ fn real_kubectl_reads_the_stand_ins_image_config() {
                 "externalRegistryHostnames": [cluster.front.host()],
             })
         )
+    );
+}
+
+#[test]
+fn a_route_signed_by_the_ingress_ca_is_trusted_with_the_ca_file_the_hint_names() {
+    let certs = tempfile::tempdir().unwrap();
+    let cluster = Openshift::with_front(OpenshiftRegistry::start_tls(&[USER_TOKEN], certs.path()));
+    let image = Image::sample(73);
+    let path = cluster.archive(&image);
+
+    let untrusted = cluster.run(cluster.cmd().args(["push", &path]));
+    assert_eq!((untrusted.code, untrusted.stdout.as_str()), (5, ""));
+    assert_eq!(
+        untrusted.stderr_lines(),
+        [
+            "error: reaching the registry 127.0.0.1:PORT",
+            "caused by: the TLS certificate of 127.0.0.1:PORT is not trusted",
+            "caused by: invalid peer certificate: UnknownIssuer",
+            &format!("hint: this cluster's registry guide: {GUIDE}"),
+            "hint: OpenShift's routes are signed by the cluster's ingress CA: save it with `oc get \
+             configmap -n openshift-config-managed default-ingress-cert -o \
+             jsonpath='{.data.ca-bundle\\.crt}' > ingress-ca.crt` and pass --ca-file ingress-ca.crt",
+            "hint: pass --ca-file with the CA that signed the registry's certificate, or --insecure \
+             to skip the check",
+        ]
+    );
+    assert!(
+        cluster.front.proxied().is_empty(),
+        "something reached the registry"
+    );
+
+    let ca_file = cluster.front.ca_file();
+    let trusted =
+        cluster.run(
+            cluster
+                .cmd()
+                .args(["push", &path, "--ca-file", ca_file.to_str().unwrap()]),
+        );
+    cluster.assert_pushed(&trusted, "myproject/myimg", &image);
+    assert!(
+        cluster
+            .front
+            .token_requests()
+            .iter()
+            .all(|t| *t == granted(USER_TOKEN))
     );
 }

@@ -3,10 +3,12 @@
 //! packaged here): 401 with a Bearer challenge whose realm is its own `/openshift/token`; that
 //! endpoint takes Basic credentials whose password is a cluster token (any user name) and
 //! hands the token back as the registry token; requests bearing it go through to the registry.
+//! It can serve HTTPS, as a route does, answering plain HTTP as Go's servers do.
 #![allow(dead_code)] // each test binary uses its own part of the support code
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -14,7 +16,10 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
-use super::registry::TestRegistry;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use super::registry::{TestRegistry, make_certificates};
 
 /// Header lines a request may have before it is refused: keeps every loop bounded.
 const MAX_HEADERS: usize = 100;
@@ -36,12 +41,15 @@ pub struct OpenshiftRegistry {
     accept: Option<JoinHandle<()>>,
     token_requests: Arc<Mutex<Vec<TokenRequest>>>,
     proxied: Arc<Mutex<Vec<String>>>,
+    /// The CA that signed the route's certificate, when it serves HTTPS.
+    ca_file: Option<PathBuf>,
 }
 
 struct Front {
     backend: u16,
     port: u16,
     accepted: Vec<String>,
+    scheme: &'static str,
     token_requests: Arc<Mutex<Vec<TokenRequest>>>,
     proxied: Arc<Mutex<Vec<String>>>,
 }
@@ -49,6 +57,20 @@ struct Front {
 impl OpenshiftRegistry {
     /// Starts a registry whose token endpoint accepts any of `accepted_tokens`.
     pub fn start(accepted_tokens: &[&str]) -> Self {
+        Self::start_with(accepted_tokens, None)
+    }
+
+    /// Like [`Self::start`], serving HTTPS with a certificate made in `certs` (as a route
+    /// signed by the cluster's ingress CA).
+    pub fn start_tls(accepted_tokens: &[&str], certs: &Path) -> Self {
+        Self::start_with(accepted_tokens, Some(certs))
+    }
+
+    fn start_with(accepted_tokens: &[&str], certs: Option<&Path>) -> Self {
+        let tls = certs.map(|dir| {
+            make_certificates(dir);
+            tls_config(&dir.join("server.crt"), &dir.join("server.key"))
+        });
         let registry = TestRegistry::start();
         let backend = registry
             .host()
@@ -64,6 +86,7 @@ impl OpenshiftRegistry {
             backend,
             port,
             accepted: accepted_tokens.iter().map(|t| t.to_string()).collect(),
+            scheme: if tls.is_some() { "https" } else { "http" },
             token_requests: Arc::clone(&token_requests),
             proxied: Arc::clone(&proxied),
         });
@@ -76,9 +99,13 @@ impl OpenshiftRegistry {
                     }
                     let Ok(stream) = stream else { continue };
                     let front = Arc::clone(&front);
+                    let tls = tls.clone();
                     std::thread::spawn(move || {
                         let _ = stream.set_read_timeout(Some(IDLE));
-                        let _ = front.serve(&stream);
+                        let _ = match tls {
+                            None => front.serve(&stream),
+                            Some(config) => serve_tls(&front, &stream, config),
+                        };
                         let _ = stream.shutdown(Shutdown::Both);
                     });
                 }
@@ -91,7 +118,13 @@ impl OpenshiftRegistry {
             accept: Some(accept),
             token_requests,
             proxied,
+            ca_file: certs.map(|dir| dir.join("certs/ca.crt")),
         }
+    }
+
+    /// The CA of an HTTPS front.
+    pub fn ca_file(&self) -> PathBuf {
+        self.ca_file.clone().expect("an HTTPS front")
     }
 
     /// `127.0.0.1:PORT`: the route users push to.
@@ -140,22 +173,21 @@ impl Head {
 
 impl Front {
     /// One request per connection; the answer always closes it.
-    fn serve(&self, stream: &TcpStream) -> std::io::Result<()> {
+    fn serve(&self, stream: impl Read + Write) -> std::io::Result<()> {
         let mut client = BufReader::new(stream);
         let head = read_head(&mut client)?;
-        let mut out = stream;
         if head.path().starts_with("/openshift/token") {
             copy_body(&head, &mut client, &mut std::io::sink())?;
-            return self.token(&head, &mut out);
+            return self.token(&head, client.get_mut());
         }
         let bearer = head
             .header("authorization")
             .and_then(|value| value.strip_prefix("Bearer "));
         if !bearer.is_some_and(|token| self.accepted.iter().any(|t| t == token)) {
             copy_body(&head, &mut client, &mut std::io::sink())?;
-            let realm = format!("http://127.0.0.1:{}/openshift/token", self.port);
+            let realm = format!("{}://127.0.0.1:{}/openshift/token", self.scheme, self.port);
             return answer(
-                &mut out,
+                client.get_mut(),
                 "401 Unauthorized",
                 &[("WWW-Authenticate", &format!("Bearer realm=\"{realm}\""))],
                 r#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required","detail":null}]}"#,
@@ -166,7 +198,7 @@ impl Front {
             head.request_line.split_whitespace().next().unwrap_or(""),
             head.path().split('?').next().unwrap_or("")
         ));
-        self.forward(&head, &mut client, &mut out)
+        self.forward(&head, &mut client)
     }
 
     /// OpenShift's `/openshift/token`: the Basic password is the token, handed back as is.
@@ -205,25 +237,32 @@ impl Front {
         }
     }
 
-    /// Sends the request on to the registry (Host kept, so its Locations name the front) and
-    /// streams its answer back.
-    fn forward(
+    /// Sends the request on to the registry (Host and scheme kept, so its Locations name the
+    /// front) and streams its answer back.
+    fn forward<S: Read + Write>(
         &self,
         head: &Head,
-        client: &mut BufReader<&TcpStream>,
-        out: &mut impl Write,
+        client: &mut BufReader<S>,
     ) -> std::io::Result<()> {
         let backend = TcpStream::connect(("127.0.0.1", self.backend))?;
         backend.set_read_timeout(Some(IDLE))?;
         let mut upstream = &backend;
         let mut text = format!("{}\r\n", head.request_line);
         for (name, value) in &head.headers {
-            if !["connection", "authorization", "keep-alive"]
-                .contains(&name.to_ascii_lowercase().as_str())
+            if ![
+                "connection",
+                "authorization",
+                "keep-alive",
+                "x-forwarded-proto",
+            ]
+            .contains(&name.to_ascii_lowercase().as_str())
             {
                 text.push_str(&format!("{name}: {value}\r\n"));
             }
         }
+        // As OpenShift's router does for a route it terminates TLS on: the registry then
+        // builds its upload Locations on https.
+        text.push_str(&format!("X-Forwarded-Proto: {}\r\n", self.scheme));
         text.push_str("Connection: close\r\n\r\n");
         upstream.write_all(text.as_bytes())?;
         copy_body(head, client, &mut upstream)?;
@@ -238,6 +277,7 @@ impl Front {
             }
         }
         text.push_str("Connection: close\r\n\r\n");
+        let out = client.get_mut();
         out.write_all(text.as_bytes())?;
         // The registry closes after its answer (we asked it to): copy to the end.
         std::io::copy(&mut answer_reader, out)?;
@@ -333,4 +373,44 @@ fn answer(
     text.push_str(body);
     out.write_all(text.as_bytes())?;
     out.flush()
+}
+
+/// TLS when the client speaks it; plain HTTP gets the 400 Go's servers answer it with.
+fn serve_tls(
+    front: &Front,
+    stream: &TcpStream,
+    config: Arc<rustls::ServerConfig>,
+) -> std::io::Result<()> {
+    let mut first = [0u8; 1];
+    stream.peek(&mut first)?;
+    const TLS_HANDSHAKE: u8 = 0x16;
+    if first[0] != TLS_HANDSHAKE {
+        let mut out = stream;
+        return out.write_all(
+            b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n",
+        );
+    }
+    let connection = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
+    let mut tls = rustls::StreamOwned::new(connection, stream);
+    let served = front.serve(&mut tls);
+    tls.conn.send_close_notify();
+    let _ = tls.flush();
+    served
+}
+
+fn tls_config(certificate: &Path, key: &Path) -> Arc<rustls::ServerConfig> {
+    let chain = CertificateDer::pem_file_iter(certificate)
+        .expect("reading the certificate")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("PEM certificates");
+    let key = PrivateKeyDer::from_pem_file(key).expect("reading the key");
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .expect("a TLS server config");
+    Arc::new(config)
 }

@@ -14,12 +14,16 @@ use crate::cli::{ClusterArgs, DoctorArgs, OutputFormat};
 use crate::cluster::{Cluster, Lookup};
 use crate::discovery::{self, Discovered};
 use crate::error::{Context, ExitCode, Result};
-use crate::hosting::{HOSTING_CONFIGMAP, HOSTING_NAMESPACE, LocalRegistry, RegistrySource};
+use crate::hosting::{
+    HOSTING_CONFIGMAP, HOSTING_NAMESPACE, LocalRegistry, RegistryHost, RegistrySource,
+};
 use crate::kubeconfig::{self, Choice};
+use crate::network::{self, Network, Vantage};
 use crate::nodeload::{self, LoadPlan};
+use crate::openshift_push;
 use crate::output::Printer;
 use crate::product;
-use crate::registry::{Deletion, RegistryClient, TransportOptions};
+use crate::registry::{ClusterLogin, Deletion, RegistryClient, TransportOptions};
 use crate::settings::{REGISTRY_HOST_ENV, Settings};
 use report::{Check, Report};
 
@@ -41,9 +45,10 @@ pub async fn run(
     let finding = check_discovery(&discovered, cluster.as_ref(), &mut report).await;
 
     match finding {
-        Finding::Registry(registry) => {
-            let pod = check_registry(args, settings, registry, cluster.as_ref(), &mut report).await;
-            report.add(nodes_check(registry, args.pod));
+        Finding::Registry(found, registry) => {
+            let target = ProbeTarget::new(found, registry, printer);
+            let pod = check_registry(args, settings, &target, cluster.as_ref(), &mut report).await;
+            report.add(nodes_check(registry, &target, args.pod));
             report.add(Check::skipped(
                 "node-load",
                 "not needed: push uses the registry",
@@ -81,7 +86,7 @@ pub async fn run(
         }
     }
 
-    if args.pod && !matches!(finding, Finding::Registry(_)) {
+    if args.pod && !matches!(finding, Finding::Registry(..)) {
         report.add(Check::skipped(
             "pod",
             "skipped: no registry to pull the probe image from",
@@ -172,7 +177,7 @@ async fn check_cluster(
 
 /// What discovery came to.
 enum Finding<'a> {
-    Registry(&'a LocalRegistry),
+    Registry(&'a Discovered, &'a LocalRegistry),
     Nothing,
     /// Discovery failed: whether there is a registry is not known.
     Unknown,
@@ -216,12 +221,12 @@ async fn check_discovery<'a>(
             registry.help.as_deref().unwrap_or("(none)")
         ),
     ));
-    Finding::Registry(registry)
+    Finding::Registry(found, registry)
 }
 
 /// Why discovery found nothing, as far as the ConfigMap tells.
 async fn nothing_advertised(cluster: Option<&Cluster>) -> Check {
-    let elsewhere = "and no node annotation or microk8s registry Service names one";
+    let elsewhere = "and neither OpenShift's image config, a node annotation nor a microk8s registry Service names one";
     let lookup = match cluster {
         Some(cluster) => cluster.hosting_configmap().await,
         None => return Check::skipped("discovery", "nothing advertised"),
@@ -262,12 +267,58 @@ fn source_phrase(source: RegistrySource) -> String {
     }
 }
 
-/// Checks 4 and 5: `GET /v2/` from here, then the probe's round trip; with `--pod`, the pod's
-/// pull of the probe (check 8, returned to be shown last) runs before the probe is deleted.
+/// Where the probe goes, as push would send an image: the host for the network we are on,
+/// the repository in the project (OpenShift), the cluster's login (OpenShift).
+struct ProbeTarget<'a> {
+    registry: &'a LocalRegistry,
+    /// The host push uploads to from here, or why there is none.
+    host: Result<&'a RegistryHost>,
+    vantage: Vantage,
+    repository: Result<String>,
+    cluster_login: Option<ClusterLogin>,
+}
+
+impl<'a> ProbeTarget<'a> {
+    fn new(found: &'a Discovered, registry: &'a LocalRegistry, printer: &Printer) -> Self {
+        let host = network::push_host(registry, found.vantage).map(|push| push.host);
+        let cluster_login = host
+            .as_ref()
+            .ok()
+            .and_then(|host| openshift_push::cluster_login(registry, host, found, printer));
+        Self {
+            registry,
+            host,
+            vantage: found.vantage,
+            repository: openshift_push::repository_in_project(
+                registry,
+                found,
+                probe::PROBE_REPOSITORY,
+            ),
+            cluster_login,
+        }
+    }
+
+    /// `HOST answers GET /v2/ over http`, and which network picked the host when it is not the
+    /// laptop's.
+    fn answered(&self, host: &RegistryHost, scheme: &str) -> String {
+        let answered = format!("{host} answers GET /v2/ over {scheme}");
+        match self.vantage.network {
+            Network::Host => answered,
+            Network::Cluster => format!(
+                "{answered}, the host push uses from the cluster network ({})",
+                self.vantage.why()
+            ),
+        }
+    }
+}
+
+/// Checks 4 and 5: `GET /v2/` from here to the host push would use, then the probe's round
+/// trip; with `--pod`, the pod's pull of the probe (check 8, returned to be shown last) runs
+/// before the probe is deleted.
 async fn check_registry(
     args: &DoctorArgs,
     settings: &Settings,
-    registry: &LocalRegistry,
+    target: &ProbeTarget<'_>,
     cluster: Option<&Cluster>,
     report: &mut Report,
 ) -> Option<Check> {
@@ -275,14 +326,26 @@ async fn check_registry(
         args.pod
             .then(|| Check::skipped("pod", format!("skipped: {why}")))
     };
+    let registry = target.registry;
+    let host = match &target.host {
+        Ok(host) => *host,
+        Err(error) => {
+            report.add(Check::from_error("registry", error));
+            report.add(Check::skipped(
+                "round-trip",
+                "skipped: no host to reach the registry at from here",
+            ));
+            return pod_skipped("no host to reach the registry at from here");
+        }
+    };
     let options = TransportOptions {
         insecure: args.insecure,
         ca_file: args.ca_file.clone(),
         help: registry.help.clone(),
-        cluster_login: None,
+        cluster_login: target.cluster_login.clone(),
         ..settings.transport_options()
     };
-    let client = match RegistryClient::new(&registry.host, &options) {
+    let client = match RegistryClient::new(host, &options) {
         Ok(client) => client,
         Err(error) => {
             report.add(Check::from_error("registry", &error));
@@ -303,14 +366,17 @@ async fn check_registry(
     }
     report.add(Check::passed(
         "registry",
-        format!(
-            "{} answers GET /v2/ over {}",
-            registry.host,
-            client.scheme_name()
-        ),
+        target.answered(host, client.scheme_name()),
     ));
+    let repository = match &target.repository {
+        Ok(repository) => repository.as_str(),
+        Err(error) => {
+            report.add(Check::from_error("round-trip", error));
+            return pod_skipped("the probe image could not be pushed");
+        }
+    };
     let pushed = match probe::ProbeImage::build() {
-        Ok(image) => probe::push_and_read_back(&client, &image)
+        Ok(image) => probe::push_and_read_back(&client, repository, &image)
             .await
             .map(|digest| (digest, image.size())),
         Err(error) => Err(error),
@@ -326,16 +392,15 @@ async fn check_registry(
         (false, _) => None,
         (true, Some(cluster)) => {
             let image = format!(
-                "{}/{}@{digest}",
-                registry.host_from_container_runtime,
-                probe::PROBE_REPOSITORY
+                "{}/{repository}@{digest}",
+                registry.host_from_container_runtime
             );
             Some(pod::check(cluster, registry, &image).await)
         }
         (true, None) => pod_skipped("the cluster could not be read"),
     };
-    let probe = format!("{}/{}", client.host(), probe::PROBE_REPOSITORY);
-    let cleanup = match probe::remove(&client, &digest).await {
+    let probe = format!("{}/{repository}", client.host());
+    let cleanup = match probe::remove(&client, repository, &digest).await {
         Ok(Deletion::Deleted) => "then deleted".to_string(),
         Ok(Deletion::Refused(_)) => format!(
             "left in place: the registry does not allow deletes, so {probe}:{} stays",
@@ -355,14 +420,22 @@ async fn check_registry(
 }
 
 /// Check 6: the host pods name, and the reminder that the nodes must reach it by that name.
-fn nodes_check(registry: &LocalRegistry, pod: bool) -> Check {
+fn nodes_check(registry: &LocalRegistry, target: &ProbeTarget, pod: bool) -> Check {
     let runtime = &registry.host_from_container_runtime;
+    let pushed_to = target.host.as_ref().map_or(&registry.host, |host| *host);
     let checked = if pod {
         "the pod below pulls it from a node"
     } else {
         "not checked from a node"
     };
-    let check = if *runtime == registry.host {
+    let check = if registry.source == RegistrySource::Openshift {
+        Check::skipped(
+            "nodes",
+            format!(
+                "pods will pull from {runtime}, the registry's service name, which OpenShift's nodes resolve themselves; {checked}"
+            ),
+        )
+    } else if runtime == pushed_to {
         Check::skipped(
             "nodes",
             format!("pods will pull from {runtime}, the host pushed to; {checked}"),
@@ -371,8 +444,7 @@ fn nodes_check(registry: &LocalRegistry, pod: bool) -> Check {
         Check::skipped(
             "nodes",
             format!(
-                "pods will pull from {runtime}, not {}: each node's containerd must map {runtime} to the registry (kind: /etc/containerd/certs.d/{runtime}/hosts.toml); {checked}",
-                registry.host
+                "pods will pull from {runtime}, not {pushed_to}: each node's containerd must map {runtime} to the registry (kind: /etc/containerd/certs.d/{runtime}/hosts.toml); {checked}"
             ),
         )
     };

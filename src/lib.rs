@@ -18,6 +18,7 @@ pub mod kubeconfig;
 pub mod limits;
 pub mod network;
 pub mod nodeload;
+pub mod openshift_push;
 pub mod output;
 pub mod product;
 pub mod push;

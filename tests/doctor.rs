@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use support::apiserver::{ApiServer, StandInNode, redact_ports, unused_port};
+use support::doctor_output::redact_timing;
 use support::registry::TestRegistry;
 use tempfile::TempDir;
 
@@ -45,24 +46,6 @@ fn doctor_in(server: &ApiServer, context: &str, path: &Path, args: &[&str]) -> O
         stdout: redact(output.stdout),
         stderr: redact(output.stderr),
     }
-}
-
-/// `answered in 12 ms` -> `answered in N ms`, `sha256:96e66b1e3211…` -> `sha256:DIGEST…`: the
-/// time changes between runs, the probe's digest with the machine's architecture.
-fn redact_timing(text: &str) -> String {
-    let mut text = text.to_string();
-    for (mark, len, with) in [
-        ("answered in ", None, "N"),
-        ("digest sha256:", Some(12), "DIGEST"),
-    ] {
-        let Some(start) = text.find(mark).map(|i| i + mark.len()) else {
-            continue;
-        };
-        let end = start
-            + len.unwrap_or_else(|| text[start..].bytes().take_while(u8::is_ascii_digit).count());
-        text.replace_range(start..end, with);
-    }
-    text
 }
 
 fn kind_node() -> StandInNode {
@@ -161,7 +144,7 @@ fn a_forbidden_configmap_says_so_and_goes_on_to_the_node_loader() {
         "\
 ✓ kubeconfig: HOME/kubeconfig, context kind-dev
 ✓ api-server: http://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
-– discovery: nothing advertised: reading ConfigMap kube-public/local-registry-hosting is forbidden for these credentials, so it counts as absent, and no node annotation or microk8s registry Service names one
+– discovery: nothing advertised: reading ConfigMap kube-public/local-registry-hosting is forbidden for these credentials, so it counts as absent, and neither OpenShift's image config, a node annotation nor a microk8s registry Service names one
     hint: if the cluster has a registry, push needs get on configmaps in kube-public: `kubectl auth can-i get configmaps -n kube-public` checks it
 – registry: no registry is advertised, so there is none to reach
 – round-trip: no registry is advertised, so there is none to push the probe image to
@@ -182,7 +165,7 @@ fn nothing_advertised_and_no_loader_on_path_fails_with_where_to_get_one() {
         "\
 ✓ kubeconfig: HOME/kubeconfig, context kind-dev
 ✓ api-server: http://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
-– discovery: nothing advertised: no ConfigMap kube-public/local-registry-hosting, and no node annotation or microk8s registry Service names one
+– discovery: nothing advertised: no ConfigMap kube-public/local-registry-hosting, and neither OpenShift's image config, a node annotation nor a microk8s registry Service names one
 – registry: no registry is advertised, so there is none to reach
 – round-trip: no registry is advertised, so there is none to push the probe image to
 – nodes: push loads images into the nodes instead of a registry

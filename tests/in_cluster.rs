@@ -8,6 +8,7 @@ mod support;
 
 use push_support::{Bench, HELP, Outcome, RUNTIME_HOST, clean_cmd};
 use support::apiserver::{ApiServer, unused_port};
+use support::doctor_output::redact_timing;
 use support::fixtures::{Format, Image};
 use support::registry::{TestRegistry, make_certificates};
 
@@ -253,5 +254,57 @@ fn network_cluster_with_a_kubeconfig_pushes_to_the_cluster_network_host() {
         )),
         "{}",
         info.stdout
+    );
+}
+
+#[test]
+fn doctor_in_a_pod_probes_the_cluster_network_host() {
+    let pod = Pod::start(true);
+    let run = pod.run(&["doctor"]);
+    assert_eq!(
+        redact_timing(&run.stdout),
+        format!(
+            "\
+✓ kubeconfig: none: in a pod, with its service account (in-cluster config)
+✓ api-server: https://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
+✓ discovery: ConfigMap kube-public/local-registry-hosting: host {laptop}, hostFromContainerRuntime {RUNTIME_HOST}, hostFromClusterNetwork 127.0.0.1:PORT, help {HELP}
+✓ registry: 127.0.0.1:PORT answers GET /v2/ over http, the host push uses from the cluster network (in a pod: in-cluster config)
+✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:PORT/kubectl-registry-probe:doctor, read it back by digest sha256:DIGEST…, then deleted
+– nodes: pods will pull from {RUNTIME_HOST}, not 127.0.0.1:PORT: each node's containerd must map {RUNTIME_HOST} to the registry (kind: /etc/containerd/certs.d/{RUNTIME_HOST}/hosts.toml); not checked from a node
+    hint: this cluster's registry guide: {HELP}
+    hint: `kubectl registry doctor --pod` pulls the probe image from a node
+– node-load: not needed: push uses the registry
+",
+            laptop = pod.laptop_host
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn doctor_in_a_pod_without_a_cluster_network_host_fails_the_registry_check_as_push_would() {
+    let pod = Pod::start(false);
+    let run = pod.run(&["doctor"]);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines[3..7],
+        [
+            "✗ registry: pushing from the cluster network (in a pod: in-cluster config): ConfigMap \
+             kube-public/local-registry-hosting sets no hostFromClusterNetwork, the registry's name \
+             inside the cluster"
+                .to_string(),
+            format!("    hint: this cluster's registry guide: {HELP}"),
+            format!(
+                "    hint: name the registry as this pod reaches it with --registry HOST[:PORT] (and \
+                 --registry-from-runtime {RUNTIME_HOST}), or pass --network host if {} is reachable \
+                 from here",
+                pod.laptop_host
+            ),
+            "– round-trip: skipped: no host to reach the registry at from here".to_string(),
+        ]
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (6, "error: push would not work: 1 check failed (registry)\n")
     );
 }

@@ -11,6 +11,7 @@ use std::path::Path;
 use base64::Engine as _;
 use push_support::{Node, Outcome, clean_cmd};
 use support::apiserver::{ApiServer, StandInNode, redact_ports};
+use support::doctor_output::redact_timing;
 use support::fixtures::{self, Format, Image};
 use support::openshift_registry::{OpenshiftRegistry, TokenRequest};
 use support::registry::make_certificates;
@@ -329,5 +330,44 @@ fn a_route_signed_by_the_ingress_ca_is_trusted_with_the_ca_file_the_hint_names()
             .token_requests()
             .iter()
             .all(|t| *t == granted(USER_TOKEN))
+    );
+}
+
+#[test]
+fn doctor_probes_the_route_in_the_project_with_the_cluster_token() {
+    let cluster = Openshift::start(&[USER_TOKEN]);
+    let run = cluster.run(cluster.cmd().arg("doctor"));
+    assert_eq!(
+        redact_timing(&run.stdout),
+        format!(
+            "\
+✓ kubeconfig: $DIR/kubeconfig (from KUBECONFIG), context {CONTEXT}
+✓ api-server: https://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
+✓ discovery: OpenShift's images.config.openshift.io/cluster: host 127.0.0.1:PORT, hostFromContainerRuntime {INTERNAL}, hostFromClusterNetwork {INTERNAL}, help {GUIDE}
+✓ registry: 127.0.0.1:PORT answers GET /v2/ over http
+✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:PORT/myproject/kubectl-registry-probe:doctor, read it back by digest sha256:DIGEST…, then deleted
+– nodes: pods will pull from {INTERNAL}, the registry's service name, which OpenShift's nodes resolve themselves; not checked from a node
+    hint: this cluster's registry guide: {GUIDE}
+    hint: `kubectl registry doctor --pod` pulls the probe image from a node
+– node-load: not needed: push uses the registry
+"
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert!(
+        cluster
+            .front
+            .proxied()
+            .contains(&"PUT /v2/myproject/kubectl-registry-probe/manifests/doctor".to_string()),
+        "{:?}",
+        cluster.front.proxied()
+    );
+    assert!(
+        !cluster.front.token_requests().is_empty()
+            && cluster
+                .front
+                .token_requests()
+                .iter()
+                .all(|t| *t == granted(USER_TOKEN))
     );
 }

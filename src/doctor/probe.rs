@@ -12,7 +12,8 @@ use crate::digest::Digest;
 use crate::error::{Context, ExitCode, Result};
 use crate::registry::{Deletion, RegistryClient};
 
-/// The probe's own repository, so that nothing of the user's is touched.
+/// The probe's own repository, so that nothing of the user's is touched (in the project, on
+/// OpenShift).
 pub const PROBE_REPOSITORY: &str = "kubectl-registry-probe";
 pub const PROBE_TAG: &str = "doctor";
 const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -73,25 +74,22 @@ impl ProbeImage {
 
 /// Pushes the probe (blobs, then the manifest under [`PROBE_TAG`]) and HEADs it back by digest.
 /// Its digest; [`remove`] deletes it once nothing needs it.
-pub async fn push_and_read_back(client: &RegistryClient, image: &ProbeImage) -> Result<Digest> {
+pub async fn push_and_read_back(
+    client: &RegistryClient,
+    repository: &str,
+    image: &ProbeImage,
+) -> Result<Digest> {
     for blob in [&image.config, &image.layer] {
         let digest = Digest::of_bytes(blob);
         let body = stream::iter([Ok::<_, std::io::Error>(blob.clone())]);
         client
-            .push_blob(PROBE_REPOSITORY, &digest, blob.len() as u64, body)
+            .push_blob(repository, &digest, blob.len() as u64, body)
             .await?;
     }
     let digest = client
-        .put_manifest(
-            PROBE_REPOSITORY,
-            PROBE_TAG,
-            MANIFEST_TYPE,
-            image.manifest.clone(),
-        )
+        .put_manifest(repository, PROBE_TAG, MANIFEST_TYPE, image.manifest.clone())
         .await?;
-    let answered = client
-        .manifest_digest(PROBE_REPOSITORY, digest.as_str())
-        .await?;
+    let answered = client.manifest_digest(repository, digest.as_str()).await?;
     if answered.as_deref() != Some(digest.as_str()) {
         let what = match answered {
             Some(other) => format!("answered digest {other}"),
@@ -110,14 +108,14 @@ pub async fn push_and_read_back(client: &RegistryClient, image: &ProbeImage) -> 
 }
 
 /// Deletes the probe's tag when the registry allows it, else its manifest (only the probe uses it).
-pub async fn remove(client: &RegistryClient, digest: &Digest) -> Result<Deletion> {
-    match client.delete_manifest(PROBE_REPOSITORY, PROBE_TAG).await? {
+pub async fn remove(
+    client: &RegistryClient,
+    repository: &str,
+    digest: &Digest,
+) -> Result<Deletion> {
+    match client.delete_manifest(repository, PROBE_TAG).await? {
         Deletion::Deleted => Ok(Deletion::Deleted),
-        Deletion::Refused(_) => {
-            client
-                .delete_manifest(PROBE_REPOSITORY, digest.as_str())
-                .await
-        }
+        Deletion::Refused(_) => client.delete_manifest(repository, digest.as_str()).await,
     }
 }
 

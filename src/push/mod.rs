@@ -20,18 +20,16 @@ use crate::cli::{ClusterArgs, Compression, PushArgs};
 use crate::discovery::{self, Discovered};
 use crate::engine::{self, Source};
 use crate::error::{Context, Error, ExitCode, Result};
-use crate::hosting::{
-    INGRESS_CA_HINT, LocalRegistry, RegistryHost, RegistrySource, openshift_repository,
-};
+use crate::hosting::{INGRESS_CA_HINT, LocalRegistry, RegistryHost, RegistrySource};
 use crate::interrupt;
 use crate::network::{self, Network};
 use crate::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
+use crate::openshift_push;
 use crate::output::Printer;
 use crate::product;
 use crate::reference::{ImageName, Target};
 use crate::registry::{self, ClusterLogin, TransportOptions};
 use crate::settings::Settings;
-use secrecy::ExposeSecret;
 use stream::Encoding;
 use summary::{Method, PushReport};
 
@@ -78,7 +76,14 @@ pub async fn run(
                     push_host.host,
                 ],
             );
-            let target = in_openshift_project(target, registry, &discovered)?;
+            let target = Target {
+                repository: openshift_push::repository_in_project(
+                    registry,
+                    &discovered,
+                    &target.repository,
+                )?,
+                tag: target.tag,
+            };
             interrupt::doing(
                 format!("pushing to {}", target.tagged(push_host.host)),
                 "nothing was tagged",
@@ -87,7 +92,12 @@ pub async fn run(
                 registry,
                 push_host: push_host.host,
                 network: discovered.vantage.network,
-                cluster_login: cluster_login(registry, &discovered, printer),
+                cluster_login: openshift_push::cluster_login(
+                    registry,
+                    push_host.host,
+                    &discovered,
+                    printer,
+                ),
             };
             push_to_registry(args, settings, &plan, &target, archive, image, printer).await?
         }
@@ -180,54 +190,6 @@ fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
         Error::new(exit, format!("the image name from {from} is not usable"))
             .with_source(err)
             .with_hint("pass a valid name with --tag NAME[:TAG]")
-    })
-}
-
-/// OpenShift keeps images per project: the repository is `<namespace>/<name>`.
-fn in_openshift_project(
-    target: Target,
-    registry: &LocalRegistry,
-    discovered: &Discovered,
-) -> Result<Target> {
-    match (&discovered.cluster, registry.source) {
-        (Some(cluster), RegistrySource::Openshift) => Ok(Target {
-            repository: openshift_repository(cluster.namespace(), &target.repository)?,
-            tag: target.tag,
-        }),
-        _ => Ok(target),
-    }
-}
-
-/// The cluster's bearer token for OpenShift's registry, which takes it as `oc registry login`
-/// does. Other registries never see it.
-fn cluster_login(
-    registry: &LocalRegistry,
-    discovered: &Discovered,
-    printer: &Printer,
-) -> Option<ClusterLogin> {
-    if registry.source != RegistrySource::Openshift {
-        return None;
-    }
-    let cluster = discovered.cluster.as_ref()?;
-    let Some(token) = cluster.bearer_token() else {
-        printer.debug(
-            "the kubeconfig user has no bearer token to log in to OpenShift's registry with; \
-             only docker or podman credentials can",
-        );
-        return None;
-    };
-    let origin = match &discovered.kubeconfig.context {
-        Some(context) => format!("the token of kubeconfig context {context:?}"),
-        None => "the pod's service account token".to_string(),
-    };
-    Some(ClusterLogin {
-        token: token.expose_secret().to_string(),
-        origin,
-        refused_hint: format!(
-            "log in again with `oc login` (the registry takes the same token), or run `docker login {}` with an account allowed to push to project {}",
-            registry.host,
-            cluster.namespace()
-        ),
     })
 }
 

@@ -3,6 +3,7 @@
 
 pub mod apiserver;
 pub mod containerd;
+pub mod doctor_output;
 pub mod env;
 pub mod fault_proxy;
 pub mod fixtures;

@@ -1315,3 +1315,54 @@ fn text_from_the_api_server_and_the_configmap_is_printed_escaped() {
         assert!(run.stdout.contains("guide\\u202e"), "{}", run.stdout);
     }
 }
+
+#[test]
+fn discovery_reads_the_configmap_then_openshifts_image_config_then_the_node_annotations() {
+    let internal = "image-registry.openshift-image-registry.svc:5000";
+    let route = "default-route-openshift-image-registry.apps.example.test";
+    let annotated =
+        || StandInNode::new("worker-1").annotation("tilt.dev/registry", "localhost:6000");
+    let everything = ApiServer::builder()
+        .hosting_v1("host: \"localhost:5001\"\n")
+        .openshift(internal, &[route])
+        .node(annotated())
+        .start();
+    let found = json(&info(&everything, "corp", &["-o", "json"]));
+    assert_eq!(
+        (&found["registry"]["source"], &found["registry"]["host"]),
+        (
+            &serde_json::json!("configmap"),
+            &serde_json::json!("localhost:5001")
+        )
+    );
+
+    let openshift = ApiServer::builder()
+        .openshift(internal, &[route, "second-route.example.test"])
+        .node(annotated())
+        .start();
+    let found = json(&info(&openshift, "corp", &["-o", "json"]));
+    assert_eq!(
+        found["registry"],
+        serde_json::json!({
+            "host": route,
+            "hostFromContainerRuntime": internal,
+            "hostFromClusterNetwork": internal,
+            "help": "https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/registry/securing-exposing-registry",
+            "source": "openshift",
+        })
+    );
+    assert_eq!(found["product"]["kind"], "openshift");
+    assert_eq!(
+        openshift.requests(),
+        [
+            "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting",
+            "GET /apis/config.openshift.io/v1/images/cluster",
+            "GET /api/v1/nodes",
+        ],
+        "the nodes are listed once, for the product, not for the annotations"
+    );
+
+    let annotations = ApiServer::builder().node(annotated()).start();
+    let found = json(&info(&annotations, "corp", &["-o", "json"]));
+    assert_eq!(found["registry"]["source"], "annotation");
+}

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use base64::Engine as _;
 use push_support::{Node, Outcome, clean_cmd};
-use support::apiserver::{ApiServer, StandInNode, redact_ports};
+use support::apiserver::{ApiServer, StandInNode, redact_ports, unused_port};
 use support::doctor_output::redact_timing;
 use support::fixtures::{self, Format, Image};
 use support::openshift_registry::{OpenshiftRegistry, TokenRequest};
@@ -369,5 +369,51 @@ fn doctor_probes_the_route_in_the_project_with_the_cluster_token() {
                 .token_requests()
                 .iter()
                 .all(|t| *t == granted(USER_TOKEN))
+    );
+}
+
+#[test]
+fn a_pod_pushes_to_the_internal_registry_with_its_service_account_token() {
+    const ACCOUNT_TOKEN: &str = "builder-service-account-token";
+    let front = OpenshiftRegistry::start(&[ACCOUNT_TOKEN]);
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path().join("api-certs");
+    std::fs::create_dir(&certs).unwrap();
+    make_certificates(&certs);
+    // Inside the cluster the service name is what reaches the registry: here, the front.
+    let route = format!("127.0.0.1:{}", unused_port());
+    let api = ApiServer::builder()
+        .require_token(ACCOUNT_TOKEN)
+        .tls(&certs.join("server.crt"), &certs.join("server.key"))
+        .openshift(&front.host(), &[&route])
+        .start();
+    let account = dir.path().join("serviceaccount");
+    std::fs::create_dir(&account).unwrap();
+    std::fs::write(account.join("token"), ACCOUNT_TOKEN).unwrap();
+    std::fs::copy(certs.join("certs/ca.crt"), account.join("ca.crt")).unwrap();
+    std::fs::write(account.join("namespace"), "ci-builds").unwrap();
+    let image = Image::sample(74);
+    let path = dir.path().join("img.tar");
+    image.write(Format::DockerLegacy, &path, &["myimg:dev"]);
+
+    let output = clean_cmd(dir.path())
+        .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        .env("KUBERNETES_SERVICE_PORT", api.port().to_string())
+        .env("KUBECTL_REGISTRY_SERVICEACCOUNT_DIR", &account)
+        .args(["push", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!((output.status.code(), stderr.as_str()), (Some(0), ""));
+    let bytes = front.registry.skopeo_raw_manifest("ci-builds/myimg:dev");
+    let digest = fixtures::sha256(&bytes);
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        format!("{}/ci-builds/myimg:dev@{digest}\n", front.host())
+    );
+    let tokens = front.token_requests();
+    assert!(
+        !tokens.is_empty() && tokens.iter().all(|t| *t == granted(ACCOUNT_TOKEN)),
+        "the registry's token endpoint got {tokens:?}"
     );
 }

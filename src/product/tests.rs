@@ -397,3 +397,64 @@ fn serialises_in_kebab_case_for_json_output() {
         assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
     }
 }
+
+const OPENSHIFT_NODE_LABELS: &[(&str, &str)] = &[
+    ("node.openshift.io/os_id", "rhcos"),
+    ("node-role.kubernetes.io/master", ""),
+];
+
+#[test]
+fn openshift_from_its_node_label_and_openshift_local_from_its_node_or_api_name() {
+    // `oc login` names the cluster entry after the API server and the context project/cluster/user.
+    let cluster = kubeconfig(
+        "myproject/api-prod-example-com:6443/developer",
+        "api-prod-example-com:6443",
+        "https://api.prod.example.com:6443",
+    );
+    let workers = [
+        node("ip-10-0-1-5.ec2.internal", None, OPENSHIFT_NODE_LABELS),
+        node("ip-10-0-1-6.ec2.internal", None, OPENSHIFT_NODE_LABELS),
+    ];
+    assert_eq!(
+        detect(&cluster, &workers),
+        detected(ProductKind::Openshift, None)
+    );
+
+    let local = kubeconfig(
+        "myproject/api-crc-testing:6443/developer",
+        "api-crc-testing:6443",
+        "https://api.crc.testing:6443",
+    );
+    let crc = [node("crc", None, OPENSHIFT_NODE_LABELS)];
+    let before_4_12 = [node("crc-8bb6w-master-0", None, OPENSHIFT_NODE_LABELS)];
+    let renamed_node = [node("master-0", None, OPENSHIFT_NODE_LABELS)];
+    for nodes in [&crc[..], &before_4_12, &renamed_node] {
+        assert_eq!(
+            detect(&local, nodes),
+            detected(ProductKind::OpenshiftLocal, None)
+        );
+    }
+    assert_eq!(
+        detect(&cluster, &crc),
+        detected(ProductKind::OpenshiftLocal, None)
+    );
+    // Without node facts (no right to list nodes), the API server's name still tells.
+    assert_eq!(
+        detect(&local, &[]),
+        detected(ProductKind::OpenshiftLocal, None)
+    );
+}
+
+#[test]
+fn serving_openshifts_image_config_makes_an_unsure_product_openshift() {
+    let unsure = detect(&kubeconfig("dev", "dev", "https://10.0.0.1:6443"), &[]);
+    assert_eq!(unsure.kind, ProductKind::Unknown);
+    assert_eq!(
+        unsure.on_openshift(true),
+        detected(ProductKind::Openshift, None)
+    );
+    let local = detected(ProductKind::OpenshiftLocal, None);
+    assert_eq!(local.clone().on_openshift(true), local);
+    let kind = detected(ProductKind::Kind, Some("dev"));
+    assert_eq!(kind.clone().on_openshift(false), kind);
+}

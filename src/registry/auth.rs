@@ -16,6 +16,7 @@ use super::errors::RegistryResponse;
 use super::transport::{Transport, explain_send_error, is_loopback_url, stalled_error};
 use super::watchdog::Stalled;
 use crate::error::{Error, ExitCode, Result};
+use crate::hosting::RegistryHost;
 use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
 
 /// What the registry asked for in `WWW-Authenticate`.
@@ -215,7 +216,7 @@ impl Auth {
         let cluster_login = self
             .cluster_login
             .as_ref()
-            .filter(|_| found.is_none() && realm_is_on_the_registrys_host(transport, &url));
+            .filter(|_| found.is_none() && realm_is_on_the_registrys_host(&transport.host, &url));
         let login_credentials = cluster_login.map(ClusterLogin::credentials);
         let credentials = match &login_credentials {
             Some(login) => &Some(login.clone()),
@@ -331,13 +332,12 @@ fn may_send_credentials_to(realm: &Url, insecure: bool) -> bool {
 
 /// The cluster's token goes only to a realm on the registry's own host, never to a third party
 /// (how it travels is [`may_send_credentials_to`]'s rule, as for any credentials).
-fn realm_is_on_the_registrys_host(transport: &Transport, realm: &Url) -> bool {
+fn realm_is_on_the_registrys_host(host: &RegistryHost, realm: &Url) -> bool {
     let authority = match (realm.host_str(), realm.port()) {
         (Some(host), Some(port)) => format!("{host}:{port}"),
         (Some(host), None) => host.to_string(),
         (None, _) => return false,
     };
-    let host = &transport.host;
     authority.eq_ignore_ascii_case(host.as_str())
         || (realm.scheme() == "https"
             && host.port().is_none_or(|port| port == 443)
@@ -522,6 +522,37 @@ mod tests {
         assert!(!may_send_credentials_to(
             &url("ftp://auth.example/token"),
             true
+        ));
+    }
+
+    #[test]
+    fn the_cluster_token_goes_only_to_a_realm_on_the_registrys_own_host() {
+        let url = |text: &str| Url::parse(text).unwrap();
+        let route =
+            RegistryHost::parse("default-route-openshift-image-registry.apps-crc.testing").unwrap();
+        let own = |realm: &str| realm_is_on_the_registrys_host(&route, &url(realm));
+        assert!(own(
+            "https://default-route-openshift-image-registry.apps-crc.testing/openshift/token"
+        ));
+        assert!(own(
+            "https://Default-Route-OpenShift-Image-Registry.apps-crc.testing:443/openshift/token"
+        ));
+        assert!(!own("https://auth.example/openshift/token"));
+        assert!(!own(
+            "https://default-route-openshift-image-registry.apps-crc.testing.evil.example/token"
+        ));
+        assert!(!own(
+            "https://default-route-openshift-image-registry.apps-crc.testing:8443/openshift/token"
+        ));
+
+        let service = RegistryHost::parse("127.0.0.1:5000").unwrap();
+        assert!(realm_is_on_the_registrys_host(
+            &service,
+            &url("http://127.0.0.1:5000/openshift/token")
+        ));
+        assert!(!realm_is_on_the_registrys_host(
+            &service,
+            &url("http://127.0.0.1:5001/openshift/token")
         ));
     }
 

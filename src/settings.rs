@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use crate::engine::EngineEnv;
 use crate::error::Result;
 use crate::limits::Limits;
 use crate::registry::{CredentialSources, Proxies, TransportOptions};
@@ -42,6 +43,9 @@ pub struct Settings {
     pub preferred_engine: Option<String>,
     /// Docker's and podman's credential files.
     pub credentials: CredentialSources,
+    /// Where docker's and podman's Engine APIs listen (`DOCKER_HOST`, `DOCKER_CONTEXT`, the docker
+    /// config dir with its contexts, `CONTAINER_HOST`, `XDG_RUNTIME_DIR`).
+    pub engine_env: EngineEnv,
     /// Where the record of sent blobs lives: `$KUBECTL_REGISTRY_CACHE_DIR`, else
     /// `$XDG_CACHE_HOME/kubectl-registry`, else `~/.cache/kubectl-registry`; `None`: no record kept.
     pub cache_dir: Option<PathBuf>,
@@ -103,9 +107,17 @@ impl Settings {
             path: set("PATH"),
             preferred_engine: set(ENGINE_ENV).and_then(|engine| engine.into_string().ok()),
             credentials: CredentialSources {
-                docker_config: docker_dir.map(|dir| dir.join("config.json")),
+                docker_config: docker_dir.as_ref().map(|dir| dir.join("config.json")),
                 podman_auth_file,
                 helper_path: None,
+            },
+            engine_env: EngineEnv {
+                docker_host: set("DOCKER_HOST").and_then(|v| v.into_string().ok()),
+                docker_context: set("DOCKER_CONTEXT").and_then(|v| v.into_string().ok()),
+                docker_config_dir: docker_dir,
+                container_host: set("CONTAINER_HOST").and_then(|v| v.into_string().ok()),
+                runtime_dir: set("XDG_RUNTIME_DIR").map(PathBuf::from),
+                tmp_dir: set("TMPDIR").map(PathBuf::from),
             },
             cache_dir,
             limits: Limits::from_lookup(text)?,

@@ -1,12 +1,10 @@
 //! `kubectl registry push` to a registry end to end: naming, the JSON report and re-push,
-//! compression, a local engine's image, TLS, and `--registry` without any kubeconfig. The
+//! compression, TLS, and `--registry` without any kubeconfig (a local engine's image: push_engine.rs). The
 //! built binary against a real registry, a stand-in API server, and a real containerd pulling
 //! what was pushed.
 
 mod push_support;
 mod support;
-
-use std::os::unix::fs::PermissionsExt;
 
 use push_support::{Bench, Node, RUNTIME_HOST, clean_cmd};
 use serde_json::{Value, json};
@@ -316,71 +314,6 @@ fn gzip_leaves_already_compressed_layers_as_they_are() {
 }
 
 // Where the image and the registry come from
-
-#[test]
-fn an_image_in_the_local_engine_is_saved_and_pushed() {
-    let bench = Bench::new();
-    let image = Image::sample(37);
-    let saved = bench.path("saved.tar");
-    image.write(Format::Docker25, &saved, &["myimg:dev"]);
-    let bin = bench.path("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let calls = bench.path("docker-calls");
-    let docker = bin.join("docker");
-    // `docker image save -o FILE NAME` copies the saved archive; anything else fails as docker does.
-    std::fs::write(
-        &docker,
-        format!(
-            "#!/bin/sh\necho \"$*\" >> '{calls}'\n\
-             if [ \"$1 $2 $3\" = 'image save -o' ] && [ \"$5\" = myimg:dev ]; then\n\
-             exec /bin/cp '{saved}' \"$4\"\nfi\n\
-             echo \"Error response from daemon: No such image: $5\" >&2\nexit 1\n",
-            calls = calls.display(),
-            saved = saved.display(),
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
-
-    let tmp = bench.path("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let run = bench.run(
-        bench
-            .cmd()
-            .env("PATH", &bin)
-            .env("TMPDIR", &tmp)
-            .args(["push", "myimg:dev"]),
-    );
-    let (reference, _) = bench.assert_pushed(&run, "myimg", "dev");
-    assert_eq!(
-        std::fs::read_dir(&tmp).unwrap().count(),
-        0,
-        "the saved archive was left behind"
-    );
-    let recorded = std::fs::read_to_string(&calls).unwrap();
-    let args: Vec<&str> = recorded.trim_end().split(' ').collect();
-    assert_eq!(
-        (args.len(), &args[..3], args[4]),
-        (5, &["image", "save", "-o"][..], "myimg:dev")
-    );
-    assert!(
-        args[3].starts_with(tmp.to_str().unwrap()),
-        "saved outside TMPDIR: {}",
-        args[3]
-    );
-    Node::start(&bench.registry).assert_pulls(&reference, &image);
-
-    let missing = bench.run(bench.cmd().env("PATH", &bin).args(["push", "nothere:dev"]));
-    assert_eq!((missing.code, missing.stdout.as_str()), (4, ""));
-    assert_eq!(
-        missing.stderr_lines(),
-        [
-            "error: \"nothere:dev\" is not a file, and no local engine could save it:",
-            "  docker: Error response from daemon: No such image: nothere:dev",
-            "hint: pass an archive (`docker save IMAGE -o image.tar`), `-` for stdin, or an image your engine has",
-        ]
-    );
-}
 
 #[test]
 fn kinds_localhost_host_reaches_a_registry_bound_to_ipv4_loopback() {

@@ -83,18 +83,25 @@ impl Bench {
 
     /// `kubectl-registry push ARGS` with `stdin` piped in.
     fn push_stdin(&self, stdin: &Path, args: &[&str]) -> Outcome {
-        self.run(args, &self.path_with_standins(), Some(stdin))
+        self.run(args, &self.path_with_standins(), Some(stdin), &[])
     }
 
     fn push_with_path(&self, args: &[&str], path: &OsString) -> Outcome {
-        self.run(args, path, None)
+        self.run(args, path, None, &[])
     }
 
-    fn run(&self, args: &[&str], path: &OsString, stdin: Option<&Path>) -> Outcome {
+    fn run(
+        &self,
+        args: &[&str],
+        path: &OsString,
+        stdin: Option<&Path>,
+        envs: &[(&str, &str)],
+    ) -> Outcome {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         let mut cmd = support::env::plugin_cmd(&home);
         cmd.env("PATH", path).env("TMPDIR", self.scratch_parent());
+        cmd.envs(envs.iter().copied());
         if let Some(stdin) = stdin {
             cmd.pipe_stdin(stdin).unwrap();
         }
@@ -1214,4 +1221,108 @@ fn a_help_only_configmaps_link_is_in_every_hint_of_a_refused_load() {
          hint: this cluster's registry guide: https://registry.example.test/setup\n"
     );
     bench.assert_nothing_loaded();
+}
+
+// A local engine's image by name
+
+/// A nerdctl stand-in (kind's nodes are reached through the `docker` stand-in): inspect prints
+/// what nerdctl would for `image`, save hands over `saved`; every call is logged to `calls`.
+fn nerdctl_stand_in(bench: &Bench, image: &Image, saved: &Path, calls: &Path) -> OsString {
+    let bin = bench.dir.path().join("engine-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let inspect = bench.dir.path().join("inspect.json");
+    let facts = serde_json::json!([{
+        "Id": image.config_digest(),
+        "RepoTags": [NAME],
+        "Os": "linux",
+        "Architecture": "amd64",
+        "RootFS": {"Type": "layers", "Layers": image.diff_ids()},
+    }]);
+    std::fs::write(&inspect, facts.to_string()).unwrap();
+    let script = bin.join("nerdctl");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{calls}'\n\
+             case \"$1 $2 $3\" in\n\
+             'image inspect myimg:dev') exec cat '{inspect}' ;;\n\
+             'image save myimg:dev') exec cat '{saved}' ;;\n\
+             esac\nexit 1\n",
+            calls = calls.display(),
+            inspect = inspect.display(),
+            saved = saved.display(),
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let inherited = bench.path_with_standins();
+    std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&inherited))).unwrap()
+}
+
+fn take_lines(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let _ = std::fs::remove_file(path);
+    text.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn an_engine_image_the_nodes_hold_is_neither_exported_nor_loaded_again() {
+    let bench = Bench::kind();
+    let image = Image::sample(61);
+    let saved = bench.archive(&image, Format::DockerLegacy, "saved.tar");
+    let calls = bench.dir.path().join("engine-calls");
+    let path = nerdctl_stand_in(&bench, &image, &saved, &calls);
+    let engine = [("KUBECTL_REGISTRY_ENGINE", "nerdctl")];
+
+    let first = bench.run(&[NAME], &path, None, &engine);
+    assert_eq!(
+        (first.code, first.stdout.as_str(), first.stderr.as_str()),
+        (0, expected_ref(&image).as_str(), ""),
+        "{first:?}"
+    );
+    let manifest = bench.assert_loaded(&image, &content_tag(&image));
+    assert_eq!(
+        take_lines(&calls),
+        ["image inspect myimg:dev", "image save myimg:dev"]
+    );
+    bench.assert_no_scratch_left();
+
+    let again = bench.run(&[NAME, "-v"], &path, None, &engine);
+    assert_eq!(
+        (again.code, again.stdout.as_str()),
+        (0, expected_ref(&image).as_str()),
+        "{again:?}"
+    );
+    let skipped = format!(
+        "every node holds {} already (image {}): not exported, not loaded again",
+        expected_ref(&image).trim_end(),
+        image.config_digest()
+    );
+    assert!(
+        again.stderr.lines().any(|line| line == skipped),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(take_lines(&calls), ["image inspect myimg:dev"]);
+
+    // The node lost it: loaded again, whatever the record says.
+    let removed = bench.containerd.ctr(&["content", "rm", &manifest]);
+    assert!(
+        removed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&removed.stderr)
+    );
+    let reload = bench.run(&[NAME], &path, None, &engine);
+    assert_eq!(
+        (reload.code, reload.stdout.as_str()),
+        (0, expected_ref(&image).as_str()),
+        "{reload:?}"
+    );
+    assert_eq!(
+        take_lines(&calls),
+        ["image inspect myimg:dev", "image save myimg:dev"]
+    );
+    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_no_scratch_left();
 }

@@ -29,6 +29,7 @@ mod layer;
 mod manifest;
 mod members;
 mod oci;
+mod one_pass;
 mod open;
 mod platform;
 mod positioned;
@@ -50,6 +51,7 @@ pub use image::{
     OCI_INDEX, OCI_LAYER, OCI_LAYER_GZIP, OCI_LAYER_ZSTD, OCI_MANIFEST, OtherEntry, OtherKind,
     PlatformImage, RawBlob, oci_layer_type,
 };
+pub use one_pass::{LargeMember, MemberSink, StreamedArchive};
 pub use platform::Platform;
 pub use verify::{VerifyingReader, is_verification_failure};
 pub use write::containerd_name;

@@ -87,7 +87,7 @@ impl Archive {
         }
     }
 
-    fn from_tar(
+    pub(super) fn from_tar(
         file: File,
         name: &str,
         wrapping: Wrapping,

@@ -194,7 +194,7 @@ impl Uploader<'_> {
 
     /// Records a layer the registry now holds, and saves the record at once: a push that fails
     /// later (or is interrupted) must not cost this layer's upload again.
-    fn remember(&self, diff_id: &Digest, encoding: Encoding, descriptor: &Descriptor) {
+    pub fn remember(&self, diff_id: &Digest, encoding: Encoding, descriptor: &Descriptor) {
         let blob = SentBlob {
             digest: descriptor.digest.clone(),
             size: descriptor.size,

@@ -59,37 +59,61 @@ pub fn body(
     impl Stream<Item = io::Result<Bytes>> + Send + 'static,
     SourceFailure,
 ) {
-    let (sender, receiver) = mpsc::channel(CHANNEL_DEPTH);
+    let (sink, body) = channel();
     let failure = SourceFailure::default();
-    let source_failure = failure.clone();
-    tokio::task::spawn_blocking(move || {
-        let mut sink = ChannelWriter {
-            sender: &sender,
-            buffer: BytesMut::with_capacity(CHUNK),
-        };
-        // An encoder's `finish` writes its last block and trailer into the sink without flushing
-        // it: the sink is flushed last, by hand, or the blob goes out truncated.
-        let result = match encoding {
-            Encoding::AsStored => pump(reader, &mut sink, &progress).and_then(|()| sink.flush()),
-            Encoding::Gzip => {
-                // Level 1: on loopback the wire is never the bottleneck; level 6 costs 3x the CPU.
-                let mut encoder = flate2::write::GzEncoder::new(sink, flate2::Compression::fast());
-                pump(reader, &mut encoder, &progress).and_then(|()| encoder.finish()?.flush())
-            }
-            Encoding::Zstd => zstd::stream::write::Encoder::new(sink, 1).and_then(|mut encoder| {
-                pump(reader, &mut encoder, &progress)?;
-                encoder.finish()?.flush()
-            }),
-        };
-        if let Err(err) = result {
-            // The receiver may be gone (the upload failed first); nothing more to tell then.
-            let _ = sender.blocking_send(Err(source_failure.keep(err)));
+    let kept = failure.clone();
+    tokio::task::spawn_blocking(move || encode_into(reader, sink, encoding, &progress, &kept));
+    (body, failure)
+}
+
+/// Copies `reader` into `sink`, encoded per `encoding`, and flushes the last chunk. A read error
+/// ends the body with that error (kept in `failure`), which aborts the upload before the
+/// registry commits it; the caller gets its text.
+pub fn encode_into(
+    reader: impl Read,
+    mut sink: ChannelWriter,
+    encoding: Encoding,
+    progress: &BlobProgress,
+    failure: &SourceFailure,
+) -> io::Result<()> {
+    let sender = sink.sender.clone();
+    // An encoder's `finish` writes its last block and trailer into the sink without flushing
+    // it: the sink is flushed last, by hand, or the blob goes out truncated.
+    let result = match encoding {
+        Encoding::AsStored => pump(reader, &mut sink, progress).and_then(|()| sink.flush()),
+        Encoding::Gzip => {
+            // Level 1: on loopback the wire is never the bottleneck; level 6 costs 3x the CPU.
+            let mut encoder = flate2::write::GzEncoder::new(sink, flate2::Compression::fast());
+            pump(reader, &mut encoder, progress).and_then(|()| encoder.finish()?.flush())
         }
-    });
-    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        Encoding::Zstd => zstd::stream::write::Encoder::new(sink, 1).and_then(|mut encoder| {
+            pump(reader, &mut encoder, progress)?;
+            encoder.finish()?.flush()
+        }),
+    };
+    result.map_err(|err| {
+        let told = io::Error::new(err.kind(), err.to_string());
+        // The receiver may be gone (the upload failed first); nothing more to tell then.
+        let _ = sender.blocking_send(Err(failure.keep(err)));
+        told
+    })
+}
+
+/// A writer whose bytes become an upload body, for content pushed at us (an engine's export)
+/// rather than pulled from a reader. Dropping the writer ends the body.
+pub fn channel() -> (
+    ChannelWriter,
+    impl Stream<Item = io::Result<Bytes>> + Send + 'static,
+) {
+    let (sender, receiver) = mpsc::channel(CHANNEL_DEPTH);
+    let writer = ChannelWriter {
+        sender,
+        buffer: BytesMut::with_capacity(CHUNK),
+    };
+    let body = futures_util::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|item| (item, receiver))
     });
-    (stream, failure)
+    (writer, body)
 }
 
 /// Copies `reader` into `out`, counting source bytes on the progress bar. Does not flush: a
@@ -110,12 +134,12 @@ fn pump(mut reader: impl Read, out: &mut impl Write, progress: &BlobProgress) ->
 }
 
 /// A `Write` that sends full chunks down the channel (blocking when the upload lags).
-struct ChannelWriter<'a> {
-    sender: &'a mpsc::Sender<io::Result<Bytes>>,
+pub struct ChannelWriter {
+    sender: mpsc::Sender<io::Result<Bytes>>,
     buffer: BytesMut,
 }
 
-impl ChannelWriter<'_> {
+impl ChannelWriter {
     fn send_buffer(&mut self) -> io::Result<()> {
         if self.buffer.is_empty() {
             return Ok(());
@@ -128,7 +152,7 @@ impl ChannelWriter<'_> {
     }
 }
 
-impl Write for ChannelWriter<'_> {
+impl Write for ChannelWriter {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         let room = CHUNK - self.buffer.len();
         let taken = data.len().min(room);

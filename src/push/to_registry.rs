@@ -65,9 +65,33 @@ pub async fn push(
         .buffer_unordered(plan.jobs)
         .try_collect()
         .await?;
+    let (digest, transfer, _) = commit(
+        &client,
+        repo,
+        &plan.target.tag,
+        &archive,
+        &image,
+        &sent,
+        printer,
+    )
+    .await?;
+    Ok((digest, transfer))
+}
+
+/// Once every layer is in (each recorded as it landed): the configs, the manifests and the tag.
+/// Returns the tagged digest, what moved, and each platform's manifest as sent.
+pub(super) async fn commit(
+    client: &RegistryClient,
+    repo: &str,
+    tag: &str,
+    archive: &Archive,
+    image: &Image,
+    sent: &[SentLayer],
+    printer: &Printer,
+) -> Result<(Digest, Transfer, Vec<RawBlob>)> {
     let mut transfer = Transfer::default();
     let mut sent_layers = HashMap::new();
-    for layer in &sent {
+    for layer in sent {
         transfer.count(layer.outcome, layer.descriptor.size);
         sent_layers.insert(layer.key.clone(), layer.descriptor.clone());
     }
@@ -75,7 +99,7 @@ pub async fn push(
     let mut manifests = Vec::new();
     for platform in &image.platforms {
         let outcome = send_small_blob(
-            &client,
+            client,
             printer,
             repo,
             &platform.config.digest,
@@ -83,12 +107,11 @@ pub async fn push(
         )
         .await?;
         transfer.count(outcome, platform.config.size());
-        manifests.push(manifest_for(&archive, platform, &sent_layers)?);
+        manifests.push(manifest_for(archive, platform, &sent_layers)?);
     }
 
-    let digest =
-        put_manifests(&client, repo, &plan.target.tag, &image, &manifests, printer).await?;
-    Ok((digest, transfer))
+    let digest = put_manifests(client, repo, tag, image, &manifests, printer).await?;
+    Ok((digest, transfer, manifests))
 }
 
 /// Each platform's manifest by digest, then the tag: the one platform's manifest, or an index
@@ -141,7 +164,7 @@ async fn put_by_digest(client: &RegistryClient, repo: &str, manifest: &RawBlob) 
 }
 
 /// Layers to send, each once even when several platforms share it.
-fn unique_layers(image: &Image) -> Vec<Layer> {
+pub(super) fn unique_layers(image: &Image) -> Vec<Layer> {
     let mut seen = std::collections::HashSet::new();
     image
         .platforms
@@ -167,7 +190,10 @@ fn largest_first(layers: Vec<Layer>) -> impl Iterator<Item = (String, Layer)> {
 
 /// Compressed layers of docker archives (jib, crane) are named by diff_id only: hash them first,
 /// so that the registry can be asked whether it has them.
-async fn resolve_unknown_digests(archive: &Arc<Archive>, image: &mut Image) -> Result<()> {
+pub(super) async fn resolve_unknown_digests(
+    archive: &Arc<Archive>,
+    image: &mut Image,
+) -> Result<()> {
     if image
         .platforms
         .iter()

@@ -23,7 +23,7 @@ pub use self::manifest_check::Deletion;
 pub use self::open_uploads::cancel_all as cancel_open_uploads;
 pub use self::proxy::Proxies;
 pub use self::transport::TransportOptions;
-pub use self::watchdog::Watchdog;
+pub use self::watchdog::{Stalled, Watchdog};
 
 use self::auth::{Auth, Scope};
 use self::errors::unexpected_answer;

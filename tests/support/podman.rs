@@ -1,32 +1,65 @@
-//! The real podman with a private store (vfs, in a temp dir), to write archives as podman does.
+//! A real podman and buildah per test, as root with vfs storage under the test's temp dir
+//! (DESIGN section 9): archives written as podman writes them, images built from real directories
+//! with `buildah`, and podman's Docker-compatible API served on a socket (or a loopback port).
 #![allow(dead_code)]
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
 pub struct Podman {
-    store: TempDir,
+    dir: TempDir,
 }
 
 impl Podman {
     pub fn new() -> Self {
-        Self {
-            store: tempfile::tempdir().expect("a temp dir for podman's store"),
-        }
+        // Under /tmp with a short name: the API socket's path must fit in ~108 bytes.
+        let dir = tempfile::Builder::new()
+            .prefix("pdmn")
+            .tempdir_in("/tmp")
+            .expect("podman's temp dir");
+        let root = dir.path();
+        std::fs::write(
+            root.join("storage.conf"),
+            format!(
+                "[storage]\ndriver = \"vfs\"\ngraphroot = \"{}\"\nrunroot = \"{}\"\n",
+                root.join("storage").display(),
+                root.join("run").display()
+            ),
+        )
+        .expect("writing storage.conf");
+        std::fs::write(
+            root.join("policy.json"),
+            r#"{"default":[{"type":"insecureAcceptAnything"}]}"#,
+        )
+        .expect("writing policy.json");
+        Self { dir }
+    }
+
+    /// What podman and buildah need to find this test's storage; give them to the binary too.
+    pub fn envs(&self) -> Vec<(&'static str, OsString)> {
+        vec![
+            (
+                "CONTAINERS_STORAGE_CONF",
+                self.dir.path().join("storage.conf").into_os_string(),
+            ),
+            ("STORAGE_DRIVER", "vfs".into()),
+            ("BUILDAH_ISOLATION", "chroot".into()),
+        ]
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     /// `podman ARGS` against the private store; panics with podman's words on failure.
     pub fn run(&self, args: &[&str]) -> Output {
-        let root = self.store.path().join("storage");
-        let runroot = self.store.path().join("run");
         let output = Command::new("podman")
-            .arg("--root")
-            .arg(&root)
-            .arg("--runroot")
-            .arg(&runroot)
-            .args(["--storage-driver", "vfs", "--events-backend", "none"])
+            .envs(self.envs())
+            .args(["--events-backend", "none"])
             .args(args)
             .output()
             .expect("running podman (scripts/install-test-deps installs it)");
@@ -47,5 +80,148 @@ impl Podman {
     pub fn save(&self, format: &str, name: &str, out: &Path) {
         let out = out.to_str().expect("UTF-8 path");
         self.run(&["save", "--format", format, "-o", out, name]);
+    }
+
+    /// Runs `program args...` with this storage; returns stdout, panics with stderr on failure.
+    pub fn tool(&self, program: &str, args: &[&str]) -> String {
+        let out = Command::new(program)
+            .args(args)
+            .envs(self.envs())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|err| panic!("running {program} (scripts/install-test-deps): {err}"));
+        assert!(
+            out.status.success(),
+            "{program} {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .expect("UTF-8")
+            .trim()
+            .to_string()
+    }
+
+    /// Builds `name` with buildah from scratch, one layer per directory (each committed on top
+    /// of the last, as a Containerfile's COPY lines would); returns the image ID.
+    pub fn build(&self, name: &str, dirs: &[&Path]) -> String {
+        self.build_on("scratch", name, dirs)
+    }
+
+    /// Like `build`, on top of the image `from`. The layers under `name` are tagged
+    /// `NAME-base0`, `NAME-base1`, ... so that a later build can start from one of them.
+    pub fn build_on(&self, from: &str, name: &str, dirs: &[&Path]) -> String {
+        let policy = self.dir.path().join("policy.json");
+        let policy = policy.to_str().expect("UTF-8 path");
+        let mut base = from.to_string();
+        for (index, dir) in dirs.iter().enumerate() {
+            let container = self.tool("buildah", &["from", "--pull-never", &base]);
+            let dest = format!("/layer{index}");
+            self.tool(
+                "buildah",
+                &["copy", &container, dir.to_str().expect("UTF-8 path"), &dest],
+            );
+            let tag = if index + 1 == dirs.len() {
+                name.to_string()
+            } else {
+                format!("{name}-base{index}")
+            };
+            base = self.tool(
+                "buildah",
+                &[
+                    "commit",
+                    "-q",
+                    "--signature-policy",
+                    policy,
+                    &container,
+                    &tag,
+                ],
+            );
+            self.tool("buildah", &["rm", &container]);
+        }
+        base
+    }
+
+    /// The image's layers' diff_ids, as podman reports them.
+    pub fn diff_ids(&self, name: &str) -> Vec<String> {
+        let json = self.tool("podman", &["image", "inspect", name]);
+        let value: serde_json::Value = serde_json::from_str(&json).expect("inspect JSON");
+        value[0]["RootFS"]["Layers"]
+            .as_array()
+            .expect("layers")
+            .iter()
+            .map(|d| d.as_str().expect("digest").to_string())
+            .collect()
+    }
+
+    /// `podman system service` on `address` (`unix://PATH` or `tcp://127.0.0.1:PORT`).
+    pub fn serve(&self, address: &str) -> Service {
+        let child = Command::new("podman")
+            .args(["system", "service", "--time=0", address])
+            .envs(self.envs())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting podman system service");
+        let mut service = Service { child };
+        service.wait_until_ready(address);
+        service
+    }
+
+    pub fn socket_path(&self) -> PathBuf {
+        self.dir.path().join("docker.sock")
+    }
+}
+
+/// Directories of real files to build layers from: `sizes` files of about these many bytes,
+/// their content from `seed` (random, so that they neither compress nor repeat).
+pub fn layer_dir(parent: &Path, name: &str, seed: u64, sizes: &[usize]) -> PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir_all(&dir).expect("creating a layer dir");
+    let mut rng = crate::support::fixtures::Rng::new(seed);
+    for (index, &size) in sizes.iter().enumerate() {
+        let mut bytes = vec![0u8; size];
+        rng.fill(&mut bytes);
+        std::fs::write(dir.join(format!("file{index}")), bytes).expect("writing a file");
+    }
+    dir
+}
+
+/// A running `podman system service`, stopped on drop.
+pub struct Service {
+    child: Child,
+}
+
+impl Service {
+    fn wait_until_ready(&mut self, address: &str) {
+        // A guard against hanging forever, not a timing assertion.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("polling podman") {
+                panic!("podman system service exited at start ({status})");
+            }
+            let up = match address.strip_prefix("unix://") {
+                Some(path) => std::os::unix::net::UnixStream::connect(path).is_ok(),
+                None => std::net::TcpStream::connect(
+                    address.strip_prefix("tcp://").expect("a tcp:// address"),
+                )
+                .is_ok(),
+            };
+            if up {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "podman never listened on {address}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -1,0 +1,250 @@
+//! What a push of an engine's image left in each registry: for (registry, engine image ID,
+//! encoding), the exact manifest bytes tagged and the repository they went to. With it, an
+//! unchanged image is re-pushed by checking its blobs and sending the same bytes again: no export.
+//!
+//! Kept beside the record of sent blobs, in a file of its own, merged under a lock like it. Only a
+//! hint: every blob it names is checked against the registry before the manifest is sent, and a
+//! file we cannot read is empty.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::stream::Encoding;
+use crate::digest::Digest;
+use crate::hosting::RegistryHost;
+
+const FILE_NAME: &str = "sent-manifests-v1.json";
+/// Held (flock) while a push merges its entries into the file.
+const LOCK_NAME: &str = "sent-manifests-v1.lock";
+/// A manifest is ~1 KB; the oldest entries go past this.
+const MAX_ENTRIES: usize = 1_000;
+
+/// A manifest as it was tagged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SentManifest {
+    pub media_type: String,
+    /// The bytes, exactly as sent (manifests are JSON, so UTF-8).
+    pub manifest: String,
+    pub repository: String,
+}
+
+/// A blob a manifest names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedBlob {
+    pub digest: Digest,
+    pub size: u64,
+}
+
+#[derive(Deserialize)]
+struct ManifestShape {
+    config: DescriptorShape,
+    #[serde(default)]
+    layers: Vec<DescriptorShape>,
+}
+
+#[derive(Deserialize)]
+struct DescriptorShape {
+    digest: Digest,
+    size: u64,
+}
+
+impl SentManifest {
+    /// The config then the layers it names; `None` when it is not an image manifest.
+    pub fn blobs(&self) -> Option<Vec<NamedBlob>> {
+        let shape: ManifestShape = serde_json::from_str(&self.manifest).ok()?;
+        Some(
+            std::iter::once(shape.config)
+                .chain(shape.layers)
+                .map(|d| NamedBlob {
+                    digest: d.digest,
+                    size: d.size,
+                })
+                .collect(),
+        )
+    }
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct RecordFile {
+    /// Oldest first.
+    entries: Vec<(String, SentManifest)>,
+}
+
+pub struct SentManifests {
+    path: Option<PathBuf>,
+    entries: Vec<(String, SentManifest)>,
+    /// Keys recorded by this run: what a save merges into the file.
+    recorded: Vec<String>,
+}
+
+impl SentManifests {
+    /// The record kept in `dir` (the settings' cache directory); no directory means no record.
+    pub fn load_in(dir: Option<&Path>) -> Self {
+        Self::load(dir.map(|dir| dir.join(FILE_NAME)))
+    }
+
+    fn load(path: Option<PathBuf>) -> Self {
+        let file: RecordFile = path
+            .as_deref()
+            .and_then(|path| std::fs::read(path).ok())
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        Self {
+            path,
+            entries: file.entries,
+            recorded: Vec::new(),
+        }
+    }
+
+    pub fn get(
+        &self,
+        host: &RegistryHost,
+        image_id: &str,
+        encoding: Encoding,
+    ) -> Option<&SentManifest> {
+        let key = key(host, image_id, encoding);
+        self.entries
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, m)| m)
+    }
+
+    pub fn record(
+        &mut self,
+        host: &RegistryHost,
+        image_id: &str,
+        encoding: Encoding,
+        manifest: SentManifest,
+    ) {
+        let key = key(host, image_id, encoding);
+        self.recorded.retain(|k| *k != key);
+        self.recorded.push(key.clone());
+        self.insert(key, manifest);
+    }
+
+    fn insert(&mut self, key: String, manifest: SentManifest) {
+        self.entries.retain(|(k, _)| *k != key);
+        self.entries.push((key, manifest));
+        if self.entries.len() > MAX_ENTRIES {
+            self.entries.drain(..self.entries.len() - MAX_ENTRIES);
+        }
+    }
+
+    /// Merges what this run recorded into the file as it is now (another push may have saved
+    /// since we read it), under a file lock, and writes it atomically (temp file, then rename).
+    pub fn save(&self) -> std::io::Result<()> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(LOCK_NAME))?;
+        // Released when `lock` is dropped, at the end of this function.
+        lock.lock()?;
+        let mut merged = Self::load(Some(path.clone()));
+        for key in &self.recorded {
+            if let Some((_, manifest)) = self.entries.iter().rev().find(|(k, _)| k == key) {
+                merged.insert(key.clone(), manifest.clone());
+            }
+        }
+        let file = RecordFile {
+            entries: merged.entries,
+        };
+        let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+        temp.write_all(&serde_json::to_vec(&file).map_err(std::io::Error::other)?)?;
+        temp.persist(path).map_err(|err| err.error)?;
+        Ok(())
+    }
+}
+
+fn key(host: &RegistryHost, image_id: &str, encoding: Encoding) -> String {
+    let encoding = match encoding {
+        Encoding::AsStored => "stored",
+        Encoding::Gzip => "gzip",
+        Encoding::Zstd => "zstd",
+    };
+    format!("{host} {image_id} {encoding}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(repo: &str) -> SentManifest {
+        let config = Digest::of_bytes(b"config");
+        let layer = Digest::of_bytes(b"layer");
+        SentManifest {
+            media_type: "application/vnd.oci.image.manifest.v1+json".into(),
+            manifest: format!(
+                r#"{{"schemaVersion":2,"config":{{"mediaType":"x","digest":"{config}","size":6}},"layers":[{{"mediaType":"y","digest":"{layer}","size":5}}]}}"#
+            ),
+            repository: repo.into(),
+        }
+    }
+
+    #[test]
+    fn a_recorded_manifest_survives_a_save_per_host_image_and_encoding() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.json");
+        let host = RegistryHost::parse("localhost:5001").unwrap();
+        let mut record = SentManifests::load(Some(path.clone()));
+        record.record(&host, "sha256:1", Encoding::AsStored, manifest("app"));
+        record.save().unwrap();
+        let record = SentManifests::load(Some(path));
+        let found = record.get(&host, "sha256:1", Encoding::AsStored).unwrap();
+        assert_eq!(found, &manifest("app"));
+        assert_eq!(
+            found.blobs().unwrap(),
+            [
+                NamedBlob {
+                    digest: Digest::of_bytes(b"config"),
+                    size: 6
+                },
+                NamedBlob {
+                    digest: Digest::of_bytes(b"layer"),
+                    size: 5
+                }
+            ]
+        );
+        assert!(record.get(&host, "sha256:1", Encoding::Gzip).is_none());
+        assert!(record.get(&host, "sha256:2", Encoding::AsStored).is_none());
+    }
+
+    #[test]
+    fn a_save_keeps_what_another_push_saved_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.json");
+        let host = RegistryHost::parse("localhost:5001").unwrap();
+        let mut first = SentManifests::load(Some(path.clone()));
+        let mut second = SentManifests::load(Some(path.clone()));
+        first.record(&host, "sha256:1", Encoding::AsStored, manifest("one"));
+        first.save().unwrap();
+        second.record(&host, "sha256:2", Encoding::AsStored, manifest("two"));
+        second.save().unwrap();
+        let record = SentManifests::load(Some(path));
+        assert_eq!(
+            record.get(&host, "sha256:1", Encoding::AsStored),
+            Some(&manifest("one"))
+        );
+        assert_eq!(
+            record.get(&host, "sha256:2", Encoding::AsStored),
+            Some(&manifest("two"))
+        );
+    }
+
+    #[test]
+    fn a_corrupt_file_reads_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.json");
+        std::fs::write(&path, b"{\"entries\": [[").unwrap();
+        assert!(SentManifests::load(Some(path)).entries.is_empty());
+    }
+}

@@ -469,7 +469,7 @@ fn serve_connection(stream: impl Read + Write, state: &Served, requests: &Mutex<
 }
 
 /// A rustls server config for the PEM chain and key.
-fn tls_config(certificate: &Path, key: &Path) -> Arc<rustls::ServerConfig> {
+pub fn tls_config(certificate: &Path, key: &Path) -> Arc<rustls::ServerConfig> {
     let chain = CertificateDer::pem_file_iter(certificate)
         .expect("reading the certificate")
         .collect::<Result<Vec<_>, _>>()

@@ -4,17 +4,17 @@
 //! One request per connection (it asks the registry to close after answering); every loop is bounded.
 #![allow(dead_code)] // each test binary uses its own part of the support code
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::http1::{Head, copy_body, read_head};
+
 /// How long the proxy lives at most, whatever the test does: its loops end by then.
 const LIFETIME: Duration = Duration::from_secs(600);
-/// A request head larger than this is not one we expect.
-const MAX_HEAD: usize = 64 * 1024;
 
 /// The registry's answer as a rewrite rule sees it.
 #[derive(Debug, Clone)]
@@ -241,32 +241,6 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     }
 }
 
-/// A request head: its first line and headers, as sent.
-struct Head {
-    method: String,
-    target: String,
-    version: String,
-    headers: Vec<(String, String)>,
-}
-
-impl Head {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
-    }
-
-    fn content_length(&self) -> Option<u64> {
-        self.header("content-length")?.trim().parse().ok()
-    }
-
-    fn is_chunked(&self) -> bool {
-        self.header("transfer-encoding")
-            .is_some_and(|value| value.to_ascii_lowercase().contains("chunked"))
-    }
-}
-
 fn handle(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
     client.set_nonblocking(false)?;
     client.set_read_timeout(Some(LIFETIME))?;
@@ -274,8 +248,8 @@ fn handle(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let head = read_head(&mut reader)?;
     let rule = take_rule(shared, &head);
     shared.seen.lock().unwrap().push(Seen {
-        method: head.method.clone(),
-        target: head.target.clone(),
+        method: head.method().to_string(),
+        target: head.target().to_string(),
         authorization: head.header("authorization").map(str::to_string),
         faulted: rule.is_some(),
     });
@@ -286,11 +260,11 @@ fn handle(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
             headers,
             body,
         }) => {
-            drain_body(&mut reader, &head)?;
+            copy_body(&head, &mut reader, &mut std::io::sink())?;
             respond(&mut client, status, &headers, &body)
         }
         Some(Action::StallAfterBody) => {
-            drain_body(&mut reader, &head)?;
+            copy_body(&head, &mut reader, &mut std::io::sink())?;
             stall(shared);
             Ok(())
         }
@@ -302,7 +276,7 @@ fn handle(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
         }
         None => {
             if let Some(refusal) = bearer_check(shared, &head) {
-                drain_body(&mut reader, &head)?;
+                copy_body(&head, &mut reader, &mut std::io::sink())?;
                 return match refusal {
                     BearerAnswer::Token(token) => respond(
                         &mut client,
@@ -329,44 +303,10 @@ fn handle(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
     }
 }
 
-fn read_head(reader: &mut impl BufRead) -> std::io::Result<Head> {
-    let mut lines = Vec::new();
-    let mut total = 0;
-    loop {
-        let mut line = String::new();
-        let read = reader.read_line(&mut line)?;
-        total += read;
-        if read == 0 || total > MAX_HEAD {
-            return Err(std::io::Error::other("no complete request head"));
-        }
-        let line = line.trim_end_matches(['\r', '\n']).to_string();
-        if line.is_empty() {
-            break;
-        }
-        lines.push(line);
-    }
-    let first = lines.first().cloned().unwrap_or_default();
-    let mut parts = first.split(' ');
-    let method = parts.next().unwrap_or_default().to_string();
-    let target = parts.next().unwrap_or_default().to_string();
-    let version = parts.next().unwrap_or("HTTP/1.1").to_string();
-    let headers = lines[1..]
-        .iter()
-        .filter_map(|line| line.split_once(':'))
-        .map(|(key, value)| (key.trim().to_string(), value.trim().to_string()))
-        .collect();
-    Ok(Head {
-        method,
-        target,
-        version,
-        headers,
-    })
-}
-
 fn take_rule(shared: &Shared, head: &Head) -> Option<Rule> {
     let mut rules = shared.rules.lock().unwrap();
     let rule = rules.iter_mut().find(|rule| {
-        rule.times > 0 && rule.method == head.method && head.target.contains(&rule.path)
+        rule.times > 0 && rule.method == head.method() && head.target().contains(&rule.path)
     })?;
     rule.times -= 1;
     Some(rule.clone())
@@ -381,7 +321,7 @@ enum BearerAnswer {
 fn bearer_check(shared: &Shared, head: &Head) -> Option<BearerAnswer> {
     let mut bearer = shared.bearer.lock().unwrap();
     let bearer = bearer.as_mut()?;
-    if head.target.starts_with("/token") {
+    if head.target().starts_with("/token") {
         bearer.issued += 1;
         let token = format!("token-{}", bearer.issued);
         bearer.tokens.insert(token.clone(), bearer.uses);
@@ -398,34 +338,6 @@ fn bearer_check(shared: &Shared, head: &Head) -> Option<BearerAnswer> {
             None
         }
         None => Some(BearerAnswer::Challenge),
-    }
-}
-
-/// Reads and drops the request's body, however it is framed.
-fn drain_body(reader: &mut impl BufRead, head: &Head) -> std::io::Result<()> {
-    if head.is_chunked() {
-        // Chunk size lines, chunks and their CRLFs, until the empty last chunk and its trailer.
-        for _ in 0..1_000_000 {
-            let mut size_line = String::new();
-            if reader.read_line(&mut size_line)? == 0 {
-                return Ok(());
-            }
-            let size_text = size_line.trim().split(';').next().unwrap_or_default();
-            let size = u64::from_str_radix(size_text, 16).unwrap_or(0);
-            if size == 0 {
-                let mut trailer = String::new();
-                while reader.read_line(&mut trailer)? > 2 {
-                    trailer.clear();
-                }
-                return Ok(());
-            }
-            std::io::copy(&mut reader.by_ref().take(size + 2), &mut std::io::sink())?;
-        }
-        Ok(())
-    } else {
-        let length = head.content_length().unwrap_or(0);
-        std::io::copy(&mut reader.by_ref().take(length), &mut std::io::sink())?;
-        Ok(())
     }
 }
 
@@ -470,7 +382,7 @@ fn forward(
     rewrite: Option<Rewriter>,
 ) -> std::io::Result<()> {
     let mut upstream = TcpStream::connect(&shared.upstream)?;
-    let mut request = format!("{} {} {}\r\n", head.method, head.target, head.version);
+    let mut request = format!("{}\r\n", head.start_line);
     let bearer_mode = shared.bearer.lock().unwrap().is_some();
     for (key, value) in &head.headers {
         let dropped = key.eq_ignore_ascii_case("connection")
@@ -512,26 +424,12 @@ fn forward(
 
     let mut answer_reader = BufReader::new(upstream.try_clone()?);
     let result = (|| -> std::io::Result<()> {
-        let mut status_line = String::new();
-        answer_reader.read_line(&mut status_line)?;
-        let mut headers = Vec::new();
-        for _ in 0..1000 {
-            let mut line = String::new();
-            if answer_reader.read_line(&mut line)? == 0 {
-                break;
-            }
-            let line = line.trim_end_matches(['\r', '\n']).to_string();
-            if line.is_empty() {
-                break;
-            }
-            if let Some((key, value)) = line.split_once(':') {
-                headers.push((key.trim().to_string(), value.trim().to_string()));
-            }
-        }
-        let mut parts = status_line.trim_end().splitn(3, ' ');
+        let answer_head = read_head(&mut answer_reader)?;
+        let mut parts = answer_head.start_line.splitn(3, ' ');
         let _version = parts.next();
         let status = parts.next().and_then(|s| s.parse().ok()).unwrap_or(502);
         let reason = parts.next().unwrap_or_default().to_string();
+        let headers = answer_head.headers;
         let mut answer = Answer {
             status,
             reason,

@@ -7,6 +7,7 @@ pub mod doctor_output;
 pub mod env;
 pub mod fault_proxy;
 pub mod fixtures;
+pub mod http1;
 pub mod layouts;
 pub mod openshift_registry;
 pub mod podman;

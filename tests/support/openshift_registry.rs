@@ -6,7 +6,7 @@
 //! It can serve HTTPS, as a route does, answering plain HTTP as Go's servers do.
 #![allow(dead_code)] // each test binary uses its own part of the support code
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,13 +16,11 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-
+use super::apiserver::tls_config;
+use super::http1::{Head, copy_body, read_head};
 use super::registry::{TestRegistry, make_certificates};
 
 /// Header lines a request may have before it is refused: keeps every loop bounded.
-const MAX_HEADERS: usize = 100;
 const IDLE: Duration = Duration::from_secs(30);
 
 /// One request to `/openshift/token`, as the front saw it.
@@ -152,31 +150,12 @@ impl Drop for OpenshiftRegistry {
     }
 }
 
-/// A request's head: the request line and its header lines, as sent.
-struct Head {
-    request_line: String,
-    headers: Vec<(String, String)>,
-}
-
-impl Head {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
-    }
-
-    fn path(&self) -> &str {
-        self.request_line.split_whitespace().nth(1).unwrap_or("")
-    }
-}
-
 impl Front {
     /// One request per connection; the answer always closes it.
     fn serve(&self, stream: impl Read + Write) -> std::io::Result<()> {
         let mut client = BufReader::new(stream);
         let head = read_head(&mut client)?;
-        if head.path().starts_with("/openshift/token") {
+        if head.target().starts_with("/openshift/token") {
             copy_body(&head, &mut client, &mut std::io::sink())?;
             return self.token(&head, client.get_mut());
         }
@@ -195,8 +174,8 @@ impl Front {
         }
         self.proxied.lock().expect("proxy log").push(format!(
             "{} {}",
-            head.request_line.split_whitespace().next().unwrap_or(""),
-            head.path().split('?').next().unwrap_or("")
+            head.start_line.split_whitespace().next().unwrap_or(""),
+            head.target().split('?').next().unwrap_or("")
         ));
         self.forward(&head, &mut client)
     }
@@ -247,7 +226,7 @@ impl Front {
         let backend = TcpStream::connect(("127.0.0.1", self.backend))?;
         backend.set_read_timeout(Some(IDLE))?;
         let mut upstream = &backend;
-        let mut text = format!("{}\r\n", head.request_line);
+        let mut text = format!("{}\r\n", head.start_line);
         for (name, value) in &head.headers {
             if ![
                 "connection",
@@ -270,7 +249,7 @@ impl Front {
 
         let mut answer_reader = BufReader::new(&backend);
         let answer_head = read_head(&mut answer_reader)?;
-        let mut text = format!("{}\r\n", answer_head.request_line);
+        let mut text = format!("{}\r\n", answer_head.start_line);
         for (name, value) in &answer_head.headers {
             if !name.eq_ignore_ascii_case("connection") {
                 text.push_str(&format!("{name}: {value}\r\n"));
@@ -282,77 +261,6 @@ impl Front {
         // The registry closes after its answer (we asked it to): copy to the end.
         std::io::copy(&mut answer_reader, out)?;
         out.flush()
-    }
-}
-
-fn read_head(reader: &mut impl BufRead) -> std::io::Result<Head> {
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    let mut headers = Vec::new();
-    for _ in 0..MAX_HEADERS {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            break;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            return Ok(Head {
-                request_line: request_line.trim_end().to_string(),
-                headers,
-            });
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            headers.push((name.trim().to_string(), value.trim().to_string()));
-        }
-    }
-    Err(std::io::Error::other("no end to the header block"))
-}
-
-/// Copies a request body framed by Content-Length or chunked encoding, framing included.
-fn copy_body(head: &Head, from: &mut impl BufRead, to: &mut impl Write) -> std::io::Result<()> {
-    let chunked = head
-        .header("transfer-encoding")
-        .is_some_and(|value| value.to_ascii_lowercase().contains("chunked"));
-    if !chunked {
-        let length: u64 = head
-            .header("content-length")
-            .and_then(|value| value.parse().ok())
-            .unwrap_or(0);
-        let copied = std::io::copy(&mut from.take(length), to)?;
-        return if copied == length {
-            Ok(())
-        } else {
-            Err(std::io::Error::other("the body ended early"))
-        };
-    }
-    loop {
-        let mut size_line = String::new();
-        if from.read_line(&mut size_line)? == 0 {
-            return Err(std::io::Error::other("the chunked body ended early"));
-        }
-        to.write_all(size_line.as_bytes())?;
-        let size_text = size_line.trim().split(';').next().unwrap_or("");
-        let size = u64::from_str_radix(size_text, 16)
-            .map_err(|_| std::io::Error::other("a bad chunk size"))?;
-        if size == 0 {
-            // Trailers, then the blank line that ends the body.
-            for _ in 0..MAX_HEADERS {
-                let mut line = String::new();
-                if from.read_line(&mut line)? == 0 {
-                    return Ok(());
-                }
-                to.write_all(line.as_bytes())?;
-                if line.trim().is_empty() {
-                    return Ok(());
-                }
-            }
-            return Err(std::io::Error::other("no end to the trailers"));
-        }
-        // The chunk and its CRLF.
-        let copied = std::io::copy(&mut from.take(size + 2), to)?;
-        if copied != size + 2 {
-            return Err(std::io::Error::other("a chunk ended early"));
-        }
     }
 }
 
@@ -396,21 +304,4 @@ fn serve_tls(
     tls.conn.send_close_notify();
     let _ = tls.flush();
     served
-}
-
-fn tls_config(certificate: &Path, key: &Path) -> Arc<rustls::ServerConfig> {
-    let chain = CertificateDer::pem_file_iter(certificate)
-        .expect("reading the certificate")
-        .collect::<Result<Vec<_>, _>>()
-        .expect("PEM certificates");
-    let key = PrivateKeyDer::from_pem_file(key).expect("reading the key");
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("TLS versions")
-    .with_no_client_auth()
-    .with_single_cert(chain, key)
-    .expect("a TLS server config");
-    Arc::new(config)
 }

@@ -63,11 +63,6 @@ pub struct Found {
 }
 
 impl Found {
-    /// Where big temporary files go (`TMPDIR`, else `/var/tmp`, as the engines decide).
-    pub fn big_files_dir(&self) -> &Path {
-        &self.big_files_dir
-    }
-
     /// Which engine answered and how, for `-v` and errors.
     pub fn describe(&self) -> String {
         describe(&self.engine, &self.endpoint)

@@ -1,12 +1,10 @@
 //! Layers sent while the engine's export streams past: each large member is read past when the
-//! registry already has it, else handed to an upload through a spill (one PUT when its name gives
-//! its digest, else a PATCH hashed on the way), so the engine goes on while the registry ingests.
+//! registry already has it, else streamed straight into an upload (one PUT when its name gives
+//! its digest, else a PATCH hashed on the way), and never held anywhere.
 
-use std::collections::{HashMap, VecDeque};
-use std::io::{self, Read, Write};
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::io::{self, Read};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
@@ -15,18 +13,11 @@ use super::cache::SentBlobs;
 use super::layer_upload::Outcome;
 use super::manifest::Descriptor;
 use super::progress::Progress;
-use super::spill;
 use super::stream::{self, Encoding};
 use crate::archive::{self, Compression, LargeMember, MemberSink};
-use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::output::Printer;
 use crate::registry::RegistryClient;
-
-/// Uploads running from spills at once (see `spill`).
-const MAX_SPILLING: usize = 2;
-const FINISH_POLL: Duration = Duration::from_millis(5);
-const COPY_BUFFER: usize = 256 * 1024;
 
 /// What became of one large member.
 #[derive(Debug, Clone)]
@@ -47,12 +38,8 @@ pub struct ExportUploader {
     sent_before: Arc<Mutex<SentBlobs>>,
     progress: Arc<Progress>,
     printer: Printer,
-    /// Where layers wait for their upload (see `spill`).
-    spill_dir: PathBuf,
     /// By the member's offset in the skeleton.
     pending: HashMap<u64, Pending>,
-    /// The uploads still reading from a spill, oldest first.
-    spilling: VecDeque<u64>,
     /// A registry failure met while deciding; it explains the pass stopping.
     failure: Option<Error>,
 }
@@ -69,7 +56,6 @@ impl ExportUploader {
         encoding: Encoding,
         sent_before: Arc<Mutex<SentBlobs>>,
         progress: Arc<Progress>,
-        spill_dir: PathBuf,
         printer: &Printer,
     ) -> Self {
         Self {
@@ -80,9 +66,7 @@ impl ExportUploader {
             sent_before,
             progress,
             printer: printer.clone(),
-            spill_dir,
             pending: HashMap::new(),
-            spilling: VecDeque::new(),
             failure: None,
         }
     }
@@ -206,95 +190,49 @@ impl ExportUploader {
                 }
             }
         }
-        self.wait_for_room();
-        let (mut spilled, spill_reader) = spill::spill(&self.spill_dir)?;
         let (writer, body) = stream::channel();
-        let encoder_bar = bar.clone();
-        self.handle.spawn_blocking(move || {
-            let failure = stream::SourceFailure::default();
-            stream::encode_into(spill_reader, writer, encoding, &encoder_bar, &failure)
-        });
         let client = self.client.clone();
         let repo = self.repo.clone();
-        let named = member.named_digest.clone();
-        let size = member.len;
-        let task = self.handle.spawn(async move {
-            let pushed = upload(&client, &repo, encoding, named, size, body).await;
-            match &pushed {
-                Ok(_) => bar.finish("pushed"),
-                Err(_) => bar.abandon(),
+        let task = match (encoding, member.named_digest.clone()) {
+            (Encoding::AsStored, Some(digest)) => {
+                let size = member.len;
+                self.handle.spawn(async move {
+                    client.push_blob(&repo, &digest, size, body).await?;
+                    Ok(StreamedLayer {
+                        outcome: Outcome::Pushed,
+                        encoding,
+                        re_encoded: None,
+                    })
+                })
             }
-            pushed
-        });
-        self.pending.insert(member.offset, Pending::Uploading(task));
-        self.spilling.push_back(member.offset);
-        // An error drops the spill unfinished, which ends the upload's body with an error.
-        copy(content, &mut spilled)?;
-        spilled.finish();
-        Ok(())
-    }
-
-    /// Waits until fewer than `MAX_SPILLING` uploads run from spills: the disk holds the lag of
-    /// a few layers, never the image.
-    fn wait_for_room(&mut self) {
-        while self.spilling.len() >= MAX_SPILLING {
-            let Some(oldest) = self.spilling.pop_front() else {
-                break;
-            };
-            if let Some(Pending::Uploading(task)) = self.pending.get(&oldest) {
-                self.handle.block_on(async {
-                    while !task.is_finished() {
-                        tokio::time::sleep(FINISH_POLL).await;
-                    }
-                });
-            }
-        }
-    }
-}
-
-/// One streamed upload: one PUT when the digest is known (the member's name gives it, sent as
-/// stored), else a PATCH hashed on the way. Not retried: the export passes once.
-async fn upload(
-    client: &RegistryClient,
-    repo: &str,
-    encoding: Encoding,
-    named: Option<Digest>,
-    size: u64,
-    body: impl futures_util::Stream<Item = io::Result<bytes::Bytes>> + Send + 'static,
-) -> Result<StreamedLayer> {
-    if let (Encoding::AsStored, Some(digest)) = (encoding, named) {
-        client.push_blob(repo, &digest, size, body).await?;
-        return Ok(StreamedLayer {
-            outcome: Outcome::Pushed,
-            encoding,
-            re_encoded: None,
-        });
-    }
-    let (digest, size) = client.push_blob_unknown_digest(repo, body).await?;
-    let re_encoded = match encoding {
-        Encoding::AsStored => None,
-        Encoding::Gzip => Some(Compression::Gzip),
-        Encoding::Zstd => Some(Compression::Zstd),
-    }
-    .map(|c| Descriptor::new(archive::oci_layer_type(c), digest, size));
-    Ok(StreamedLayer {
-        outcome: Outcome::Pushed,
-        encoding,
-        re_encoded,
-    })
-}
-
-/// Copies in large blocks: each write to the spill also wakes the upload.
-fn copy(from: &mut dyn Read, to: &mut impl Write) -> io::Result<()> {
-    let mut buffer = vec![0; COPY_BUFFER];
-    loop {
-        let read = match from.read(&mut buffer) {
-            Ok(0) => return Ok(()),
-            Ok(read) => read,
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
+            _ => self.handle.spawn(async move {
+                let (digest, size) = client.push_blob_unknown_digest(&repo, body).await?;
+                let re_encoded = match encoding {
+                    Encoding::AsStored => None,
+                    Encoding::Gzip => Some(Compression::Gzip),
+                    Encoding::Zstd => Some(Compression::Zstd),
+                }
+                .map(|c| Descriptor::new(archive::oci_layer_type(c), digest, size));
+                Ok(StreamedLayer {
+                    outcome: Outcome::Pushed,
+                    encoding,
+                    re_encoded,
+                })
+            }),
         };
-        to.write_all(&buffer[..read])?;
+        self.pending.insert(member.offset, Pending::Uploading(task));
+        let pumped = stream::encode_into(
+            content,
+            writer,
+            encoding,
+            &bar,
+            &stream::SourceFailure::default(),
+        );
+        match &pumped {
+            Ok(()) => bar.finish("pushed"),
+            Err(_) => bar.abandon(),
+        }
+        pumped
     }
 }
 

@@ -185,7 +185,6 @@ async fn stream_export(
         plan.encoding,
         Arc::clone(&sent_before),
         Arc::new(Progress::new(printer)),
-        found.big_files_dir().to_path_buf(),
         printer,
     );
     let name = format!("{}'s export of {}", found.engine, found.image);

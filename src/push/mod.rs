@@ -10,7 +10,6 @@ mod manifest;
 mod manifest_record;
 mod progress;
 mod reload;
-mod spill;
 mod stream;
 mod summary;
 mod to_nodes;

@@ -469,6 +469,28 @@ fn docker_stand_in(eb: &EngineBench, image: &Image, save_body: &str) {
 }
 
 #[test]
+fn an_export_that_pads_after_its_tar_ends_is_read_to_its_end() {
+    // A tar ends at two zero blocks, but its writer may still be writing padding after them
+    // (podman did, under load): stopping to read there kills the engine with SIGPIPE.
+    let eb = EngineBench::new();
+    let image = Image::with_layers(44, "linux/amd64", &[1_500_000, 50_000]);
+    let saved = eb.bench.path("saved.tar");
+    image.write(Format::DockerLegacy, &saved, &["myimg:dev"]);
+    docker_stand_in(
+        &eb,
+        &image,
+        &format!(
+            "cat '{}'; sleep 0.5; exec head -c 10240 /dev/zero",
+            saved.display()
+        ),
+    );
+    let run = eb.push(&mut eb.cmd(), &["myimg:dev"]);
+    let (reference, _) = eb.bench.assert_pushed(&run, "myimg", "dev");
+    Node::start(&eb.bench.registry).assert_pulls(&reference, &image);
+    eb.assert_nothing_left();
+}
+
+#[test]
 fn a_legacy_docker_save_streams_layers_named_by_v1_ids() {
     let eb = EngineBench::new();
     let image = Image::with_layers(41, "linux/amd64", &[1_500_000, 1_200_000, 50_000]);

@@ -8,7 +8,7 @@ mod endpoint;
 mod export;
 mod facts;
 
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -21,6 +21,9 @@ use crate::output::Printer;
 use crate::registry::{Stalled, Watchdog};
 use crate::settings::Settings;
 use export::Export;
+
+/// What may follow the end of an export's tar: its writer's padding (tar pads to 10 KiB records).
+const TRAILER_LIMIT: u64 = 1 << 20;
 
 /// Engines asked for a named image, in order; the preferred one (`KUBECTL_REGISTRY_ENGINE`) first.
 const ENGINES: [&str; 3] = ["docker", "podman", "nerdctl"];
@@ -81,7 +84,14 @@ impl Found {
             mut reader,
             mut running,
         } = self.start_export().await?;
-        let mut reading = tokio::task::spawn_blocking(move || pass(&mut reader));
+        let mut reading = tokio::task::spawn_blocking(move || {
+            let out = pass(&mut reader);
+            // A tar ends before its writer's last padding: read that too, or the engine dies of
+            // SIGPIPE mid-write. More than padding left means the pass stopped early: the
+            // engine is stopped instead.
+            let _ = io::copy(&mut (&mut reader).take(TRAILER_LIMIT), &mut io::sink());
+            out
+        });
         let joined = match running.bound(&mut reading).await {
             Ok(joined) => joined,
             Err(Stalled(limit)) => {

@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 use push_support::{Bench, Node, Outcome, RUNTIME_HOST};
 use serde_json::{Value, json};
 use support::apiserver::redact_ports;
+use support::fault_proxy::{Action, FaultProxy, Rule};
 use support::fixtures::{self, Format, Image, LayerCompression};
 use support::podman::{Podman, layer_dir};
+use support::registry::TestRegistry;
 
 /// A bench with a private podman storage, a `bin` dir for the PATH the binary gets, a TMPDIR
 /// that must stay empty, and a log of every engine CLI call.
@@ -30,7 +32,10 @@ struct EngineBench {
 
 impl EngineBench {
     fn new() -> Self {
-        let bench = Bench::new();
+        Self::on(Bench::new())
+    }
+
+    fn on(bench: Bench) -> Self {
         let bin = bench.path("bin");
         let tmp = bench.path("tmp");
         std::fs::create_dir(&bin).unwrap();
@@ -550,9 +555,154 @@ fn an_export_that_dies_midway_tags_nothing_and_leaves_nothing() {
 }
 
 #[test]
-fn ctrl_c_during_the_export_stops_the_engine_and_leaves_nothing() {
+fn a_stalled_export_is_stopped_at_the_stall_bound() {
+    // Cut inside a layer: docker's is uploaded as it is hashed, podman's (named by its digest)
+    // in one PUT that the cut leaves short; either way the stall is what the user is told.
+    stalled_export(Format::DockerLegacy, 45);
+    stalled_export(Format::Podman, 46);
+}
+
+fn stalled_export(format: Format, seed: u64) {
     let eb = EngineBench::new();
-    let image = Image::with_layers(43, "linux/amd64", &[1_500_000, 1_200_000]);
+    let image = Image::with_layers(seed, "linux/amd64", &[1_500_000, 1_200_000]);
+    let saved = eb.bench.path("saved.tar");
+    image.write(format, &saved, &["myimg:dev"]);
+    let engine_pid = eb.bench.path("engine-pid");
+    docker_stand_in(
+        &eb,
+        &image,
+        &format!(
+            "echo $$ > '{pid}'; head -c 1600000 '{saved}'; exec sleep 30",
+            pid = engine_pid.display(),
+            saved = saved.display()
+        ),
+    );
+    let run = eb.push(
+        eb.cmd().env("KUBECTL_REGISTRY_STALL_TIMEOUT", "1"),
+        &["myimg:dev"],
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    assert_eq!(
+        run.stderr_lines(),
+        [
+            "error: exporting myimg:dev from the docker CLI",
+            "caused by: no bytes came for 1s (KUBECTL_REGISTRY_STALL_TIMEOUT)",
+        ]
+    );
+    let engine_pid = std::fs::read_to_string(&engine_pid).unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{}", engine_pid.trim())).exists(),
+        "the stalled export outlived the push"
+    );
+    eb.bench.assert_not_tagged("myimg", "dev");
+    eb.assert_nothing_left();
+}
+
+#[test]
+fn an_engine_whose_inspect_hangs_is_given_up_at_the_request_bound() {
+    let eb = EngineBench::new();
+    eb.script("docker", "exec sleep 30");
+    let run = eb.push(
+        eb.cmd()
+            .env("KUBECTL_REGISTRY_REQUEST_TIMEOUT", "0.5")
+            .env("KUBECTL_REGISTRY_ENGINE", "docker"),
+        &["myimg:dev"],
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    assert_eq!(
+        run.stderr_lines()[..2],
+        [
+            "error: \"myimg:dev\" is not a file, and no local engine has it:",
+            "  docker: `docker image inspect` did not answer within 0.5s (KUBECTL_REGISTRY_REQUEST_TIMEOUT)",
+        ]
+    );
+
+    // The same bound on its API: a socket that takes the request and never answers.
+    let socket = eb.bench.path("docker.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let held = std::thread::spawn(move || {
+        // Holds the one connection open, unanswered, until the push gives up on it; both
+        // waits are bounded so that a push that never comes cannot hang the test.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut connection = loop {
+            match listener.accept() {
+                Ok((connection, _)) => break connection,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                Err(err) => panic!("the push never asked the engine API: {err}"),
+            }
+        };
+        connection.set_nonblocking(false).unwrap();
+        connection
+            .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut connection, &mut sink);
+    });
+    let run = eb.push(
+        eb.cmd()
+            .env("KUBECTL_REGISTRY_REQUEST_TIMEOUT", "0.5")
+            .env("KUBECTL_REGISTRY_ENGINE", "docker")
+            .env("DOCKER_HOST", format!("unix://{}", socket.display())),
+        &["myimg:dev"],
+    );
+    held.join().unwrap();
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    assert_eq!(
+        run.stderr_lines()[..2],
+        [
+            "error: \"myimg:dev\" is not a file, and no local engine has it:",
+            "  docker: its API did not answer within 0.5s (KUBECTL_REGISTRY_REQUEST_TIMEOUT)",
+        ]
+    );
+}
+
+#[test]
+fn a_registry_that_fails_mid_layer_is_the_reason_given_not_the_engine_it_cut_off() {
+    // The upload breaks, so we stop reading the export; the engine then dies of SIGPIPE, which
+    // only followed from it.
+    let registry = TestRegistry::start();
+    let proxy = FaultProxy::start(
+        &registry.host(),
+        vec![Rule::new(
+            "PUT",
+            "/blobs/uploads/",
+            10,
+            Action::ResetAfter(200_000),
+        )],
+    );
+    let eb = EngineBench::on(Bench::advertising(registry, &proxy.host()));
+    let image = Image::with_layers(47, "linux/amd64", &[1_500_000, 4_000_000]);
+    let saved = eb.bench.path("saved.tar");
+    image.write(Format::Podman, &saved, &["myimg:dev"]);
+    docker_stand_in(&eb, &image, &format!("exec cat '{}'", saved.display()));
+    let run = eb.push(&mut eb.cmd(), &["myimg:dev"]);
+    assert_eq!((run.code, run.stdout.as_str()), (5, ""));
+    let said = run.stderr_lines();
+    assert!(
+        said[0].starts_with("error: pushing blob sha256:")
+            && !said.iter().any(|line| line.contains("image save")),
+        "{said:#?}"
+    );
+    eb.bench.assert_not_tagged("myimg", "dev");
+    eb.assert_nothing_left();
+}
+
+#[test]
+fn ctrl_c_during_the_export_stops_the_engine_and_leaves_nothing() {
+    stopped_during_the_export("-INT", "SIGINT", 130, 43);
+}
+
+#[test]
+fn sigterm_during_the_export_stops_the_engine_and_leaves_nothing() {
+    stopped_during_the_export("-TERM", "SIGTERM", 143, 48);
+}
+
+fn stopped_during_the_export(signal: &str, name: &str, code: i32, seed: u64) {
+    let eb = EngineBench::new();
+    let image = Image::with_layers(seed, "linux/amd64", &[1_500_000, 1_200_000]);
     let saved = eb.bench.path("saved.tar");
     image.write(Format::DockerLegacy, &saved, &["myimg:dev"]);
     let started = eb.bench.path("export-started");
@@ -584,7 +734,7 @@ fn ctrl_c_during_the_export_stops_the_engine_and_leaves_nothing() {
     let pid = child.id().to_string();
     assert!(
         std::process::Command::new("kill")
-            .args(["-INT", &pid])
+            .args([signal, &pid])
             .status()
             .unwrap()
             .success()
@@ -597,10 +747,11 @@ fn ctrl_c_during_the_export_stops_the_engine_and_leaves_nothing() {
             redact_ports(&String::from_utf8(output.stderr).unwrap()),
         ),
         (
-            Some(130),
+            Some(code),
             String::new(),
-            "error: interrupted by SIGINT while pushing to 127.0.0.1:PORT/myimg:dev; nothing was tagged\n"
-                .to_string(),
+            format!(
+                "error: interrupted by {name} while pushing to 127.0.0.1:PORT/myimg:dev; nothing was tagged\n"
+            ),
         )
     );
     let engine_pid = std::fs::read_to_string(&engine_pid).unwrap();

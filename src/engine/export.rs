@@ -133,7 +133,7 @@ impl Running {
 
     /// After the reader met its end: a CLI that exits non-zero failed, whatever it printed, and
     /// what it said on stderr is the reason. The wait for its exit is bounded like the export.
-    pub async fn finish(mut self) -> Result<(), String> {
+    pub async fn finish(mut self) -> Result<(), Ended> {
         let Some(mut process) = self.process.take() else {
             return Ok(());
         };
@@ -151,14 +151,14 @@ impl Running {
             .await;
         let status = match exited {
             Ok(Ok(status)) => status,
-            Ok(Err(err)) => return Err(err.to_string()),
+            Ok(Err(err)) => return Err(Ended::Failed(err.to_string())),
             Err(_) => {
                 let _ = process.child.kill();
                 let _ = process.child.wait();
-                return Err(format!(
+                return Err(Ended::Failed(format!(
                     "`{} image save` wrote its output but did not exit",
                     process.program
-                ));
+                )));
             }
         };
         if status.success() {
@@ -167,12 +167,37 @@ impl Running {
         let mut said = String::new();
         let _ = process.stderr.rewind();
         let _ = (&process.stderr).take(64 * 1024).read_to_string(&mut said);
-        Err(format!(
+        let said = format!(
             "`{} image save` failed ({status}): {}",
             process.program,
             said.trim()
-        ))
+        );
+        Err(if died_of_sigpipe(&status) {
+            Ended::CutOff(said)
+        } else {
+            Ended::Failed(said)
+        })
     }
+}
+
+/// How an engine's export ended when it did not end well.
+#[derive(Debug)]
+pub enum Ended {
+    /// It failed on its own (or stalled): the reason to tell.
+    Failed(String),
+    /// It died writing to a pipe we had stopped reading: whatever stopped us is the reason.
+    CutOff(String),
+}
+
+#[cfg(unix)]
+fn died_of_sigpipe(status: &std::process::ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal() == Some(13)
+}
+
+#[cfg(not(unix))]
+fn died_of_sigpipe(_: &std::process::ExitStatus) -> bool {
+    false
 }
 
 impl Drop for Running {

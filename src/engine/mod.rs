@@ -20,7 +20,7 @@ use crate::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text
 use crate::output::Printer;
 use crate::registry::{Stalled, Watchdog};
 use crate::settings::Settings;
-use export::Export;
+use export::{Ended, Export};
 
 /// What may follow the end of an export's tar: its writer's padding (tar pads to 10 KiB records).
 const TRAILER_LIMIT: u64 = 1 << 20;
@@ -75,7 +75,7 @@ impl Found {
     /// Returns what `pass` returned and how the engine ended. An export that brings no bytes for
     /// the stall bound is stopped (the pass then meets the end of its input); so is one whose
     /// future is dropped (a signal): the CLI is killed and its temporary files removed.
-    pub async fn read_export<T, F>(&self, pass: F) -> Result<(T, Result<()>)>
+    pub async fn read_export<T, F>(&self, pass: F) -> Result<(T, Result<(), EngineFailure>)>
     where
         F: FnOnce(&mut dyn Read) -> T + Send + 'static,
         T: Send + 'static,
@@ -98,15 +98,27 @@ impl Found {
                 running.stop();
                 let joined = reading.await;
                 let out = joined.context(ExitCode::Failure, || "reading the export")?;
-                let stalled = self.failed(format!(
-                    "no bytes came for {} ({STALL_TIMEOUT_ENV})",
-                    seconds_text(limit)
-                ));
+                let stalled = EngineFailure {
+                    error: self.failed(format!(
+                        "no bytes came for {} ({STALL_TIMEOUT_ENV})",
+                        seconds_text(limit)
+                    )),
+                    cut_off: false,
+                };
                 return Ok((out, Err(stalled)));
             }
         };
         let out = joined.context(ExitCode::Failure, || "reading the export")?;
-        let ended = running.finish().await.map_err(|said| self.failed(said));
+        let ended = running.finish().await.map_err(|ended| match ended {
+            Ended::Failed(said) => EngineFailure {
+                error: self.failed(said),
+                cut_off: false,
+            },
+            Ended::CutOff(said) => EngineFailure {
+                error: self.failed(said),
+                cut_off: true,
+            },
+        });
         Ok((out, ended))
     }
 
@@ -132,6 +144,15 @@ impl Found {
         )
         .with_source(Error::new(ExitCode::Input, reason))
     }
+}
+
+/// An export that did not end well.
+#[derive(Debug)]
+pub struct EngineFailure {
+    pub error: Error,
+    /// The engine died writing to a pipe we had stopped reading (SIGPIPE): what stopped us
+    /// explains the failure better than this.
+    pub cut_off: bool,
 }
 
 /// Asks each engine in turn to inspect `image`; the first that has it answers.

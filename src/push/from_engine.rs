@@ -165,8 +165,9 @@ struct SentDuringExport {
     sent_before: Mutex<SentBlobs>,
 }
 
-/// Reads the export once, sending large layers as they pass. A registry failure explains a
-/// stopped pass best, then the engine's own failure, then what the pass itself met.
+/// Reads the export once, sending large layers as they pass. An engine that failed or stalled
+/// on its own explains a stopped pass best, then a registry failure (an engine that died of
+/// SIGPIPE only followed it), then what the pass itself met.
 async fn stream_export(
     plan: &RegistryPush<'_>,
     client: &RegistryClient,
@@ -194,8 +195,13 @@ async fn stream_export(
             (read, uploader)
         })
         .await?;
-    let layers = uploader.finish().await?;
-    engine?;
+    let layers = match (uploader.finish().await, engine) {
+        // The engine died because we stopped reading: the registry's failure is why.
+        (Err(registry), Err(engine)) if engine.cut_off => return Err(registry),
+        // It failed or stalled on its own: what the registry and the pass met follows from that.
+        (_, Err(engine)) => return Err(engine.error),
+        (uploaded, Ok(())) => uploaded?,
+    };
     let streamed = read.map_err(Error::from)?;
     let sent_before = Arc::try_unwrap(sent_before)
         .unwrap_or_else(|_| Mutex::new(SentBlobs::load_in(plan.cache_dir)));

@@ -152,7 +152,7 @@ async fn exported_archive(found: &engine::Found) -> Result<Arc<Archive>> {
     let (opened, engine) = found
         .read_export(move |export| Archive::from_reader(export, &name))
         .await?;
-    engine?;
+    engine.map_err(|failure| failure.error)?;
     Ok(Arc::new(opened.map_err(Error::from)?))
 }
 

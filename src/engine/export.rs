@@ -6,6 +6,8 @@
 use std::fs::File;
 use std::io::{self, Read, Seek};
 use std::process::{Child, ChildStdout};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
@@ -30,6 +32,7 @@ pub struct Export {
 pub struct ExportReader {
     source: ReaderSource,
     watchdog: Watchdog,
+    waiting: Arc<AtomicBool>,
 }
 
 enum ReaderSource {
@@ -39,20 +42,24 @@ enum ReaderSource {
 
 impl Read for ExportReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.waiting.store(true, Ordering::Relaxed);
         let read = match &mut self.source {
-            ReaderSource::Api(reader) => reader.read(buf)?,
-            ReaderSource::Cli(stdout) => stdout.read(buf)?,
+            ReaderSource::Api(reader) => reader.read(buf),
+            ReaderSource::Cli(stdout) => stdout.read(buf),
         };
-        if read > 0 {
+        self.waiting.store(false, Ordering::Relaxed);
+        if matches!(read, Ok(n) if n > 0) {
             self.watchdog.progressed();
         }
-        Ok(read)
+        read
     }
 }
 
 /// The engine's side of a running export. Dropping it stops the engine.
 pub struct Running {
     watchdog: Watchdog,
+    /// The reader is waiting for the engine (not for the registry behind it).
+    waiting: Arc<AtomicBool>,
     process: Option<SaveProcess>,
     body: Option<JoinHandle<()>>,
     /// The CLI's TMPDIR; removed after the CLI is gone (fields drop after `Drop::drop`).
@@ -68,13 +75,16 @@ struct SaveProcess {
 
 impl Export {
     pub(super) fn from_api(reader: StreamReader, body: JoinHandle<()>, watchdog: Watchdog) -> Self {
+        let waiting = Arc::new(AtomicBool::new(false));
         Self {
             reader: ExportReader {
                 source: ReaderSource::Api(reader),
                 watchdog: watchdog.clone(),
+                waiting: Arc::clone(&waiting),
             },
             running: Running {
                 watchdog,
+                waiting,
                 process: None,
                 body: Some(body),
                 _scratch: None,
@@ -94,13 +104,16 @@ impl Export {
             let _ = child.wait();
             return Err(io::Error::other("the engine's stdout was not captured"));
         };
+        let waiting = Arc::new(AtomicBool::new(false));
         Ok(Self {
             reader: ExportReader {
                 source: ReaderSource::Cli(stdout),
                 watchdog: watchdog.clone(),
+                waiting: Arc::clone(&waiting),
             },
             running: Running {
                 watchdog,
+                waiting,
                 process: Some(SaveProcess {
                     program: program.to_string(),
                     child,
@@ -115,9 +128,19 @@ impl Export {
 
 impl Running {
     /// Runs `work` (the blocking pass over the reader) until it ends, or until the export
-    /// brought no bytes for the stall bound.
-    pub async fn bound<F: std::future::Future>(&self, work: F) -> Result<F::Output, Stalled> {
-        self.watchdog.bound(work).await
+    /// brought no bytes for the stall bound while the pass waited for it. Time the pass spends
+    /// waiting on the registry is the upload's to bound, not the engine's.
+    pub async fn bound<F: std::future::Future + Unpin>(
+        &self,
+        mut work: F,
+    ) -> Result<F::Output, Stalled> {
+        loop {
+            match self.watchdog.bound(&mut work).await {
+                Err(stalled) if self.waiting.load(Ordering::Relaxed) => return Err(stalled),
+                Err(_) => self.watchdog.progressed(),
+                Ok(done) => return Ok(done),
+            }
+        }
     }
 
     /// Stops the engine now: the reader then meets the end of its input.

@@ -6,18 +6,16 @@
 //! hint: every blob it names is checked against the registry before the manifest is sent, and a
 //! file we cannot read is empty.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::record_file::RecordFile;
 use super::stream::Encoding;
 use crate::digest::Digest;
 use crate::hosting::RegistryHost;
 
 const FILE_NAME: &str = "sent-manifests-v1.json";
-/// Held (flock) while a push merges its entries into the file.
-const LOCK_NAME: &str = "sent-manifests-v1.lock";
 /// A manifest is ~1 KB; the oldest entries go past this.
 const MAX_ENTRIES: usize = 1_000;
 
@@ -67,17 +65,8 @@ impl SentManifest {
     }
 }
 
-#[derive(Default, Serialize, Deserialize)]
-struct RecordFile {
-    /// Oldest first.
-    entries: Vec<(String, SentManifest)>,
-}
-
 pub struct SentManifests {
-    path: Option<PathBuf>,
-    entries: Vec<(String, SentManifest)>,
-    /// Keys recorded by this run: what a save merges into the file.
-    recorded: Vec<String>,
+    record: RecordFile<SentManifest>,
 }
 
 impl SentManifests {
@@ -87,15 +76,8 @@ impl SentManifests {
     }
 
     fn load(path: Option<PathBuf>) -> Self {
-        let file: RecordFile = path
-            .as_deref()
-            .and_then(|path| std::fs::read(path).ok())
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default();
         Self {
-            path,
-            entries: file.entries,
-            recorded: Vec::new(),
+            record: RecordFile::load(path, MAX_ENTRIES, |_| true),
         }
     }
 
@@ -105,12 +87,7 @@ impl SentManifests {
         image_id: &str,
         encoding: Encoding,
     ) -> Option<&SentManifest> {
-        let key = key(host, image_id, encoding);
-        self.entries
-            .iter()
-            .rev()
-            .find(|(k, _)| *k == key)
-            .map(|(_, m)| m)
+        self.record.get(&key(host, image_id, encoding))
     }
 
     pub fn record(
@@ -120,48 +97,12 @@ impl SentManifests {
         encoding: Encoding,
         manifest: SentManifest,
     ) {
-        let key = key(host, image_id, encoding);
-        self.recorded.retain(|k| *k != key);
-        self.recorded.push(key.clone());
-        self.insert(key, manifest);
+        self.record.record(key(host, image_id, encoding), manifest);
     }
 
-    fn insert(&mut self, key: String, manifest: SentManifest) {
-        self.entries.retain(|(k, _)| *k != key);
-        self.entries.push((key, manifest));
-        if self.entries.len() > MAX_ENTRIES {
-            self.entries.drain(..self.entries.len() - MAX_ENTRIES);
-        }
-    }
-
-    /// Merges what this run recorded into the file as it is now (another push may have saved
-    /// since we read it), under a file lock, and writes it atomically (temp file, then rename).
+    /// Merges this run's entries into the file (see `RecordFile::save`).
     pub fn save(&self) -> std::io::Result<()> {
-        let Some(path) = &self.path else {
-            return Ok(());
-        };
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join(LOCK_NAME))?;
-        // Released when `lock` is dropped, at the end of this function.
-        lock.lock()?;
-        let mut merged = Self::load(Some(path.clone()));
-        for key in &self.recorded {
-            if let Some((_, manifest)) = self.entries.iter().rev().find(|(k, _)| k == key) {
-                merged.insert(key.clone(), manifest.clone());
-            }
-        }
-        let file = RecordFile {
-            entries: merged.entries,
-        };
-        let mut temp = tempfile::NamedTempFile::new_in(dir)?;
-        temp.write_all(&serde_json::to_vec(&file).map_err(std::io::Error::other)?)?;
-        temp.persist(path).map_err(|err| err.error)?;
-        Ok(())
+        self.record.save()
     }
 }
 
@@ -216,35 +157,5 @@ mod tests {
         );
         assert!(record.get(&host, "sha256:1", Encoding::Gzip).is_none());
         assert!(record.get(&host, "sha256:2", Encoding::AsStored).is_none());
-    }
-
-    #[test]
-    fn a_save_keeps_what_another_push_saved_meanwhile() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.json");
-        let host = RegistryHost::parse("localhost:5001").unwrap();
-        let mut first = SentManifests::load(Some(path.clone()));
-        let mut second = SentManifests::load(Some(path.clone()));
-        first.record(&host, "sha256:1", Encoding::AsStored, manifest("one"));
-        first.save().unwrap();
-        second.record(&host, "sha256:2", Encoding::AsStored, manifest("two"));
-        second.save().unwrap();
-        let record = SentManifests::load(Some(path));
-        assert_eq!(
-            record.get(&host, "sha256:1", Encoding::AsStored),
-            Some(&manifest("one"))
-        );
-        assert_eq!(
-            record.get(&host, "sha256:2", Encoding::AsStored),
-            Some(&manifest("two"))
-        );
-    }
-
-    #[test]
-    fn a_corrupt_file_reads_as_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.json");
-        std::fs::write(&path, b"{\"entries\": [[").unwrap();
-        assert!(SentManifests::load(Some(path)).entries.is_empty());
     }
 }

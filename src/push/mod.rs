@@ -9,6 +9,7 @@ mod layer_upload;
 mod manifest;
 mod manifest_record;
 mod progress;
+mod record_file;
 mod reload;
 mod stream;
 mod summary;

@@ -659,26 +659,60 @@ fn an_engine_whose_inspect_hangs_is_given_up_at_the_request_bound() {
     );
 }
 
-#[test]
-fn a_registry_that_fails_mid_layer_is_the_reason_given_not_the_engine_it_cut_off() {
-    // The upload breaks, so we stop reading the export; the engine then dies of SIGPIPE, which
-    // only followed from it.
+/// An engine bench whose registry sits behind a proxy resetting the first `resets` blob PUTs
+/// after 200 KB, and whose docker stand-in exports a two-layer image (its calls logged).
+fn behind_resets(resets: usize, seed: u64) -> (EngineBench, FaultProxy) {
     let registry = TestRegistry::start();
     let proxy = FaultProxy::start(
         &registry.host(),
         vec![Rule::new(
             "PUT",
             "/blobs/uploads/",
-            10,
+            resets,
             Action::ResetAfter(200_000),
         )],
     );
     let eb = EngineBench::on(Bench::advertising(registry, &proxy.host()));
-    let image = Image::with_layers(47, "linux/amd64", &[1_500_000, 4_000_000]);
+    let image = Image::with_layers(seed, "linux/amd64", &[1_500_000, 4_000_000]);
     let saved = eb.bench.path("saved.tar");
     image.write(Format::Podman, &saved, &["myimg:dev"]);
     docker_stand_in(&eb, &image, &format!("exec cat '{}'", saved.display()));
-    let run = eb.push(&mut eb.cmd(), &["myimg:dev"]);
+    (eb, proxy)
+}
+
+/// Retries a test can wait for.
+const FAST_RETRIES: [(&str, &str); 2] = [
+    ("KUBECTL_REGISTRY_RETRY_DELAY", "0.05"),
+    ("KUBECTL_REGISTRY_ATTEMPTS", "3"),
+];
+
+#[test]
+fn a_reset_mid_layer_is_met_by_exporting_again_and_the_push_lands() {
+    let (eb, _proxy) = behind_resets(1, 48);
+    let run = eb.push(eb.cmd().envs(FAST_RETRIES).arg("-v"), &["myimg:dev"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let saves = eb
+        .take_calls()
+        .iter()
+        .filter(|call| call.starts_with("docker image save"))
+        .count();
+    assert_eq!(saves, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("exporting again"), "{}", run.stderr);
+    let (_, digest) = eb.bench.landed("myimg:dev");
+    assert!(
+        run.stdout.ends_with(&format!("/myimg:dev@{digest}\n")),
+        "{}",
+        run.stdout
+    );
+    eb.assert_nothing_left();
+}
+
+#[test]
+fn a_registry_that_fails_mid_layer_every_attempt_is_the_reason_given_not_the_engine() {
+    // The upload breaks, so we stop reading the export; the engine then dies of SIGPIPE, which
+    // only followed from it.
+    let (eb, _proxy) = behind_resets(10, 47);
+    let run = eb.push(eb.cmd().envs(FAST_RETRIES), &["myimg:dev"]);
     assert_eq!((run.code, run.stdout.as_str()), (5, ""));
     let said = run.stderr_lines();
     assert!(
@@ -686,6 +720,12 @@ fn a_registry_that_fails_mid_layer_is_the_reason_given_not_the_engine_it_cut_off
             && !said.iter().any(|line| line.contains("image save")),
         "{said:#?}"
     );
+    let saves = eb
+        .take_calls()
+        .iter()
+        .filter(|call| call.starts_with("docker image save"))
+        .count();
+    assert_eq!(saves, 3, "one export per attempt");
     eb.bench.assert_not_tagged("myimg", "dev");
     eb.assert_nothing_left();
 }

@@ -22,6 +22,7 @@ use crate::archive::{Archive, Image, StreamedArchive};
 use crate::digest::Digest;
 use crate::engine::Found;
 use crate::error::{Error, Result};
+use crate::limits::seconds_text;
 use crate::output::Printer;
 use crate::registry::RegistryClient;
 
@@ -66,7 +67,7 @@ pub async fn push(
         });
     }
 
-    let (streamed, sent) = stream_export(plan, &client, found, printer).await?;
+    let (streamed, sent) = export_until_sent(plan, &client, found, printer).await?;
     let image = streamed
         .archive
         .select(selection.image, selection.platform)
@@ -168,6 +169,36 @@ struct SentDuringExport {
 /// Reads the export once, sending large layers as they pass. An engine that failed or stalled
 /// on its own explains a stopped pass best, then a registry failure (an engine that died of
 /// SIGPIPE only followed it), then what the pass itself met.
+/// An export is read once, so a transient registry failure in it (a reset, a 503) is met by
+/// exporting again, within the client's attempts: what landed is recorded as it landed and found
+/// in place, so the next pass sends only the rest.
+async fn export_until_sent(
+    plan: &RegistryPush<'_>,
+    client: &RegistryClient,
+    found: &Found,
+    printer: &Printer,
+) -> Result<(StreamedArchive, SentDuringExport)> {
+    let mut tried = 1;
+    loop {
+        let err = match stream_export(plan, client, found, printer).await {
+            Ok(sent) => return Ok(sent),
+            Err(err) => err,
+        };
+        let Some(delay) = client.retry_delay(&err, tried, &client.upload_watchdog()) else {
+            return Err(err);
+        };
+        printer.status(&format!(
+            "the registry failed mid-export ({}); exporting again in {} (attempt {} of {})",
+            err.message(),
+            seconds_text(delay),
+            tried + 1,
+            client.attempts()
+        ));
+        tokio::time::sleep(delay).await;
+        tried += 1;
+    }
+}
+
 async fn stream_export(
     plan: &RegistryPush<'_>,
     client: &RegistryClient,

@@ -680,6 +680,14 @@ fn behind_resets(resets: usize, seed: u64) -> (EngineBench, FaultProxy) {
     (eb, proxy)
 }
 
+/// How many times the docker stand-in was asked to export since the last look.
+fn exports(eb: &EngineBench) -> usize {
+    eb.take_calls()
+        .iter()
+        .filter(|call| call.starts_with("docker image save"))
+        .count()
+}
+
 /// Retries a test can wait for.
 const FAST_RETRIES: [(&str, &str); 2] = [
     ("KUBECTL_REGISTRY_RETRY_DELAY", "0.05"),
@@ -691,11 +699,7 @@ fn a_reset_mid_layer_is_met_by_exporting_again_and_the_push_lands() {
     let (eb, _proxy) = behind_resets(1, 48);
     let run = eb.push(eb.cmd().envs(FAST_RETRIES).arg("-v"), &["myimg:dev"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let saves = eb
-        .take_calls()
-        .iter()
-        .filter(|call| call.starts_with("docker image save"))
-        .count();
+    let saves = exports(&eb);
     assert_eq!(saves, 2, "{}", run.stderr);
     assert!(run.stderr.contains("exporting again"), "{}", run.stderr);
     let (_, digest) = eb.bench.landed("myimg:dev");
@@ -720,11 +724,7 @@ fn a_registry_that_fails_mid_layer_every_attempt_is_the_reason_given_not_the_eng
             && !said.iter().any(|line| line.contains("image save")),
         "{said:#?}"
     );
-    let saves = eb
-        .take_calls()
-        .iter()
-        .filter(|call| call.starts_with("docker image save"))
-        .count();
+    let saves = exports(&eb);
     assert_eq!(saves, 3, "one export per attempt");
     eb.bench.assert_not_tagged("myimg", "dev");
     eb.assert_nothing_left();

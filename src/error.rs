@@ -7,7 +7,7 @@ pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Process exit codes; documented in the README.
+/// Process exit codes; documented in docs/reference.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitCode {
     /// Anything that went wrong that has no more specific code.

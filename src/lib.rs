@@ -1,30 +1,15 @@
 //! kubectl-registry: find a cluster's local registry (KEP-1755), push images to it or load them
 //! into the nodes, and name the ref a pod spec must use.
 
-pub mod advertise;
-pub mod archive;
 pub mod cli;
 pub mod cluster;
-pub mod completion;
-pub mod digest;
-pub mod discovery;
-pub mod doctor;
-pub mod engine;
+pub mod commands;
+pub mod delivery;
 pub mod error;
-pub mod hosting;
-pub mod info;
+pub mod image;
 pub mod interrupt;
-pub mod kubeconfig;
 pub mod limits;
-pub mod network;
-pub mod nodeload;
-pub mod openshift_push;
 pub mod output;
-pub mod product;
-pub mod push;
-pub mod reference;
-pub mod registry;
-pub mod service_account;
 pub mod settings;
 
 use cli::{Cli, Command};
@@ -56,12 +41,18 @@ pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
                     })
                 }
                 Command::Advertise(args) => {
-                    advertise::run(&args, &cli.cluster, settings, printer).await
+                    commands::advertise::run(&args, &cli.cluster, settings, printer).await
                 }
-                Command::Doctor(args) => doctor::run(&args, &cli.cluster, settings, printer).await,
-                Command::Info(args) => info::run(&args, &cli.cluster, settings, printer).await,
-                Command::Completion(args) => completion::print_script(args.shell),
-                Command::Push(args) => push::run(&args, &cli.cluster, settings, printer).await,
+                Command::Doctor(args) => {
+                    commands::doctor::run(&args, &cli.cluster, settings, printer).await
+                }
+                Command::Info(args) => {
+                    commands::info::run(&args, &cli.cluster, settings, printer).await
+                }
+                Command::Completion(args) => commands::completion::print_script(args.shell),
+                Command::Push(args) => {
+                    commands::push::run(&args, &cli.cluster, settings, printer).await
+                }
             }
         };
         // A signal drops the command's future: its temp dir goes, its child processes are
@@ -74,7 +65,7 @@ pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
             // Uploads the failure or the signal cut off are dropped at the registry too; a
             // second signal does not wait for that.
             tokio::select! {
-                () = registry::cancel_open_uploads(CANCEL_WAIT) => {}
+                () = image::registry::cancel_open_uploads(CANCEL_WAIT) => {}
                 _ = interrupt::signalled() => {}
             }
         }

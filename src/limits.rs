@@ -1,4 +1,4 @@
-//! How long we wait and how often we retry: the bounds on every wait, with the defaults the README
+//! How long we wait and how often we retry: the bounds on every wait, with the defaults docs/reference.md
 //! lists, each overridable from the environment (read by `settings`) so tests of the bounds run in seconds.
 
 use std::time::Duration;

@@ -5,8 +5,10 @@ use kubectl_registry::{cli::Cli, output::Printer, settings::Settings};
 
 fn main() -> std::process::ExitCode {
     // kubectl runs the same binary as `kubectl_complete-registry` to complete plugin arguments.
-    if let Some(words) = kubectl_registry::completion::kubectl_helper_words(std::env::args_os()) {
-        return kubectl_registry::completion::run_kubectl_helper(&words);
+    if let Some(words) =
+        kubectl_registry::commands::completion::kubectl_helper_words(std::env::args_os())
+    {
+        return kubectl_registry::commands::completion::run_kubectl_helper(&words);
     }
     let cli = Cli::parse();
     let settings = Settings::from_env();

@@ -4,10 +4,10 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::engine::EngineEnv;
 use crate::error::Result;
+use crate::image::engine::EngineEnv;
+use crate::image::registry::{CredentialSources, Proxies, TransportOptions};
 use crate::limits::Limits;
-use crate::registry::{CredentialSources, Proxies, TransportOptions};
 
 pub const REGISTRY_HOST_ENV: &str = "KUBECTL_REGISTRY_HOST";
 pub const REGISTRY_RUNTIME_HOST_ENV: &str = "KUBECTL_REGISTRY_RUNTIME_HOST";

@@ -4,7 +4,6 @@
 //! as `Status` objects, and a bearer token required when asked. The hosting ConfigMap can be
 //! created, updated, patched and deleted, with resourceVersion checks as a real server makes
 //! them. Records what it served; stops on Drop.
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,6 +1,5 @@
 //! A real containerd per test, private to it (root, state and socket in a temp dir), standing for
 //! a node's container runtime; stopped on Drop.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -2,7 +2,6 @@
 //! answers a status, cuts the connection after N body bytes, stalls, rewrites the registry's
 //! answer, or (in front of an auth-less registry) demands Bearer tokens it hands out itself.
 //! One request per connection (it asks the registry to close after answering); every loop is bounded.
-#![allow(dead_code)] // each test binary uses its own part of the support code
 
 use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -22,21 +21,6 @@ pub struct Answer {
     pub status: u16,
     pub reason: String,
     pub headers: Vec<(String, String)>,
-}
-
-impl Answer {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
-    }
-
-    pub fn set_header(&mut self, name: &str, value: &str) {
-        self.headers
-            .retain(|(key, _)| !key.eq_ignore_ascii_case(name));
-        self.headers.push((name.to_string(), value.to_string()));
-    }
 }
 
 /// Rewrites the registry's answer head in place.

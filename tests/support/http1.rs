@@ -1,5 +1,4 @@
 //! HTTP/1.1 on the wire for the test proxies: read a message head, copy a body with its framing.
-#![allow(dead_code)] // each test binary uses its own part of the support code
 
 use std::io::{BufRead, Read, Write};
 

@@ -2,7 +2,6 @@
 //! images beside artifacts (signatures, SBOMs, charts, `application/vnd.oci.empty.v1+json`
 //! configs), image indexes carrying buildx attestation manifests, and members rewritten in
 //! place (docker 25's `"manifests": null`, jib's lowercase keys, a descriptor's media type).
-#![allow(dead_code)]
 
 use std::io::Read;
 use std::path::Path;

@@ -1,5 +1,4 @@
-//! Test support shared by the integration tests; each test binary uses a part of it.
-#![allow(dead_code)]
+//! Test support shared by the integration tests.
 
 pub mod apiserver;
 pub mod containerd;
@@ -11,6 +10,7 @@ pub mod http1;
 pub mod layouts;
 pub mod openshift_registry;
 pub mod podman;
+pub mod push;
 pub mod registry;
 pub mod standins;
 pub mod token_server;

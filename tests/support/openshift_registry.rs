@@ -4,7 +4,6 @@
 //! endpoint takes Basic credentials whose password is a cluster token (any user name) and
 //! hands the token back as the registry token; requests bearing it go through to the registry.
 //! It can serve HTTPS, as a route does, answering plain HTTP as Go's servers do.
-#![allow(dead_code)] // each test binary uses its own part of the support code
 
 use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

@@ -1,7 +1,6 @@
 //! A real podman and buildah per test, as root with vfs storage under the test's temp dir
 //! (DESIGN section 9): archives written as podman writes them, images built from real directories
 //! with `buildah`, and podman's Docker-compatible API served on a socket (or a loopback port).
-#![allow(dead_code)]
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

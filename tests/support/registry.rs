@@ -1,6 +1,5 @@
 //! The real CNCF distribution registry (`docker-registry`) for tests: a free loopback port, data in
 //! a temp dir, optional htpasswd Basic auth, token auth or TLS; read back what landed; stopped on Drop.
-#![allow(dead_code)] // each test binary uses its own part of the support code
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

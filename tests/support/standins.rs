@@ -4,7 +4,6 @@
 //! name them, `docker exec [-i] NODE ctr ...` runs the real ctr against that node's containerd
 //! (keeping every archive streamed into an import), and `kind load image-archive` imports into
 //! each of them (or those `--nodes` names).
-#![allow(dead_code)]
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;

@@ -1,7 +1,6 @@
 //! A stand-in token server for the real registry's `token` auth (no real one is packaged here):
 //! checks Basic credentials or a refresh token, and mints RS256 JWTs that distribution verifies
 //! against the certificate it is configured with. Signs with the openssl CLI.
-#![allow(dead_code)] // each test binary uses its own part of the support code
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,0 +1,472 @@
+//! The only Kubernetes I/O: kubeconfig, the hosting ConfigMap, OpenShift's image config, nodes,
+//! services -> plain facts.
+
+mod health;
+mod hosting_write;
+mod pods;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::client::AuthError;
+use kube::config::{AuthInfo, KubeConfigOptions};
+use secrecy::{ExposeSecret, SecretString};
+use tokio::sync::OnceCell;
+
+use crate::cli::ClusterArgs;
+use crate::cluster::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
+use crate::cluster::in_cluster;
+use crate::cluster::kubeconfig::{self, Choice, KubeconfigFacts};
+use crate::error::{Error, ExitCode, Result};
+use crate::output::Printer;
+use crate::settings::Settings;
+
+pub use hosting_write::Written;
+pub use pods::{ProbePod, PullState};
+
+/// An unreachable API server fails in seconds, never hangs.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const READ_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// microk8s's registry addon Service.
+pub const MICROK8S_REGISTRY_NAMESPACE: &str = "container-registry";
+pub const MICROK8S_REGISTRY_SERVICE: &str = "registry";
+
+/// What the product detector needs to know about one node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeFacts {
+    pub name: String,
+    pub provider_id: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// OpenShift's `images.config.openshift.io/cluster`: where its integrated registry is reached.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenshiftImageConfig {
+    /// `status.internalRegistryHostname`: what nodes and pods use; absent when the registry is removed.
+    pub internal_registry_hostname: Option<String>,
+    /// `status.externalRegistryHostnames`: the routes users push to, first one first.
+    pub external_registry_hostnames: Vec<String>,
+}
+
+/// The OpenShift object naming the integrated registry, as messages name it.
+pub const OPENSHIFT_IMAGE_CONFIG: &str = "images.config.openshift.io/cluster";
+
+/// The answer to a read that may legitimately find nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup<T> {
+    Found(T),
+    NotFound,
+    /// RBAC forbids the read; for discovery the same as absent.
+    Forbidden,
+}
+
+/// A connected client for the chosen context, with the node list read at most once.
+pub struct Cluster {
+    client: kube::Client,
+    facts: KubeconfigFacts,
+    /// The context's namespace (`default` when it sets none), or the pod's in a pod.
+    namespace: String,
+    /// Connected through the pod's service account rather than a kubeconfig.
+    in_cluster: bool,
+    /// The bearer token we present to the API server, when it is a plain token (OpenShift's
+    /// registry accepts the same one).
+    bearer_token: Option<SecretString>,
+    target: Target,
+    printer: Printer,
+    nodes: OnceCell<Vec<NodeFacts>>,
+}
+
+impl Cluster {
+    /// Builds a client for the chosen context; no request is sent yet.
+    pub async fn connect(
+        args: &ClusterArgs,
+        settings: &Settings,
+        printer: &Printer,
+    ) -> Result<Self> {
+        let ClientSettings {
+            mut config,
+            facts,
+            in_cluster,
+        } = client_config(args, settings, printer).await?;
+        let namespace = config.default_namespace.clone();
+        let bearer_token = bearer_token(&config.auth_info);
+        config.connect_timeout = Some(CONNECT_TIMEOUT);
+        config.read_timeout = Some(READ_TIMEOUT);
+        config.write_timeout = Some(READ_TIMEOUT);
+        // The read timeout counts from each request, not from when a pooled connection went idle.
+        config.reset_reader_on_write = true;
+        let target = Target {
+            context: facts.context.clone(),
+            server: uri_text(&config.cluster_url),
+            proxy: config.proxy_url.as_ref().map(uri_text),
+        };
+        // Building the client runs an exec credential plugin, when the kubeconfig names one.
+        let client = kube::Client::try_from(config).map_err(|err| match err {
+            kube::Error::Auth(auth) => target.credentials_error(auth),
+            other => Error::new(
+                ExitCode::Cluster,
+                format!("setting up a client for {}", target.describe()),
+            )
+            .with_source(other),
+        })?;
+        Ok(Self {
+            client,
+            facts,
+            namespace,
+            in_cluster,
+            bearer_token,
+            target,
+            printer: printer.clone(),
+            nodes: OnceCell::new(),
+        })
+    }
+
+    pub fn facts(&self) -> &KubeconfigFacts {
+        &self.facts
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// True when reached with the pod's service account (in-cluster config).
+    pub fn in_cluster(&self) -> bool {
+        self.in_cluster
+    }
+
+    /// The plain bearer token the API server gets from us; `None` for client certificates and
+    /// exec plugins, whose tokens only kube's client sees.
+    pub fn bearer_token(&self) -> Option<&SecretString> {
+        self.bearer_token.as_ref()
+    }
+
+    /// OpenShift's cluster-scoped image config. An API server without the
+    /// `config.openshift.io` group answers 404, like a missing object.
+    pub async fn openshift_image_config(&self) -> Result<Lookup<OpenshiftImageConfig>> {
+        let gvk = GroupVersionKind::gvk("config.openshift.io", "v1", "Image");
+        let resource = ApiResource::from_gvk_with_plural(&gvk, "images");
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let lookup = self.lookup(api.get("cluster").await, || {
+            format!("reading {OPENSHIFT_IMAGE_CONFIG}")
+        })?;
+        Ok(match lookup {
+            Lookup::Found(object) => Lookup::Found(openshift_image_config(&object.data)),
+            Lookup::NotFound => Lookup::NotFound,
+            Lookup::Forbidden => Lookup::Forbidden,
+        })
+    }
+
+    /// The data of ConfigMap `kube-public/local-registry-hosting`.
+    pub async fn hosting_configmap(&self) -> Result<Lookup<BTreeMap<String, String>>> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), HOSTING_NAMESPACE);
+        let lookup = self.lookup(api.get(HOSTING_NAME).await, || {
+            format!("reading ConfigMap {HOSTING_CONFIGMAP}")
+        })?;
+        Ok(match lookup {
+            Lookup::Found(configmap) => Lookup::Found(configmap.data.unwrap_or_default()),
+            Lookup::NotFound => Lookup::NotFound,
+            Lookup::Forbidden => Lookup::Forbidden,
+        })
+    }
+
+    /// Every node, listed once and shared by all callers. A user RBAC forbids to list nodes sees none.
+    pub async fn nodes(&self) -> Result<Vec<NodeFacts>> {
+        let nodes = self
+            .nodes
+            .get_or_try_init(|| async {
+                let api: Api<Node> = Api::all(self.client.clone());
+                let listed = api.list(&ListParams::default()).await;
+                match self.lookup(listed, || "listing nodes".to_string())? {
+                    Lookup::Found(list) => Ok(list.items.into_iter().map(node_facts).collect()),
+                    Lookup::NotFound | Lookup::Forbidden => {
+                        self.printer
+                            .debug("listing nodes is not allowed here; no node facts");
+                        Ok::<_, Error>(Vec::new())
+                    }
+                }
+            })
+            .await?;
+        Ok(nodes.clone())
+    }
+
+    /// The first NodePort of microk8s's Service `container-registry/registry`, when it has one.
+    pub async fn microk8s_registry_node_port(&self) -> Result<Lookup<Option<i32>>> {
+        let api: Api<Service> = Api::namespaced(self.client.clone(), MICROK8S_REGISTRY_NAMESPACE);
+        let lookup = self.lookup(api.get(MICROK8S_REGISTRY_SERVICE).await, || {
+            format!("reading Service {MICROK8S_REGISTRY_NAMESPACE}/{MICROK8S_REGISTRY_SERVICE}")
+        })?;
+        Ok(match lookup {
+            Lookup::Found(service) => Lookup::Found(
+                service
+                    .spec
+                    .and_then(|spec| spec.ports)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find_map(|port| port.node_port),
+            ),
+            Lookup::NotFound => Lookup::NotFound,
+            Lookup::Forbidden => Lookup::Forbidden,
+        })
+    }
+
+    /// Sorts an answer into found / not found / forbidden, or an error naming the context and server.
+    fn lookup<T>(
+        &self,
+        answer: kube::Result<T>,
+        doing: impl FnOnce() -> String,
+    ) -> Result<Lookup<T>> {
+        match answer {
+            Ok(found) => Ok(Lookup::Found(found)),
+            // By code too: a group the server does not serve answers a bare `404 page not
+            // found`, which kube wraps in a Status without the NotFound reason.
+            Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 404 => {
+                Ok(Lookup::NotFound)
+            }
+            Err(kube::Error::Api(status)) if status.is_forbidden() => Ok(Lookup::Forbidden),
+            Err(err) => Err(self.request_error(doing(), err)),
+        }
+    }
+
+    fn request_error(&self, doing: String, err: kube::Error) -> Error {
+        let target = self.target.describe();
+        let check = self.target.check();
+        match err {
+            kube::Error::Api(status) if status.code == 401 => Error::new(
+                ExitCode::Cluster,
+                format!("{doing}: the API server of {target} does not accept our credentials"),
+            )
+            .with_source(status.message.clone())
+            .with_hint(format!(
+                "log in again (your credentials may have expired), then try {check}"
+            )),
+            kube::Error::Api(status) => Error::new(
+                ExitCode::Cluster,
+                format!(
+                    "{doing}: the API server of {target} answered {} {}",
+                    status.code, status.reason
+                ),
+            )
+            .with_source(status.message.clone()),
+            kube::Error::Auth(auth) => self.target.credentials_error(auth),
+            other => {
+                let unreachable = Error::new(
+                    ExitCode::Cluster,
+                    format!("{doing}: cannot reach the API server of {target}"),
+                )
+                .with_hint(format!(
+                    "is the {} running? {check} shows whether it answers",
+                    if self.target.proxy.is_some() {
+                        "cluster (and the proxy)"
+                    } else {
+                        "cluster"
+                    }
+                ));
+                // The transport's own chain says more than kube's wrapper around it.
+                match other {
+                    kube::Error::Service(transport) => unreachable.with_source(transport),
+                    kube::Error::HyperError(transport) => unreachable.with_source(transport),
+                    other => unreachable.with_source(other),
+                }
+            }
+        }
+    }
+}
+
+/// Which API server we talk to, and how, for messages.
+struct Target {
+    context: Option<String>,
+    server: String,
+    /// From the kubeconfig's proxy-url or HTTPS_PROXY (unless NO_PROXY matches).
+    proxy: Option<String>,
+}
+
+impl Target {
+    /// `context "kind-dev" (https://127.0.0.1:6443)`, naming the proxy when there is one.
+    fn describe(&self) -> String {
+        let how = match &self.proxy {
+            Some(proxy) => format!("{} through proxy {proxy}", self.server),
+            None => self.server.clone(),
+        };
+        match &self.context {
+            Some(context) => format!("context {context:?} ({how})"),
+            None => format!("the in-cluster API server ({how})"),
+        }
+    }
+
+    /// What the user can run to try the same server without us.
+    fn check(&self) -> String {
+        match &self.context {
+            Some(context) => format!("`kubectl --context {context} get nodes`"),
+            None => "`kubectl get nodes` from this pod".to_string(),
+        }
+    }
+
+    fn credentials_error(&self, auth: AuthError) -> Error {
+        let message = format!("getting credentials for {}", self.describe());
+        match auth {
+            AuthError::AuthExecRun { out, .. } => {
+                let failed = Error::new(
+                    ExitCode::Cluster,
+                    format!(
+                        "{message}: the kubeconfig's exec credential plugin failed ({})",
+                        out.status
+                    ),
+                )
+                .with_hint(format!(
+                    "log in again with that plugin's tool, then try {}",
+                    self.check()
+                ));
+                // What the plugin said is the useful part; kube's own text is its debug dump.
+                let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                if said.is_empty() {
+                    failed
+                } else {
+                    failed.with_source(said)
+                }
+            }
+            other => Error::new(ExitCode::Cluster, message)
+                .with_source(other)
+                .with_hint(format!(
+                    "check the user entry of the kubeconfig, then try {}",
+                    self.check()
+                )),
+        }
+    }
+}
+
+/// kube's settings and what to report about them.
+struct ClientSettings {
+    config: kube::Config,
+    facts: KubeconfigFacts,
+    in_cluster: bool,
+}
+
+/// kube's settings for the chosen context (or the pod's service account), and what to report.
+async fn client_config(
+    args: &ClusterArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<ClientSettings> {
+    match kubeconfig::choose(args, settings, printer)? {
+        Choice::Context(selected) => {
+            let options = KubeConfigOptions {
+                context: Some(selected.context.clone()),
+                ..KubeConfigOptions::default()
+            };
+            let explicit_proxy = selected
+                .kubeconfig
+                .clusters
+                .iter()
+                .find(|named| Some(&named.name) == selected.facts.cluster.as_ref())
+                .and_then(|named| named.cluster.as_ref())
+                .is_some_and(|cluster| cluster.proxy_url.as_deref().is_some_and(|p| !p.is_empty()));
+            let mut config = kube::Config::from_custom_kubeconfig(selected.kubeconfig, &options)
+                .await
+                .map_err(|err| {
+                    Error::new(
+                        ExitCode::Cluster,
+                        format!(
+                            "reading the settings of context {:?} from the kubeconfig",
+                            selected.context
+                        ),
+                    )
+                    .with_source(err)
+                })?;
+            if !explicit_proxy {
+                drop_proxy_for_loopback(&mut config);
+            }
+            Ok(ClientSettings {
+                config: with_namespace(config, args),
+                facts: selected.facts,
+                in_cluster: false,
+            })
+        }
+        Choice::InCluster => {
+            let mut config = in_cluster::config(settings)?.config;
+            drop_proxy_for_loopback(&mut config);
+            let facts = KubeconfigFacts {
+                server: Some(uri_text(&config.cluster_url)),
+                ..KubeconfigFacts::default()
+            };
+            Ok(ClientSettings {
+                config: with_namespace(config, args),
+                facts,
+                in_cluster: true,
+            })
+        }
+    }
+}
+
+/// A proxy from `HTTPS_PROXY` is not for an API server on this machine: a proxy elsewhere cannot
+/// reach our loopback (Go's rule, which kubectl follows). A kubeconfig's own `proxy-url` stays.
+fn drop_proxy_for_loopback(config: &mut kube::Config) {
+    let loopback = config
+        .cluster_url
+        .host()
+        .is_some_and(crate::image::reference::is_loopback_hostname);
+    if loopback {
+        config.proxy_url = None;
+    }
+}
+
+/// `--namespace` beats the context's (or the pod's) namespace, as in kubectl.
+fn with_namespace(mut config: kube::Config, args: &ClusterArgs) -> kube::Config {
+    if let Some(namespace) = args.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        config.default_namespace = namespace.to_string();
+    }
+    config
+}
+
+/// The kubeconfig user's token, or the token file's content (read once, here).
+fn bearer_token(auth: &AuthInfo) -> Option<SecretString> {
+    if let Some(token) = auth
+        .token
+        .as_ref()
+        .filter(|t| !t.expose_secret().is_empty())
+    {
+        return Some(token.clone());
+    }
+    let text = std::fs::read_to_string(auth.token_file.as_deref()?).ok()?;
+    let token = text.trim();
+    (!token.is_empty()).then(|| SecretString::from(token.to_string()))
+}
+
+fn openshift_image_config(data: &serde_json::Value) -> OpenshiftImageConfig {
+    let status = &data["status"];
+    OpenshiftImageConfig {
+        internal_registry_hostname: status["internalRegistryHostname"]
+            .as_str()
+            .filter(|host| !host.is_empty())
+            .map(str::to_string),
+        external_registry_hostnames: status["externalRegistryHostnames"]
+            .as_array()
+            .map(|hosts| {
+                hosts
+                    .iter()
+                    .filter_map(serde_json::Value::as_str)
+                    .filter(|host| !host.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// A URI as users write it: kube's URI type adds a `/` path to a bare authority.
+fn uri_text(uri: &impl std::fmt::Display) -> String {
+    let text = uri.to_string();
+    text.strip_suffix('/').map(str::to_string).unwrap_or(text)
+}
+
+fn node_facts(node: Node) -> NodeFacts {
+    NodeFacts {
+        name: node.metadata.name.unwrap_or_default(),
+        provider_id: node.spec.and_then(|spec| spec.provider_id),
+        labels: node.metadata.labels.unwrap_or_default(),
+        annotations: node.metadata.annotations.unwrap_or_default(),
+    }
+}

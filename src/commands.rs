@@ -1,0 +1,7 @@
+//! The commands: each parses its arguments, calls the library layers, and prints the result.
+
+pub mod advertise;
+pub mod completion;
+pub mod doctor;
+pub mod info;
+pub mod push;

@@ -1,0 +1,87 @@
+//! `doctor --pod`: a short-lived pod pulls the probe image by the name pods use, the definitive
+//! check of what the nodes can pull; the kubelet's events when it cannot; the pod removed after.
+
+use std::time::Duration;
+
+use super::report::Check;
+use crate::cluster::client::{Cluster, PullState};
+use crate::cluster::hosting::LocalRegistry;
+use crate::error::ExitCode;
+
+const POLL_EVERY: Duration = Duration::from_millis(500);
+/// How long the node may take to pull a few hundred bytes before we call it stuck.
+const POLLS: u32 = 120;
+
+/// Runs the pod, waits for its pull, and removes it whatever happened.
+pub async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &str) -> Check {
+    let pod = match cluster.start_probe_pod(image).await {
+        Ok(pod) => pod,
+        Err(error) => return Check::from_error("pod", &error),
+    };
+    let mut state = Ok(PullState::Pending);
+    for _ in 0..POLLS {
+        state = cluster.probe_pull_state(&pod).await;
+        if !matches!(state, Ok(PullState::Pending)) {
+            break;
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+    let events = cluster.probe_events(&pod).await.unwrap_or_default();
+    let removed = cluster.remove_probe_pod(&pod).await;
+    let named = format!("pod {}/{}", pod.namespace, pod.name);
+    let check = match state {
+        Ok(PullState::Pulled) => {
+            return match removed {
+                Ok(()) => Check::passed(
+                    "pod",
+                    format!("{named} pulled {image} on its node, and was deleted"),
+                ),
+                Err(error) => Check::passed(
+                    "pod",
+                    format!(
+                        "{named} pulled {image} on its node, but deleting it failed: {}",
+                        error.message()
+                    ),
+                )
+                .with_hint(format!(
+                    "delete it yourself: kubectl delete pod -n {} {}",
+                    pod.namespace, pod.name
+                )),
+            };
+        }
+        Ok(PullState::Failed { reason, message }) => Check::failed(
+            "pod",
+            ExitCode::Registry,
+            format!(
+                "{named} could not pull {image}: {reason}: {message}{}",
+                kubelet_said(&events)
+            ),
+        ),
+        Ok(PullState::Pending) => Check::failed(
+            "pod",
+            ExitCode::Registry,
+            format!(
+                "{named} had not pulled {image} after {} s{}",
+                (POLL_EVERY * POLLS).as_secs(),
+                kubelet_said(&events)
+            ),
+        ),
+        Err(error) => return Check::from_error("pod", &error),
+    };
+    let runtime = &registry.host_from_container_runtime;
+    let check = check.with_hint(format!(
+        "each node's container runtime must reach the registry as {runtime} (kind: /etc/containerd/certs.d/{runtime}/hosts.toml)"
+    ));
+    match &registry.help {
+        Some(help) => check.with_hint(format!("this cluster's registry guide: {help}")),
+        None => check,
+    }
+}
+
+/// `; the kubelet said: Pulling: ...; Failed: ...`, or nothing when it said nothing.
+fn kubelet_said(events: &[String]) -> String {
+    if events.is_empty() {
+        return String::new();
+    }
+    format!("; the kubelet said: {}", events.join("; "))
+}

@@ -1,0 +1,47 @@
+//! `kubectl registry push`: push an archive or an engine's image to the cluster's registry (or load it
+//! into the nodes) and print the ref a pod spec must use.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::cli::{ClusterArgs, PushArgs};
+use crate::delivery::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
+use crate::delivery::push::{Run, from_archive, from_engine};
+use crate::error::{Context, ExitCode, Result};
+use crate::image::archive;
+use crate::image::engine::Source;
+use crate::interrupt;
+use crate::output::Printer;
+use crate::settings::Settings;
+
+pub async fn run(
+    args: &PushArgs,
+    cluster_args: &ClusterArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<()> {
+    let started = Instant::now();
+    if let Some(template) = &args.load_command {
+        // A bad flag fails before any work, whether or not the load would have been needed.
+        LoadPlan::from_template(template, Path::new(ARCHIVE_PLACEHOLDER))?;
+    }
+    interrupt::doing("reading the image and the cluster", "nothing was pushed");
+    // Removed however the run ends: the future that owns it is dropped on a signal too.
+    let scratch = tempfile::Builder::new()
+        .prefix("kubectl-registry-")
+        .tempdir()
+        .context(ExitCode::Failure, || "creating a temporary directory")?;
+    let run = Run {
+        args,
+        cluster_args,
+        settings,
+        scratch: scratch.path(),
+        printer,
+    };
+    let report = match Source::classify(&args.source) {
+        Source::EngineImage(image) => from_engine(&run, &image).await?,
+        Source::Stdin => from_archive(&run, archive::Source::Stdin).await?,
+        Source::Path(path) => from_archive(&run, archive::Source::Path(path)).await?,
+    };
+    report.print(args.output.output, printer, started.elapsed().as_secs_f64())
+}

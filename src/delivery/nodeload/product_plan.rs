@@ -1,0 +1,238 @@
+//! A product's own load command: what kind, k3d, minikube, microk8s, k3s and the docker-based
+//! products run to load an archive into their nodes, as a [`LoadPlan`].
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use super::plan::{Fallback, LoadCommand, LoadPlan, PlanSource};
+use crate::cluster::product::{Product, ProductKind};
+
+impl LoadPlan {
+    /// How `product`'s own CLI loads `archive` into its nodes; `None` for an unknown cluster.
+    pub fn for_product(product: &Product, archive: &Path) -> Option<LoadPlan> {
+        let cli = product.kind.loader_cli()?;
+        let name = product.cluster_name.as_deref();
+        let command = |before: &[&str], after: &[&str]| {
+            let mut args: Vec<OsString> = before.iter().map(OsString::from).collect();
+            args.push(archive.as_os_str().to_os_string());
+            args.extend(after.iter().map(OsString::from));
+            LoadCommand::new(cli.program, args)
+        };
+        let name_flag = |flag: &'static str| name.map_or(vec![], |name| vec![flag, name]);
+        let target = product.target_phrase();
+        let nodes_of_target = format!("the nodes of {target}");
+        let (primary, fallback, destination) = match product.kind {
+            ProductKind::Kind => (
+                command(&["load", "image-archive"], &name_flag("--name")),
+                None,
+                nodes_of_target,
+            ),
+            ProductKind::K3d => (
+                command(&["image", "import"], &name_flag("-c")),
+                None,
+                nodes_of_target,
+            ),
+            ProductKind::Minikube => (
+                command(&["image", "load"], &name_flag("-p")),
+                None,
+                nodes_of_target,
+            ),
+            ProductKind::Microk8s => (
+                command(&["images", "import"], &[]),
+                Some(Fallback {
+                    command: command(&["ctr", "image", "import"], &[]),
+                    when_output_contains: MICROK8S_UNKNOWN_SUBCOMMAND,
+                }),
+                "every MicroK8s node".to_string(),
+            ),
+            ProductKind::K3s => (
+                command(&["ctr", "-n", "k8s.io", "images", "import"], &[]),
+                None,
+                "this K3s node's containerd".to_string(),
+            ),
+            ProductKind::DockerDesktop
+            | ProductKind::Orbstack
+            | ProductKind::Colima
+            | ProductKind::RancherDesktop => (
+                command(&["load", "-i"], &[]),
+                None,
+                format!(
+                    "the local docker image store (docker's current context), which the {} nodes share",
+                    product.kind.display_name()
+                ),
+            ),
+            ProductKind::Openshift | ProductKind::OpenshiftLocal | ProductKind::Unknown => {
+                return None;
+            }
+        };
+        let mut description = format!("load the image into {destination}: `{primary}`");
+        if let Some(fallback) = &fallback {
+            description.push_str(&format!(
+                ", or `{}` where MicroK8s is older than 1.25",
+                fallback.command
+            ));
+        }
+        Some(Self::new(
+            primary,
+            fallback,
+            description,
+            target,
+            PlanSource::Product(product.kind),
+        ))
+    }
+}
+
+/// What `microk8s` before 1.25 prints (on stdout, exit 1) for `microk8s images`.
+const MICROK8S_UNKNOWN_SUBCOMMAND: &str = "is not a valid MicroK8s subcommand";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn product(kind: ProductKind, cluster_name: Option<&str>) -> Product {
+        Product {
+            kind,
+            cluster_name: cluster_name.map(str::to_string),
+        }
+    }
+
+    fn plan_argv(kind: ProductKind, name: Option<&str>) -> Vec<String> {
+        let plan =
+            LoadPlan::for_product(&product(kind, name), Path::new("/tmp/x/img.tar")).unwrap();
+        plan.command().argv()
+    }
+
+    #[test]
+    fn each_product_loads_with_its_own_cli() {
+        let cases: [(ProductKind, Option<&str>, &[&str]); 12] = [
+            (
+                ProductKind::Kind,
+                Some("dev"),
+                &[
+                    "kind",
+                    "load",
+                    "image-archive",
+                    "/tmp/x/img.tar",
+                    "--name",
+                    "dev",
+                ],
+            ),
+            (
+                ProductKind::Kind,
+                None,
+                &["kind", "load", "image-archive", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::K3d,
+                Some("dev"),
+                &["k3d", "image", "import", "/tmp/x/img.tar", "-c", "dev"],
+            ),
+            (
+                ProductKind::Minikube,
+                Some("dev"),
+                &["minikube", "image", "load", "/tmp/x/img.tar", "-p", "dev"],
+            ),
+            (
+                ProductKind::Minikube,
+                None,
+                &["minikube", "image", "load", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::Microk8s,
+                None,
+                &["microk8s", "images", "import", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::K3s,
+                None,
+                &[
+                    "k3s",
+                    "ctr",
+                    "-n",
+                    "k8s.io",
+                    "images",
+                    "import",
+                    "/tmp/x/img.tar",
+                ],
+            ),
+            (
+                ProductKind::DockerDesktop,
+                None,
+                &["docker", "load", "-i", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::Orbstack,
+                None,
+                &["docker", "load", "-i", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::Colima,
+                Some("default"),
+                &["docker", "load", "-i", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::RancherDesktop,
+                None,
+                &["docker", "load", "-i", "/tmp/x/img.tar"],
+            ),
+            (
+                ProductKind::K3d,
+                None,
+                &["k3d", "image", "import", "/tmp/x/img.tar"],
+            ),
+        ];
+        for (kind, name, expected) in cases {
+            assert_eq!(plan_argv(kind, name), expected, "{kind} {name:?}");
+        }
+        assert!(
+            LoadPlan::for_product(&product(ProductKind::Unknown, None), Path::new("/a.tar"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn microk8s_falls_back_to_ctr_when_images_import_is_unknown() {
+        let plan = LoadPlan::for_product(
+            &product(ProductKind::Microk8s, None),
+            Path::new("/tmp/img.tar"),
+        )
+        .unwrap();
+        let fallback = plan.fallback().unwrap();
+        assert_eq!(
+            fallback.command.argv(),
+            ["microk8s", "ctr", "image", "import", "/tmp/img.tar"]
+        );
+        assert_eq!(
+            fallback.when_output_contains,
+            "is not a valid MicroK8s subcommand"
+        );
+        assert!(
+            LoadPlan::for_product(&product(ProductKind::Kind, None), Path::new("/a"))
+                .unwrap()
+                .fallback()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn descriptions_say_where_the_image_goes_and_what_runs() {
+        let describe = |kind, name| {
+            LoadPlan::for_product(&product(kind, name), Path::new("/tmp/img.tar"))
+                .unwrap()
+                .description()
+                .to_string()
+        };
+        assert_eq!(
+            describe(ProductKind::Kind, Some("dev")),
+            "load the image into the nodes of kind cluster \"dev\": `kind load image-archive /tmp/img.tar --name dev`"
+        );
+        assert_eq!(
+            describe(ProductKind::DockerDesktop, None),
+            "load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i /tmp/img.tar`"
+        );
+        assert_eq!(
+            describe(ProductKind::Microk8s, None),
+            "load the image into every MicroK8s node: `microk8s images import /tmp/img.tar`, or `microk8s ctr image import /tmp/img.tar` where MicroK8s is older than 1.25"
+        );
+    }
+}

@@ -1,0 +1,472 @@
+//! The push pipeline: open the image and read the cluster at once, then push to the advertised
+//! registry or load into the nodes, and report the ref a pod spec must use.
+
+mod attachments;
+mod cache;
+mod export_upload;
+mod from_engine;
+mod layer_upload;
+mod manifest;
+mod manifest_record;
+mod progress;
+mod record_file;
+mod reload;
+mod stream;
+mod summary;
+mod to_nodes;
+mod to_registry;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::cli::{ClusterArgs, Compression, PushArgs};
+use crate::cluster::discovery::{self, Discovered};
+use crate::cluster::hosting::{INGRESS_CA_HINT, LocalRegistry, RegistrySource};
+use crate::cluster::network::{self, Network};
+use crate::cluster::openshift;
+use crate::cluster::product;
+use crate::error::{Context, Error, ExitCode, Result};
+use crate::image::archive::{self, Archive, Image};
+use crate::image::engine;
+use crate::image::reference::RegistryHost;
+use crate::image::reference::{ImageName, Target};
+use crate::image::registry::{self, ClusterLogin, TransportOptions};
+use crate::interrupt;
+use crate::output::Printer;
+use crate::settings::Settings;
+use stream::Encoding;
+use summary::{Method, PushReport};
+
+/// What every step of one push needs.
+pub(crate) struct Run<'a> {
+    pub(crate) args: &'a PushArgs,
+    pub(crate) cluster_args: &'a ClusterArgs,
+    pub(crate) settings: &'a Settings,
+    /// Where node loaders get their files.
+    pub(crate) scratch: &'a Path,
+    pub(crate) printer: &'a Printer,
+}
+
+/// An archive file or stdin: open it and read the cluster at once.
+pub(crate) async fn from_archive(run: &Run<'_>, source: archive::Source) -> Result<PushReport> {
+    let Run {
+        args,
+        cluster_args,
+        settings,
+        printer,
+        ..
+    } = *run;
+    let (archive, discovered) = tokio::try_join!(
+        open_archive(source),
+        discovery::discover(cluster_args, settings, printer),
+    )?;
+    let image = archive
+        .select(args.image.as_deref(), args.platform.as_deref())
+        .map_err(Error::from)?;
+    tell_left_out(&image, printer);
+    let name = image_name(args.tag.as_deref(), &image)?;
+    match &discovered.registry {
+        Some(registry) => {
+            let (plan, target) = registry_plan(&name, registry, &discovered, printer)?;
+            push_to_registry(args, settings, &plan, &target, archive, image, printer).await
+        }
+        None => load_into_nodes(run, &discovered, &name, archive, image)
+            .await
+            .map_err(|err| with_registry_guide(err, discovered.help.as_deref())),
+    }
+}
+
+/// A local engine's image: ask the engine and read the cluster at once; export only if needed.
+pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport> {
+    let Run {
+        args,
+        cluster_args,
+        settings,
+        printer,
+        ..
+    } = *run;
+    let (found, discovered) = tokio::try_join!(
+        engine::find(image, settings, printer),
+        discovery::discover(cluster_args, settings, printer),
+    )?;
+    let Some(registry) = &discovered.registry else {
+        return load_engine_image(run, &discovered, &found)
+            .await
+            .map_err(|err| with_registry_guide(err, discovered.help.as_deref()));
+    };
+    let name = engine_image_name(args.tag.as_deref(), &found)?;
+    let (plan, target) = registry_plan(&name, registry, &discovered, printer)?;
+    let push = registry_push(args, settings, &plan, &target);
+    let selection = from_engine::Selection {
+        image: args.image.as_deref(),
+        platform: args.platform.as_deref(),
+    };
+    let pushed = from_engine::push(&push, &found, &selection, printer)
+        .await
+        .map_err(|err| with_ingress_hint(err, registry))?;
+    Ok(registry_report(
+        &plan,
+        &target,
+        pushed.digest,
+        pushed.platforms,
+        pushed.transfer,
+    ))
+}
+
+/// The engine's whole export as an archive, for the node loaders that read files. It is spooled
+/// to an anonymous temporary file, which leaves nothing behind however the process ends.
+async fn exported_archive(found: &engine::Found) -> Result<Arc<Archive>> {
+    let name = format!("{}'s export of {}", found.engine, found.image);
+    let (opened, engine) = found
+        .read_export(move |export| Archive::from_reader(export, &name))
+        .await?;
+    engine.map_err(|failure| failure.error)?;
+    Ok(Arc::new(opened.map_err(Error::from)?))
+}
+
+/// Where and how to push, decided from the registry and where we run.
+struct RegistryPlan<'a> {
+    registry: &'a LocalRegistry,
+    push_host: &'a RegistryHost,
+    network: Network,
+    cluster_login: Option<ClusterLogin>,
+}
+
+/// The host to push to from where we run, how to log in there, and where the name goes (in the
+/// project on OpenShift); a name without a tag is `latest`, with a warning.
+fn registry_plan<'a>(
+    name: &ImageName,
+    registry: &'a LocalRegistry,
+    discovered: &Discovered,
+    printer: &Printer,
+) -> Result<(RegistryPlan<'a>, Target)> {
+    let push_host = network::push_host(registry, discovered.vantage)?;
+    if name.tag.is_none() {
+        // After a node-load the printed content tag is never `latest`: no warning there.
+        printer.warn(
+            "no tag given, so the image is tagged `latest`, which makes pods pull it \
+             Always (imagePullPolicy); pass --tag NAME:TAG",
+        );
+    }
+    let target = Target::for_name(
+        name,
+        &[
+            &registry.host,
+            &registry.host_from_container_runtime,
+            push_host.host,
+        ],
+    );
+    let target = Target {
+        repository: openshift::repository_in_project(registry, discovered, &target.repository)?,
+        tag: target.tag,
+    };
+    interrupt::doing(
+        format!("pushing to {}", target.tagged(push_host.host)),
+        "nothing was tagged",
+    );
+    let plan = RegistryPlan {
+        registry,
+        push_host: push_host.host,
+        network: discovered.vantage.network,
+        cluster_login: openshift::cluster_login(registry, push_host.host, discovered, printer),
+    };
+    Ok((plan, target))
+}
+
+/// The archive named on the command line, or stdin.
+async fn open_archive(source: archive::Source) -> Result<Arc<Archive>> {
+    let archive = tokio::task::spawn_blocking(move || Archive::open(&source))
+        .await
+        .context(ExitCode::Failure, || "opening the archive")?
+        .map_err(Error::from)?;
+    Ok(Arc::new(archive))
+}
+
+/// The hosting ConfigMap's help link on a failed node-load (microk8s sets it alone while its
+/// registry addon is off): how to give the cluster a registry instead. Once per error.
+fn with_registry_guide(error: Error, guide: Option<&str>) -> Error {
+    match guide {
+        Some(guide) if !error.hints().iter().any(|hint| hint.contains(guide)) => {
+            error.with_hint(format!("this cluster's registry guide: {guide}"))
+        }
+        _ => error,
+    }
+}
+
+/// What the archive's index names that this push leaves out: platforms whose blobs are absent
+/// (routine in containerd-store exports, so a note rather than a warning), platforms
+/// `--platform` did not choose, and manifests attached to an index that is rewritten.
+fn tell_left_out(image: &Image, printer: &Printer) {
+    let absent = image.absent_platforms.iter().map(|absent| {
+        let platform = absent
+            .platform
+            .as_ref()
+            .map_or_else(|| absent.manifest.to_string(), ToString::to_string);
+        format!("{platform} (its blobs are not in the archive)")
+    });
+    let dropped = image.dropped.iter().map(|dropped| match dropped.why {
+        archive::DropReason::NotInArchive => dropped.what.clone(),
+        archive::DropReason::PlatformChosen => {
+            format!("{} (not the platform chosen)", dropped.what)
+        }
+    });
+    let left_out: Vec<String> = absent.chain(dropped).collect();
+    if !left_out.is_empty() {
+        printer.status(&format!("leaving out: {}", left_out.join(", ")));
+    }
+}
+
+/// `--tag`, else the reference as typed (what the user calls the image), else, when they typed
+/// an image ID, the first tag the engine knows it by.
+fn engine_image_name(tag_flag: Option<&str>, found: &engine::Found) -> Result<ImageName> {
+    let typed_id = found.image.starts_with("sha256:")
+        || (found.image.len() >= 12 && found.image.chars().all(|c| c.is_ascii_hexdigit()));
+    let (raw, from, exit) = match (tag_flag, typed_id, found.facts.repo_tags.first()) {
+        (Some(flag), _, _) => (flag, "--tag", ExitCode::Usage),
+        (None, false, _) => (found.image.as_str(), "the command line", ExitCode::Input),
+        (None, true, Some(tag)) => (tag.as_str(), "the engine", ExitCode::Input),
+        (None, true, None) => {
+            return Err(Error::new(
+                ExitCode::Input,
+                format!(
+                    "the image {} has no name in {}",
+                    found.image,
+                    found.describe()
+                ),
+            )
+            .with_hint("name it with --tag NAME[:TAG], e.g. --tag myimg:dev"));
+        }
+    };
+    ImageName::parse(raw).map_err(|err| {
+        Error::new(exit, format!("the image name from {from} is not usable"))
+            .with_source(err)
+            .with_hint("pass a valid name with --tag NAME[:TAG]")
+    })
+}
+
+/// `--tag`, else the first name the archive records; an unnamed image needs `--tag`. A bad
+/// `--tag` is the command line's fault (usage), a bad recorded name the input's.
+fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
+    let (raw, from, exit) = match (tag_flag, image.names.first()) {
+        (Some(flag), _) => (flag, "--tag", ExitCode::Usage),
+        (None, Some(recorded)) => (recorded.as_str(), "the archive", ExitCode::Input),
+        (None, None) => {
+            return Err(Error::new(
+                ExitCode::Input,
+                format!("the archive does not name its image ({})", image.label()),
+            )
+            .with_hint("name it with --tag NAME[:TAG], e.g. --tag myimg:dev"));
+        }
+    };
+    ImageName::parse(raw).map_err(|err| {
+        Error::new(exit, format!("the image name from {from} is not usable"))
+            .with_source(err)
+            .with_hint("pass a valid name with --tag NAME[:TAG]")
+    })
+}
+
+async fn push_to_registry(
+    args: &PushArgs,
+    settings: &Settings,
+    plan: &RegistryPlan<'_>,
+    target: &Target,
+    archive: Arc<Archive>,
+    image: Image,
+    printer: &Printer,
+) -> Result<PushReport> {
+    let push = registry_push(args, settings, plan, target);
+    let platforms = image.platform_names();
+    let (digest, transfer) = to_registry::push(&push, archive, image, printer)
+        .await
+        .map_err(|err| with_ingress_hint(err, plan.registry))?;
+    Ok(registry_report(plan, target, digest, platforms, transfer))
+}
+
+/// An OpenShift route whose certificate we do not trust: say how to get its CA.
+fn with_ingress_hint(err: Error, registry: &LocalRegistry) -> Error {
+    let openshift_route = registry.source == RegistrySource::Openshift;
+    if openshift_route && registry::is_untrusted_certificate(&err) {
+        err.with_hint(INGRESS_CA_HINT)
+    } else {
+        err
+    }
+}
+
+fn registry_push<'a>(
+    args: &PushArgs,
+    settings: &'a Settings,
+    plan: &RegistryPlan<'a>,
+    target: &'a Target,
+) -> to_registry::RegistryPush<'a> {
+    let registry = plan.registry;
+    to_registry::RegistryPush {
+        host: plan.push_host,
+        target,
+        encoding: encoding_for(args.compression, registry),
+        jobs: usize::from(args.jobs),
+        transport: TransportOptions {
+            insecure: args.insecure,
+            ca_file: args.ca_file.clone(),
+            help: registry.help.clone(),
+            cluster_login: plan.cluster_login.clone(),
+            ..settings.transport_options()
+        },
+        cache_dir: settings.cache_dir.as_deref(),
+    }
+}
+
+fn registry_report(
+    plan: &RegistryPlan<'_>,
+    target: &Target,
+    digest: crate::image::digest::Digest,
+    platforms: Vec<String>,
+    transfer: summary::Transfer,
+) -> PushReport {
+    let registry = plan.registry;
+    PushReport {
+        reference: target.pinned(&registry.host_from_container_runtime, &digest),
+        push_ref: Some(target.pinned(plan.push_host, &digest)),
+        cluster_network_ref: registry
+            .host_from_cluster_network
+            .as_ref()
+            .map(|host| target.pinned(host, &digest)),
+        digest,
+        repository: target.repository.clone(),
+        tag: target.tag.clone(),
+        method: Method::Registry,
+        network: Some(plan.network),
+        platforms,
+        transfer,
+    }
+}
+
+/// `auto` sends layers as stored to registries on loopback or advertised by the cluster (local:
+/// compression would cost more CPU than the wire saves, and the node's pull skips decompression).
+fn encoding_for(compression: Compression, registry: &LocalRegistry) -> Encoding {
+    match compression {
+        Compression::None => Encoding::AsStored,
+        Compression::Gzip => Encoding::Gzip,
+        Compression::Zstd => Encoding::Zstd,
+        Compression::Auto => {
+            let advertised = !matches!(registry.source, RegistrySource::Flag | RegistrySource::Env);
+            if advertised || registry.host.is_loopback() {
+                Encoding::AsStored
+            } else {
+                Encoding::Gzip
+            }
+        }
+    }
+}
+
+/// The cluster the image goes into when no registry is advertised.
+struct NodeTarget {
+    product: product::Product,
+    nodes: Vec<crate::cluster::client::NodeFacts>,
+}
+
+async fn node_target(
+    args: &PushArgs,
+    discovered: &Discovered,
+    printer: &Printer,
+) -> Result<NodeTarget> {
+    let context = discovered.kubeconfig.context.as_deref();
+    let nodes = match &discovered.cluster {
+        Some(cluster) => cluster.nodes().await?,
+        None => Vec::new(),
+    };
+    let product = product::detect(&discovered.kubeconfig, &nodes);
+    if args.no_load {
+        return Err(crate::delivery::nodeload::loading_refused(
+            context, &product,
+        ));
+    }
+    printer.debug(&format!(
+        "no registry advertised; the cluster is {}",
+        product.target_phrase()
+    ));
+    interrupt::doing(
+        format!("loading the image into {}", product.target_phrase()),
+        "the nodes may or may not hold it",
+    );
+    Ok(NodeTarget { product, nodes })
+}
+
+async fn load_into_nodes(
+    run: &Run<'_>,
+    discovered: &Discovered,
+    name: &ImageName,
+    archive: Arc<Archive>,
+    image: Image,
+) -> Result<PushReport> {
+    let target = node_target(run.args, discovered, run.printer).await?;
+    load_into(run, discovered, &target, name, archive, image).await
+}
+
+async fn load_into(
+    run: &Run<'_>,
+    discovered: &Discovered,
+    target: &NodeTarget,
+    name: &ImageName,
+    archive: Arc<Archive>,
+    image: Image,
+) -> Result<PushReport> {
+    let args = run.args;
+    let plan = to_nodes::NodeLoad {
+        product: &target.product,
+        nodes: &target.nodes,
+        repository: &name.familiar_repository(),
+        tag: name
+            .tag
+            .as_deref()
+            .unwrap_or(crate::image::reference::DEFAULT_TAG),
+        load_command: args.load_command.as_deref(),
+        context: discovered.kubeconfig.context.as_deref(),
+    };
+    to_nodes::load(&plan, archive, image, run.scratch, run.printer).await
+}
+
+/// A local engine's image into the nodes: not exported at all when every node confirms it
+/// holds what was loaded for this image ID before.
+async fn load_engine_image(
+    run: &Run<'_>,
+    discovered: &Discovered,
+    found: &engine::Found,
+) -> Result<PushReport> {
+    let Run {
+        args,
+        settings,
+        printer,
+        ..
+    } = *run;
+    let target = node_target(args, discovered, printer).await?;
+    let name = engine_image_name(args.tag.as_deref(), found)?;
+    let loaded_as = format!(
+        "{}:{}",
+        name.familiar_repository(),
+        name.tag
+            .as_deref()
+            .unwrap_or(crate::image::reference::DEFAULT_TAG)
+    );
+    let records = settings.cache_dir.as_deref();
+    let key = reload::LoadKey {
+        context: discovered.kubeconfig.context.as_deref(),
+        name: &loaded_as,
+        image_id: &found.facts.id,
+    };
+    // A --load-command is the user's own loader: what it did is not ours to vouch for.
+    if args.load_command.is_none()
+        && let Some(report) =
+            reload::still_loaded(records, &key, &target.product, &target.nodes, printer).await
+    {
+        return Ok(report);
+    }
+    let archive = exported_archive(found).await?;
+    let image = archive
+        .select(args.image.as_deref(), args.platform.as_deref())
+        .map_err(Error::from)?;
+    let report = load_into(run, discovered, &target, &name, archive, image).await?;
+    if args.load_command.is_none() {
+        reload::record(records, &key, &report, printer);
+    }
+    Ok(report)
+}

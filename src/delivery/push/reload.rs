@@ -1,0 +1,161 @@
+//! An engine's image the nodes already hold, known without exporting it: the record of what was
+//! loaded (per kube context, name and engine image ID: the manifest the nodes got and the content
+//! tag printed), confirmed by asking every node what it holds. Without that confirmation (a
+//! product whose nodes cannot be asked, a node that does not answer), the image is loaded again.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::summary::{Method, PushReport, Transfer};
+use crate::cluster::client::NodeFacts;
+use crate::cluster::product::Product;
+use crate::delivery::nodeload::{self, NodeCluster, NodeSurvey};
+use crate::image::digest::Digest;
+use crate::output::Printer;
+
+const FILE_NAME: &str = "loaded-images-v1.json";
+/// A load costs ~300 bytes; the oldest entries go past this.
+const MAX_ENTRIES: usize = 1_000;
+
+/// Which load a record is about: the cluster's context, the name loaded and the engine's ID.
+pub struct LoadKey<'a> {
+    pub context: Option<&'a str>,
+    pub name: &'a str,
+    pub image_id: &'a str,
+}
+
+impl LoadKey<'_> {
+    fn text(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.context.unwrap_or("-"),
+            self.name,
+            self.image_id
+        )
+    }
+}
+
+/// What a node-load printed, kept to print it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Loaded {
+    reference: String,
+    manifest: Digest,
+    repository: String,
+    tag: String,
+    platforms: Vec<String>,
+}
+
+impl Loaded {
+    fn report(self) -> PushReport {
+        PushReport {
+            reference: self.reference,
+            push_ref: None,
+            cluster_network_ref: None,
+            digest: self.manifest,
+            repository: self.repository,
+            tag: self.tag,
+            method: Method::NodeLoad,
+            network: None,
+            platforms: self.platforms,
+            transfer: Transfer::default(),
+        }
+    }
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct RecordFile {
+    /// Oldest first.
+    entries: Vec<(String, Loaded)>,
+}
+
+/// The report of the load recorded under `key`, when every node of the cluster confirms it
+/// still holds that manifest.
+pub async fn still_loaded(
+    records: Option<&Path>,
+    key: &LoadKey<'_>,
+    product: &Product,
+    nodes: &[NodeFacts],
+    printer: &Printer,
+) -> Option<PushReport> {
+    let loaded = read(&path(records)?)
+        .entries
+        .into_iter()
+        .rev()
+        .find(|(k, _)| *k == key.text())?
+        .1;
+    let cluster = NodeCluster::of(product, nodes)?;
+    let surveyed = match nodeload::survey(&cluster).await {
+        Ok(surveyed) => surveyed,
+        Err(why) => {
+            printer.debug(&format!("cannot ask the nodes what they hold ({why})"));
+            return None;
+        }
+    };
+    let wanted = [&loaded.manifest];
+    let all_hold = surveyed.iter().all(|node| match node {
+        NodeSurvey::Known(holdings) => holdings.lacks(wanted).is_empty(),
+        NodeSurvey::Unknown { .. } => false,
+    });
+    if !all_hold {
+        printer.debug("a node lacks what was loaded before: loading again");
+        return None;
+    }
+    printer.status(&format!(
+        "every node holds {} already (image {}): not exported, not loaded again",
+        loaded.reference, key.image_id
+    ));
+    Some(loaded.report())
+}
+
+/// Remembers a load of an engine's image; a failure to write only costs a later re-load.
+pub fn record(records: Option<&Path>, key: &LoadKey<'_>, report: &PushReport, printer: &Printer) {
+    let Some(path) = path(records) else {
+        return;
+    };
+    let mut file = read(&path);
+    let key = key.text();
+    file.entries.retain(|(k, _)| *k != key);
+    file.entries.push((
+        key,
+        Loaded {
+            reference: report.reference.clone(),
+            manifest: report.digest.clone(),
+            repository: report.repository.clone(),
+            tag: report.tag.clone(),
+            platforms: report.platforms.clone(),
+        },
+    ));
+    if file.entries.len() > MAX_ENTRIES {
+        file.entries.drain(..file.entries.len() - MAX_ENTRIES);
+    }
+    if let Err(err) = write(&path, &file) {
+        printer.debug(&format!(
+            "could not save the record of loaded images: {err}"
+        ));
+    }
+}
+
+/// The record's file in the settings' cache directory; no directory means no record.
+fn path(records: Option<&Path>) -> Option<PathBuf> {
+    records.map(|dir| dir.join(FILE_NAME))
+}
+
+fn read(path: &Path) -> RecordFile {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Atomically (temp file, then rename): a crash never leaves half a file.
+fn write(path: &Path, file: &RecordFile) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+    temp.write_all(&serde_json::to_vec(file).map_err(std::io::Error::other)?)?;
+    temp.persist(path).map_err(|err| err.error)?;
+    Ok(())
+}

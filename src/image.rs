@@ -1,0 +1,8 @@
+//! The image layer: digests and references, archives and engine stores that images are read from, and
+//! the OCI distribution client that pushes them.
+
+pub mod archive;
+pub mod digest;
+pub mod engine;
+pub mod reference;
+pub mod registry;

@@ -1,0 +1,278 @@
+//! The JSON an archive holds, parsed from bytes (reusable by any reader of these formats):
+//! `index.json`, manifests and indexes, their descriptors; a manifest's own media type; and
+//! what tells a container image from an artifact (signature, SBOM, attestation, chart).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::image::{OCI_CONFIG, OCI_INDEX, OCI_MANIFEST};
+use super::platform::Platform;
+use crate::image::digest::Digest;
+
+pub(crate) const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+pub(crate) const DOCKER_MANIFEST_LIST: &str =
+    "application/vnd.docker.distribution.manifest.list.v2+json";
+pub(crate) const DOCKER_CONFIG: &str = "application/vnd.docker.container.image.v1+json";
+
+/// buildx's annotation on an attestation manifest inside an image index.
+const REFERENCE_TYPE: &str = "vnd.docker.reference.type";
+
+/// A content descriptor, as index entries and manifests write them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Descriptor {
+    pub media_type: Option<String>,
+    pub digest: Digest,
+    pub size: u64,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    pub platform: Option<PlatformJson>,
+    pub artifact_type: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct PlatformJson {
+    os: Option<String>,
+    architecture: Option<String>,
+    variant: Option<String>,
+}
+
+impl Descriptor {
+    pub(crate) fn platform(&self) -> Option<Platform> {
+        self.platform.as_ref().map(|p| {
+            Platform::from_parts(
+                p.os.as_deref(),
+                p.architecture.as_deref(),
+                p.variant.as_deref(),
+            )
+        })
+    }
+
+    /// Where an OCI layout keeps the blob: `blobs/sha256/<hex>`.
+    pub(crate) fn blob_path(&self) -> String {
+        format!("blobs/sha256/{}", self.digest.hex())
+    }
+
+    /// Attestations and signatures that buildx and others put beside an index's platforms.
+    pub(crate) fn is_attachment(&self) -> bool {
+        self.annotations.contains_key(REFERENCE_TYPE)
+            || self.artifact_type.is_some()
+            || self
+                .platform()
+                .is_some_and(|p| p.os == "unknown" && p.architecture == "unknown")
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct IndexJson {
+    /// Docker 25/26 may write `null` here: no OCI entries, not a broken file.
+    manifests: Option<Vec<Descriptor>>,
+}
+
+/// The entries of an OCI layout's `index.json`; a null or missing `manifests` is none.
+pub(crate) fn parse_index_json(bytes: &[u8]) -> serde_json::Result<Vec<Descriptor>> {
+    let index: IndexJson = serde_json::from_slice(bytes)?;
+    Ok(index.manifests.unwrap_or_default())
+}
+
+/// A manifest or an index, told apart by their fields as media types may be missing.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ManifestOrIndex {
+    pub schema_version: Option<u64>,
+    pub media_type: Option<String>,
+    pub artifact_type: Option<String>,
+    pub config: Option<Descriptor>,
+    pub layers: Option<Vec<Descriptor>>,
+    pub manifests: Option<Vec<Descriptor>>,
+}
+
+/// Parses a manifest or index blob.
+pub(crate) fn parse_manifest(bytes: &[u8]) -> serde_json::Result<ManifestOrIndex> {
+    serde_json::from_slice(bytes)
+}
+
+impl ManifestOrIndex {
+    pub(crate) fn is_index(&self) -> bool {
+        self.manifests.is_some()
+            || matches!(
+                self.media_type.as_deref(),
+                Some(OCI_INDEX | DOCKER_MANIFEST_LIST)
+            )
+    }
+
+    pub(crate) fn layers(&self) -> &[Descriptor] {
+        self.layers.as_deref().unwrap_or_default()
+    }
+
+    pub(crate) fn children(&self) -> &[Descriptor] {
+        self.manifests.as_deref().unwrap_or_default()
+    }
+
+    /// The Content-Type a registry must get for these bytes: the `mediaType` they declare, or
+    /// for bytes that declare none, the OCI type of their shape (docker's types require the
+    /// field, so only OCI fits). Never the type of the descriptor that points here: the
+    /// registry checks the bytes, not our caller. `Err` says why no registry would take them.
+    pub(crate) fn own_media_type(&self) -> Result<&str, String> {
+        if self.schema_version != Some(2) {
+            return Err(match self.schema_version {
+                Some(1) => "it is a docker schema 1 manifest, which registries no longer accept; \
+                            convert it with `skopeo copy --format v2s2`"
+                    .to_string(),
+                Some(other) => format!("its schemaVersion is {other}, not 2"),
+                None => "it has no schemaVersion, so it is not a manifest or index".to_string(),
+            });
+        }
+        let (allowed, shape): (&[&str], &str) = if self.is_index() {
+            (&[OCI_INDEX, DOCKER_MANIFEST_LIST], OCI_INDEX)
+        } else {
+            (&[OCI_MANIFEST, DOCKER_MANIFEST], OCI_MANIFEST)
+        };
+        match self.media_type.as_deref() {
+            None => Ok(shape),
+            Some(declared) if allowed.contains(&declared) => Ok(declared),
+            Some(declared) => Err(format!(
+                "its mediaType is {declared}, which is not {}",
+                if self.is_index() {
+                    "an image index's"
+                } else {
+                    "an image manifest's"
+                }
+            )),
+        }
+    }
+
+    /// For a manifest: what it is when it is not a container image (`None` for an image).
+    /// Decided from the manifest alone; a config without `rootfs` is caught later.
+    pub(crate) fn artifact_kind(&self) -> Option<String> {
+        if let Some(artifact_type) = &self.artifact_type {
+            return Some(describe_artifact(artifact_type));
+        }
+        let config_type = self
+            .config
+            .as_ref()
+            .and_then(|config| config.media_type.as_deref())
+            .unwrap_or(OCI_CONFIG);
+        if config_type != OCI_CONFIG && config_type != DOCKER_CONFIG {
+            let first_layer = self.layers().first().and_then(|l| l.media_type.as_deref());
+            return Some(describe_artifact(first_layer.unwrap_or(config_type)));
+        }
+        self.layers()
+            .iter()
+            .filter_map(|layer| layer.media_type.as_deref())
+            .find(|media_type| !is_layer_type(media_type))
+            .map(describe_artifact)
+    }
+}
+
+/// Whether a config's bytes are an image config: an object with a `rootfs`. Artifacts use
+/// `{}` or the empty descriptor's bytes under an image config type.
+pub(crate) fn is_image_config(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|config| {
+        config
+            .get("rootfs")
+            .is_some_and(serde_json::Value::is_object)
+    })
+}
+
+/// Filesystem layers: OCI's (plain, gzip, zstd, non-distributable) and docker's rootfs diffs.
+fn is_layer_type(media_type: &str) -> bool {
+    media_type.starts_with("application/vnd.oci.image.layer.")
+        || media_type.starts_with("application/vnd.docker.image.rootfs.")
+}
+
+/// `a cosign signature (application/vnd.dev.cosign...)`: a word for people, and the type.
+pub(crate) fn describe_artifact(media_type: &str) -> String {
+    let kind = if media_type.contains("cosign") && media_type.contains("sig") {
+        "signature"
+    } else if media_type.contains("in-toto") {
+        "attestation"
+    } else if media_type.contains("spdx") || media_type.contains("cyclonedx") {
+        "SBOM"
+    } else if media_type.contains("helm") {
+        "Helm chart"
+    } else if media_type.contains("wasm") {
+        "WebAssembly module"
+    } else {
+        "artifact"
+    };
+    format!("{kind} ({media_type})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(json: &str) -> ManifestOrIndex {
+        parse_manifest(json.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_null_or_missing_manifests_list_is_no_entries() {
+        assert!(
+            parse_index_json(br#"{"schemaVersion":2,"manifests":null}"#)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            parse_index_json(br#"{"schemaVersion":2}"#)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(parse_index_json(br#"{"manifests":"x"}"#).is_err());
+    }
+
+    #[test]
+    fn the_media_type_comes_from_the_bytes_or_their_shape() {
+        let docker = manifest(&format!(
+            r#"{{"schemaVersion":2,"mediaType":"{DOCKER_MANIFEST}","config":{{"mediaType":"{DOCKER_CONFIG}","digest":"sha256:{0}","size":1}},"layers":[]}}"#,
+            "a".repeat(64)
+        ));
+        assert_eq!(docker.own_media_type(), Ok(DOCKER_MANIFEST));
+        let bare = manifest(r#"{"schemaVersion":2,"layers":[]}"#);
+        assert_eq!(bare.own_media_type(), Ok(OCI_MANIFEST));
+        let index = manifest(r#"{"schemaVersion":2,"manifests":[]}"#);
+        assert_eq!(index.own_media_type(), Ok(OCI_INDEX));
+        let wrong = manifest(r#"{"schemaVersion":2,"mediaType":"text/plain","layers":[]}"#);
+        assert!(wrong.own_media_type().unwrap_err().contains("text/plain"));
+        let v1 = manifest(r#"{"schemaVersion":1}"#);
+        assert!(v1.own_media_type().unwrap_err().contains("schema 1"));
+    }
+
+    #[test]
+    fn artifacts_are_told_from_images() {
+        let digest = format!("sha256:{}", "b".repeat(64));
+        let with = |config: &str, layer: &str| {
+            manifest(&format!(
+                r#"{{"schemaVersion":2,"config":{{"mediaType":"{config}","digest":"{digest}","size":2}},"layers":[{{"mediaType":"{layer}","digest":"{digest}","size":2}}]}}"#
+            ))
+        };
+        assert_eq!(
+            with(OCI_CONFIG, "application/vnd.oci.image.layer.v1.tar+gzip").artifact_kind(),
+            None
+        );
+        assert_eq!(
+            with(
+                DOCKER_CONFIG,
+                "application/vnd.docker.image.rootfs.diff.tar.gzip"
+            )
+            .artifact_kind(),
+            None
+        );
+        let empty = with("application/vnd.oci.empty.v1+json", "application/spdx+json");
+        assert_eq!(
+            empty.artifact_kind().as_deref(),
+            Some("SBOM (application/spdx+json)")
+        );
+        let cosign = with(
+            OCI_CONFIG,
+            "application/vnd.dev.cosign.simplesigning.v1+json",
+        );
+        assert!(cosign.artifact_kind().unwrap().starts_with("signature"));
+        assert!(is_image_config(
+            br#"{"rootfs":{"type":"layers","diff_ids":[]}}"#
+        ));
+        assert!(!is_image_config(b"{}"));
+    }
+}

@@ -1,0 +1,283 @@
+//! The push source: an archive path, stdin, or an image in a local engine (docker, podman,
+//! nerdctl), found by asking each engine to inspect it, through its API socket where one is
+//! reachable and its CLI otherwise.
+
+mod api;
+mod cli;
+mod endpoint;
+mod export;
+mod facts;
+
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use endpoint::{Endpoint, EngineEnv};
+pub use facts::ImageFacts;
+
+use crate::error::{Context, Error, ExitCode, Result};
+use crate::image::registry::{Stalled, Watchdog};
+use crate::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
+use crate::output::Printer;
+use crate::settings::Settings;
+use export::{Ended, Export};
+
+/// What may follow the end of an export's tar: its writer's padding (tar pads to 10 KiB records).
+const TRAILER_LIMIT: u64 = 1 << 20;
+
+/// Engines asked for a named image, in order; the preferred one (`KUBECTL_REGISTRY_ENGINE`) first.
+const ENGINES: [&str; 3] = ["docker", "podman", "nerdctl"];
+
+/// What the user named on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Stdin,
+    Path(PathBuf),
+    EngineImage(String),
+}
+
+impl Source {
+    /// An existing path is a path; so is anything that looks like one (a typo must not reach docker).
+    pub fn classify(raw: &str) -> Self {
+        let looks_like_path = raw.starts_with(['.', '/', '~'])
+            || [".tar", ".tgz", ".gz", ".zst", ".tar.gz", ".tar.zst"]
+                .iter()
+                .any(|ext| raw.ends_with(ext));
+        match raw {
+            "-" => Self::Stdin,
+            _ if looks_like_path || Path::new(raw).exists() => Self::Path(PathBuf::from(raw)),
+            _ => Self::EngineImage(raw.to_string()),
+        }
+    }
+}
+
+/// An image a local engine has, and how to reach that engine again for its export.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// `docker`, `podman` or `nerdctl`.
+    pub engine: String,
+    pub endpoint: Endpoint,
+    /// The reference as the user typed it.
+    pub image: String,
+    pub facts: ImageFacts,
+    /// Where the engine's CLI may spool (its TMPDIR, a directory of ours in there).
+    big_files_dir: PathBuf,
+    limits: Limits,
+}
+
+impl Found {
+    /// Which engine answered and how, for `-v` and errors.
+    pub fn describe(&self) -> String {
+        describe(&self.engine, &self.endpoint)
+    }
+
+    /// Runs `pass` over the engine's export on a blocking thread, as the engine produces it.
+    /// Returns what `pass` returned and how the engine ended. An export that brings no bytes for
+    /// the stall bound is stopped (the pass then meets the end of its input); so is one whose
+    /// future is dropped (a signal): the CLI is killed and its temporary files removed.
+    pub async fn read_export<T, F>(&self, pass: F) -> Result<(T, Result<(), EngineFailure>)>
+    where
+        F: FnOnce(&mut dyn Read) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let Export {
+            mut reader,
+            mut running,
+        } = self.start_export().await?;
+        let mut reading = tokio::task::spawn_blocking(move || {
+            let out = pass(&mut reader);
+            // A tar ends before its writer's last padding: read that too, or the engine dies of
+            // SIGPIPE mid-write. More than padding left means the pass stopped early: the
+            // engine is stopped instead.
+            let _ = io::copy(&mut (&mut reader).take(TRAILER_LIMIT), &mut io::sink());
+            out
+        });
+        let joined = match running.bound(&mut reading).await {
+            Ok(joined) => joined,
+            Err(Stalled(limit)) => {
+                running.stop();
+                let joined = reading.await;
+                let out = joined.context(ExitCode::Failure, || "reading the export")?;
+                let stalled = EngineFailure {
+                    error: self.failed(format!(
+                        "no bytes came for {} ({STALL_TIMEOUT_ENV})",
+                        seconds_text(limit)
+                    )),
+                    cut_off: false,
+                };
+                return Ok((out, Err(stalled)));
+            }
+        };
+        let out = joined.context(ExitCode::Failure, || "reading the export")?;
+        let ended = running.finish().await.map_err(|ended| match ended {
+            Ended::Failed(said) => EngineFailure {
+                error: self.failed(said),
+                cut_off: false,
+            },
+            Ended::CutOff(said) => EngineFailure {
+                error: self.failed(said),
+                cut_off: true,
+            },
+        });
+        Ok((out, ended))
+    }
+
+    async fn start_export(&self) -> Result<Export> {
+        let watchdog = Watchdog::new(self.limits.stall_timeout);
+        match &self.endpoint {
+            Endpoint::Socket { path, .. } => {
+                let client = api::EngineApi::new(path).map_err(|said| self.failed(said))?;
+                match client.export(&self.image, watchdog).await {
+                    Ok(api::Answer::Found(export)) => Ok(export),
+                    Ok(api::Answer::NoSuchImage(said)) | Err(said) => Err(self.failed(said)),
+                }
+            }
+            Endpoint::Cli => cli::export(&self.engine, &self.image, &self.big_files_dir, watchdog)
+                .map_err(|err| self.failed(err.to_string())),
+        }
+    }
+
+    fn failed(&self, reason: String) -> Error {
+        Error::new(
+            ExitCode::Input,
+            format!("exporting {} from {}", self.image, self.describe()),
+        )
+        .with_source(Error::new(ExitCode::Input, reason))
+    }
+}
+
+/// An export that did not end well.
+#[derive(Debug)]
+pub struct EngineFailure {
+    pub error: Error,
+    /// The engine died writing to a pipe we had stopped reading (SIGPIPE): what stopped us
+    /// explains the failure better than this.
+    pub cut_off: bool,
+}
+
+/// Asks each engine in turn to inspect `image`; the first that has it answers.
+pub async fn find(image: &str, settings: &Settings, printer: &Printer) -> Result<Found> {
+    let mut failures = Vec::new();
+    for engine in engine_order(settings.preferred_engine.as_deref()) {
+        let endpoint = match engine.as_str() {
+            "docker" => endpoint::docker(&settings.engine_env),
+            "podman" => endpoint::podman(&settings.engine_env),
+            _ => Endpoint::Cli,
+        };
+        let how = describe(&engine, &endpoint);
+        printer.debug(&format!("asking {how} for {image}"));
+        match inspect(&engine, &endpoint, image, settings.limits.request_timeout).await {
+            Some(Ok(facts)) => {
+                printer.debug(&format!("{how} has {image} (image {})", facts.id));
+                return Ok(Found {
+                    engine,
+                    endpoint,
+                    image: image.to_string(),
+                    facts,
+                    big_files_dir: settings.engine_env.big_files_dir(),
+                    limits: settings.limits,
+                });
+            }
+            Some(Err(said)) => failures.push(format!("{engine}: {said}")),
+            None => {}
+        }
+    }
+    let message = if failures.is_empty() {
+        format!(
+            "{image:?} is neither a file nor an image of a local engine: no docker, podman or nerdctl on PATH"
+        )
+    } else {
+        format!(
+            "{image:?} is not a file, and no local engine has it:\n  {}",
+            failures.join("\n  ")
+        )
+    };
+    Err(Error::new(ExitCode::Input, message).with_hint(
+        "pass an archive (`docker save IMAGE -o image.tar`), `-` for stdin, or an image your engine has",
+    ))
+}
+
+fn describe(engine: &str, endpoint: &Endpoint) -> String {
+    match endpoint {
+        Endpoint::Socket { path, origin } => {
+            format!(
+                "{engine} engine API at unix://{} ({origin})",
+                path.display()
+            )
+        }
+        Endpoint::Cli => format!("the {engine} CLI"),
+    }
+}
+
+/// The engine's facts, its own words when it has no such image, `None` when its CLI is absent.
+async fn inspect(
+    engine: &str,
+    endpoint: &Endpoint,
+    image: &str,
+    limit: Duration,
+) -> Option<std::result::Result<ImageFacts, String>> {
+    match endpoint {
+        Endpoint::Socket { path, .. } => {
+            let answer = match api::EngineApi::new(path) {
+                Ok(client) => tokio::time::timeout(limit, client.inspect(image))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(format!(
+                            "its API did not answer within {} ({REQUEST_TIMEOUT_ENV})",
+                            seconds_text(limit)
+                        ))
+                    }),
+                Err(said) => Err(said),
+            };
+            Some(match answer {
+                Ok(api::Answer::Found(facts)) => Ok(facts),
+                Ok(api::Answer::NoSuchImage(said)) | Err(said) => Err(said),
+            })
+        }
+        Endpoint::Cli => match cli::inspect(engine, image, limit).await {
+            cli::Outcome::Found(facts) => Some(Ok(facts)),
+            cli::Outcome::Failed(said) => Some(Err(said)),
+            cli::Outcome::NotInstalled => None,
+        },
+    }
+}
+
+fn engine_order(preferred: Option<&str>) -> Vec<String> {
+    preferred
+        .into_iter()
+        .chain(
+            ENGINES
+                .into_iter()
+                .filter(|engine| Some(*engine) != preferred),
+        )
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_tells_paths_from_image_names() {
+        assert_eq!(Source::classify("-"), Source::Stdin);
+        assert_eq!(Source::classify("./img"), Source::Path("./img".into()));
+        assert_eq!(Source::classify("img.tar"), Source::Path("img.tar".into()));
+        assert_eq!(
+            Source::classify("img.tar.zst"),
+            Source::Path("img.tar.zst".into())
+        );
+        assert_eq!(
+            Source::classify("/abs/dir"),
+            Source::Path("/abs/dir".into())
+        );
+        assert_eq!(
+            Source::classify("myimg:dev"),
+            Source::EngineImage("myimg:dev".into())
+        );
+        assert_eq!(
+            Source::classify("gcr.io/proj/app:v1"),
+            Source::EngineImage("gcr.io/proj/app:v1".into())
+        );
+    }
+}

@@ -1,0 +1,146 @@
+//! The Docker Engine API over a unix socket (docker, and podman's Docker-compatible service):
+//! `GET /images/{name}/json` to inspect, `GET /images/{name}/get` for the streamed export.
+
+use std::path::Path;
+
+use futures_util::StreamExt;
+use reqwest::StatusCode;
+use serde::Deserialize;
+
+use super::export::{Export, StreamReader};
+use super::facts::ImageFacts;
+use crate::image::registry::{Stalled, Watchdog};
+use crate::limits::{STALL_TIMEOUT_ENV, seconds_text};
+
+/// Inspect answers are small; anything bigger is not an image description.
+const INSPECT_LIMIT: usize = 4 << 20;
+
+/// What asking an engine API for an image gave.
+pub enum Answer<T> {
+    Found(T),
+    /// The engine answered that it has no such image, in its own words.
+    NoSuchImage(String),
+}
+
+/// An Engine API client bound to one socket.
+pub struct EngineApi {
+    client: reqwest::Client,
+}
+
+impl EngineApi {
+    #[cfg(unix)]
+    pub fn new(socket: &Path) -> Result<Self, String> {
+        let client = reqwest::Client::builder()
+            .unix_socket(socket)
+            .no_proxy()
+            .build()
+            .map_err(|err| err.to_string())?;
+        Ok(Self { client })
+    }
+
+    /// Windows engines listen on named pipes, which their CLIs reach (`npipe://` is not a socket
+    /// endpoint), so only an explicit `unix://` host gets here.
+    #[cfg(not(unix))]
+    pub fn new(socket: &Path) -> Result<Self, String> {
+        Err(format!(
+            "unix://{} is a unix socket, which this system does not have",
+            socket.display()
+        ))
+    }
+
+    pub async fn inspect(&self, image: &str) -> Result<Answer<ImageFacts>, String> {
+        let response = self.get(image, "json").await?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Ok(Answer::NoSuchImage(message_of(response).await));
+        }
+        if !response.status().is_success() {
+            return Err(failure(response).await);
+        }
+        let bytes = response.bytes().await.map_err(|err| err.to_string())?;
+        if bytes.len() > INSPECT_LIMIT {
+            return Err(format!("the inspect answer is over {INSPECT_LIMIT} bytes"));
+        }
+        ImageFacts::parse(&bytes)
+            .map(Answer::Found)
+            .map_err(|err| format!("the inspect answer is not an image: {err}"))
+    }
+
+    /// Starts the export; its body is read as it arrives, from a blocking thread. podman's
+    /// service writes the whole archive before it answers, so the wait for the answer is bounded
+    /// by `watchdog` (no progress for the stall bound), like the body after it.
+    pub async fn export(&self, image: &str, watchdog: Watchdog) -> Result<Answer<Export>, String> {
+        let response = match watchdog.bound(self.get(image, "get")).await {
+            Ok(response) => response?,
+            Err(Stalled(limit)) => {
+                return Err(format!(
+                    "the engine did not answer within {} ({STALL_TIMEOUT_ENV})",
+                    seconds_text(limit)
+                ));
+            }
+        };
+        if response.status() == StatusCode::NOT_FOUND {
+            return Ok(Answer::NoSuchImage(message_of(response).await));
+        }
+        if !response.status().is_success() {
+            return Err(failure(response).await);
+        }
+        let (reader, sender) = StreamReader::new();
+        let mut body = response.bytes_stream();
+        let task = tokio::spawn(async move {
+            while let Some(chunk) = body.next().await {
+                let chunk = chunk.map_err(std::io::Error::other);
+                let failed = chunk.is_err();
+                if sender.send(chunk).await.is_err() || failed {
+                    break;
+                }
+            }
+        });
+        Ok(Answer::Found(Export::from_api(reader, task, watchdog)))
+    }
+
+    async fn get(&self, image: &str, what: &str) -> Result<reqwest::Response, String> {
+        // Image references are made of URL-safe characters; anything else names nothing.
+        if !image
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c))
+        {
+            return Err(format!("{image:?} is not an image reference"));
+        }
+        self.client
+            .get(format!("http://engine/images/{image}/{what}"))
+            .send()
+            .await
+            .map_err(|err| connect_failure(&err))
+    }
+}
+
+#[derive(Deserialize)]
+struct ErrorJson {
+    message: String,
+}
+
+async fn message_of(response: reqwest::Response) -> String {
+    let bytes = response.bytes().await.unwrap_or_default();
+    serde_json::from_slice::<ErrorJson>(&bytes)
+        .map(|json| json.message)
+        .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).trim().to_string())
+}
+
+async fn failure(response: reqwest::Response) -> String {
+    let status = response.status();
+    format!(
+        "the engine answered {status}: {}",
+        message_of(response).await
+    )
+}
+
+/// reqwest's own text is "error sending request for url (http://engine/...)": name the cause.
+fn connect_failure(err: &reqwest::Error) -> String {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    let mut deepest = err.to_string();
+    while let Some(current) = cause {
+        deepest = current.to_string();
+        cause = current.source();
+    }
+    format!("cannot reach its API: {deepest}")
+}

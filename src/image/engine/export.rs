@@ -1,0 +1,263 @@
+//! An engine's export as it is produced: a blocking reader over the CLI's stdout or the API's
+//! streamed body, and the running export behind it, which the async side owns so that a stall,
+//! a failure or a signal stops the engine: the CLI is killed, the API stream dropped, and the
+//! CLI's own temporary files (podman spools each layer) go with the directory we gave it.
+
+use std::fs::File;
+use std::io::{self, Read, Seek};
+use std::process::{Child, ChildStdout};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use tempfile::TempDir;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::image::registry::{Stalled, Watchdog};
+
+/// Chunks of the API body in flight between the async reader and the blocking consumer.
+const CHANNEL_DEPTH: usize = 8;
+/// How often a finished CLI's exit is looked for.
+const EXIT_POLL: Duration = Duration::from_millis(5);
+
+/// A started export: `reader` goes to a blocking thread, `running` stays with the caller.
+pub struct Export {
+    pub reader: ExportReader,
+    pub running: Running,
+}
+
+/// The export's bytes; every read that brings some is progress for the watchdog.
+pub struct ExportReader {
+    source: ReaderSource,
+    watchdog: Watchdog,
+    waiting: Arc<AtomicBool>,
+}
+
+enum ReaderSource {
+    Api(StreamReader),
+    Cli(ChildStdout),
+}
+
+impl Read for ExportReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.waiting.store(true, Ordering::Relaxed);
+        let read = match &mut self.source {
+            ReaderSource::Api(reader) => reader.read(buf),
+            ReaderSource::Cli(stdout) => stdout.read(buf),
+        };
+        self.waiting.store(false, Ordering::Relaxed);
+        if matches!(read, Ok(n) if n > 0) {
+            self.watchdog.progressed();
+        }
+        read
+    }
+}
+
+/// The engine's side of a running export. Dropping it stops the engine.
+pub struct Running {
+    watchdog: Watchdog,
+    /// The reader is waiting for the engine (not for the registry behind it).
+    waiting: Arc<AtomicBool>,
+    process: Option<SaveProcess>,
+    body: Option<JoinHandle<()>>,
+    /// The CLI's TMPDIR; removed after the CLI is gone (fields drop after `Drop::drop`).
+    _scratch: Option<TempDir>,
+}
+
+/// `ENGINE image save NAME` writing to our pipe.
+struct SaveProcess {
+    program: String,
+    child: Child,
+    stderr: File,
+}
+
+impl Export {
+    pub(super) fn from_api(reader: StreamReader, body: JoinHandle<()>, watchdog: Watchdog) -> Self {
+        let waiting = Arc::new(AtomicBool::new(false));
+        Self {
+            reader: ExportReader {
+                source: ReaderSource::Api(reader),
+                watchdog: watchdog.clone(),
+                waiting: Arc::clone(&waiting),
+            },
+            running: Running {
+                watchdog,
+                waiting,
+                process: None,
+                body: Some(body),
+                _scratch: None,
+            },
+        }
+    }
+
+    pub(super) fn from_cli(
+        program: &str,
+        mut child: Child,
+        stderr: File,
+        scratch: TempDir,
+        watchdog: Watchdog,
+    ) -> io::Result<Self> {
+        let Some(stdout) = child.stdout.take() else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::other("the engine's stdout was not captured"));
+        };
+        let waiting = Arc::new(AtomicBool::new(false));
+        Ok(Self {
+            reader: ExportReader {
+                source: ReaderSource::Cli(stdout),
+                watchdog: watchdog.clone(),
+                waiting: Arc::clone(&waiting),
+            },
+            running: Running {
+                watchdog,
+                waiting,
+                process: Some(SaveProcess {
+                    program: program.to_string(),
+                    child,
+                    stderr,
+                }),
+                body: None,
+                _scratch: Some(scratch),
+            },
+        })
+    }
+}
+
+impl Running {
+    /// Runs `work` (the blocking pass over the reader) until it ends, or until the export
+    /// brought no bytes for the stall bound while the pass waited for it. Time the pass spends
+    /// waiting on the registry is the upload's to bound, not the engine's.
+    pub async fn bound<F: std::future::Future + Unpin>(
+        &self,
+        mut work: F,
+    ) -> Result<F::Output, Stalled> {
+        loop {
+            match self.watchdog.bound(&mut work).await {
+                Err(stalled) if self.waiting.load(Ordering::Relaxed) => return Err(stalled),
+                Err(_) => self.watchdog.progressed(),
+                Ok(done) => return Ok(done),
+            }
+        }
+    }
+
+    /// Stops the engine now: the reader then meets the end of its input.
+    pub fn stop(&mut self) {
+        if let Some(body) = self.body.take() {
+            body.abort();
+        }
+        if let Some(mut process) = self.process.take() {
+            let _ = process.child.kill();
+            let _ = process.child.wait();
+        }
+    }
+
+    /// After the reader met its end: a CLI that exits non-zero failed, whatever it printed, and
+    /// what it said on stderr is the reason. The wait for its exit is bounded like the export.
+    pub async fn finish(mut self) -> Result<(), Ended> {
+        let Some(mut process) = self.process.take() else {
+            return Ok(());
+        };
+        let exited = self
+            .watchdog
+            .bound(async {
+                loop {
+                    match process.child.try_wait() {
+                        Ok(Some(status)) => return Ok(status),
+                        Ok(None) => tokio::time::sleep(EXIT_POLL).await,
+                        Err(err) => return Err(err),
+                    }
+                }
+            })
+            .await;
+        let status = match exited {
+            Ok(Ok(status)) => status,
+            Ok(Err(err)) => return Err(Ended::Failed(err.to_string())),
+            Err(_) => {
+                let _ = process.child.kill();
+                let _ = process.child.wait();
+                return Err(Ended::Failed(format!(
+                    "`{} image save` wrote its output but did not exit",
+                    process.program
+                )));
+            }
+        };
+        if status.success() {
+            return Ok(());
+        }
+        let mut said = String::new();
+        let _ = process.stderr.rewind();
+        let _ = (&process.stderr).take(64 * 1024).read_to_string(&mut said);
+        let said = format!(
+            "`{} image save` failed ({status}): {}",
+            process.program,
+            said.trim()
+        );
+        Err(if died_of_sigpipe(&status) {
+            Ended::CutOff(said)
+        } else {
+            Ended::Failed(said)
+        })
+    }
+}
+
+/// How an engine's export ended when it did not end well.
+#[derive(Debug)]
+pub enum Ended {
+    /// It failed on its own (or stalled): the reason to tell.
+    Failed(String),
+    /// It died writing to a pipe we had stopped reading: whatever stopped us is the reason.
+    CutOff(String),
+}
+
+#[cfg(unix)]
+fn died_of_sigpipe(status: &std::process::ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal() == Some(13)
+}
+
+#[cfg(not(unix))]
+fn died_of_sigpipe(_: &std::process::ExitStatus) -> bool {
+    false
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A blocking `Read` over chunks an async task sends.
+pub struct StreamReader {
+    receiver: mpsc::Receiver<io::Result<Bytes>>,
+    current: Bytes,
+}
+
+impl StreamReader {
+    pub fn new() -> (Self, mpsc::Sender<io::Result<Bytes>>) {
+        let (sender, receiver) = mpsc::channel(CHANNEL_DEPTH);
+        let reader = Self {
+            receiver,
+            current: Bytes::new(),
+        };
+        (reader, sender)
+    }
+}
+
+impl Read for StreamReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.current.is_empty() {
+            match self.receiver.blocking_recv() {
+                Some(Ok(chunk)) => self.current = chunk,
+                Some(Err(err)) => return Err(err),
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        self.current.advance(n);
+        Ok(n)
+    }
+}

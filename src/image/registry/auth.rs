@@ -1,0 +1,568 @@
+//! The registry's auth challenge: which `Authorization` a request carries (none, Basic, or a Bearer
+//! token fetched from the realm for the repository's scope), and the "wrong credentials" error.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use base64::Engine as _;
+use reqwest::header::HeaderValue;
+use reqwest::{StatusCode, Url};
+use serde::Deserialize;
+use tokio::sync::OnceCell;
+
+use super::credentials::{self, ClusterLogin, CredentialSources, Credentials, Secret};
+use super::errors::RegistryResponse;
+use super::transport::{Transport, explain_send_error, is_loopback_url, stalled_error};
+use super::watchdog::Stalled;
+use crate::error::{Error, ExitCode, Result};
+use crate::image::reference::RegistryHost;
+use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
+
+/// What the registry asked for in `WWW-Authenticate`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Challenge {
+    Basic,
+    Bearer {
+        realm: String,
+        service: Option<String>,
+    },
+}
+
+/// The token-server scopes a request needs: `repository:<repo>:pull,push`, and `pull` on a mount's source.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Scope(Vec<String>);
+
+impl Scope {
+    /// No repository: the `/v2/` ping.
+    pub fn registry() -> Self {
+        Self(Vec::new())
+    }
+
+    pub fn push(repo: &str) -> Self {
+        Self(vec![format!("repository:{repo}:pull,push")])
+    }
+
+    pub fn push_with_pull_from(repo: &str, from: &str) -> Self {
+        Self(vec![
+            format!("repository:{repo}:pull,push"),
+            format!("repository:{from}:pull"),
+        ])
+    }
+
+    fn key(&self) -> String {
+        self.0.join(" ")
+    }
+}
+
+/// Auth state for one registry, shared by every request of a client.
+#[derive(Debug)]
+pub struct Auth {
+    sources: CredentialSources,
+    /// The cluster's own token, for a registry whose token realm takes it (OpenShift's).
+    cluster_login: Option<ClusterLogin>,
+    /// Set once the cluster's token was sent to the realm, to say so if it is refused.
+    cluster_login_sent: AtomicBool,
+    credentials: OnceCell<Option<Credentials>>,
+    challenge: Mutex<Option<Challenge>>,
+    tokens: Mutex<HashMap<String, String>>,
+}
+
+impl Auth {
+    pub fn new(sources: CredentialSources, cluster_login: Option<ClusterLogin>) -> Self {
+        Self {
+            sources,
+            cluster_login,
+            cluster_login_sent: AtomicBool::new(false),
+            credentials: OnceCell::new(),
+            challenge: Mutex::new(None),
+            tokens: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Looks the credentials up (running a credential helper, under its own time limit) once the
+    /// registry has challenged us, so that the request's own bound does not count that time.
+    pub async fn prepare(&self, transport: &Transport) -> Result<()> {
+        if lock(&self.challenge).is_some() {
+            self.credentials(transport).await?;
+        }
+        Ok(())
+    }
+
+    /// The `Authorization` for a request in `scope`; none until the registry has challenged us.
+    pub async fn header(
+        &self,
+        transport: &Transport,
+        scope: &Scope,
+    ) -> Result<Option<HeaderValue>> {
+        let challenge = lock(&self.challenge).clone();
+        match challenge {
+            None => Ok(None),
+            Some(Challenge::Basic) => match &self.credentials(transport).await? {
+                Some(Credentials {
+                    secret: Secret::Basic { username, password },
+                    ..
+                }) => Ok(Some(basic_header(username, password))),
+                _ => Ok(None),
+            },
+            Some(Challenge::Bearer { realm, service }) => {
+                if let Some(token) = lock(&self.tokens).get(&scope.key()) {
+                    return Ok(Some(bearer_header(token)));
+                }
+                let token = self
+                    .fetch_token(transport, &realm, service.as_deref(), scope)
+                    .await?;
+                lock(&self.tokens).insert(scope.key(), token.clone());
+                Ok(Some(bearer_header(&token)))
+            }
+        }
+    }
+
+    /// After a 401: remember what the registry asks for and drop the token it refused.
+    /// False when the answer carries no challenge we can meet.
+    pub fn on_unauthorized(&self, www_authenticate: Option<&str>, scope: &Scope) -> bool {
+        let Some(challenge) = www_authenticate.and_then(parse_challenge) else {
+            return false;
+        };
+        *lock(&self.challenge) = Some(challenge);
+        lock(&self.tokens).remove(&scope.key());
+        true
+    }
+
+    /// "wrong or missing credentials for HOST", saying which credentials were tried.
+    pub fn refused(&self, transport: &Transport, answer: RegistryResponse) -> Error {
+        let host = &transport.host;
+        if let Some(login) = &self.cluster_login
+            && self.cluster_login_sent.load(Ordering::Relaxed)
+        {
+            return Error::new(
+                ExitCode::Registry,
+                format!(
+                    "wrong or missing credentials for {host}: {} was refused",
+                    login.origin
+                ),
+            )
+            .with_source(answer)
+            .with_hint(login.refused_hint.clone());
+        }
+        let tried = match self.credentials.get() {
+            Some(Some(found)) => format!("the credentials from the {} were refused", found.origin),
+            Some(None) => format!(
+                "no credentials for {host} were found ({})",
+                self.sources.describe()
+            ),
+            None => "no credentials were sent".to_string(),
+        };
+        Error::new(
+            ExitCode::Registry,
+            format!("wrong or missing credentials for {host}: {tried}"),
+        )
+        .with_source(answer)
+        .with_hint(format!(
+            "run `docker login {host}` (or `podman login {host}`) with an account allowed to push"
+        ))
+    }
+
+    /// The token server (or the registry, for Basic auth) gave no answer within the bound.
+    pub fn stalled(&self, transport: &Transport, stalled: Stalled) -> Error {
+        match lock(&self.challenge).clone() {
+            Some(Challenge::Bearer { realm, .. }) => Error::new(
+                ExitCode::Registry,
+                format!(
+                    "getting an access token for {} from {realm}: the token server did not answer in {}",
+                    transport.host,
+                    seconds_text(stalled.0)
+                ),
+            )
+            .with_hint(format!(
+                "check that the token server works; {REQUEST_TIMEOUT_ENV} sets how long to wait"
+            )),
+            _ => stalled_error(transport, stalled),
+        }
+    }
+
+    async fn credentials(&self, transport: &Transport) -> Result<&Option<Credentials>> {
+        self.credentials
+            .get_or_try_init(|| async {
+                credentials::lookup(
+                    &transport.host,
+                    &self.sources,
+                    transport.limits.helper_timeout,
+                )
+                .await
+            })
+            .await
+    }
+
+    async fn fetch_token(
+        &self,
+        transport: &Transport,
+        realm: &str,
+        service: Option<&str>,
+        scope: &Scope,
+    ) -> Result<String> {
+        let host = &transport.host;
+        let fetching = || format!("getting an access token for {host} from {realm}");
+        let mut url = Url::parse(realm).map_err(|err| {
+            Error::new(
+                ExitCode::Registry,
+                format!("{}: the realm is not a URL", fetching()),
+            )
+            .with_source(err)
+        })?;
+        let found = self.credentials(transport).await?;
+        // The cluster's token stands in only when nothing else names this registry, and goes
+        // only to the registry's own realm (OpenShift's `/openshift/token`).
+        let cluster_login = self
+            .cluster_login
+            .as_ref()
+            .filter(|_| found.is_none() && realm_is_on_the_registrys_host(&transport.host, &url));
+        let login_credentials = cluster_login.map(ClusterLogin::credentials);
+        let credentials = match &login_credentials {
+            Some(login) => &Some(login.clone()),
+            None => found,
+        };
+        if credentials.is_some() && !may_send_credentials_to(&url, transport.insecure) {
+            return Err(Error::new(
+                ExitCode::Registry,
+                format!(
+                    "{}: the realm is plain HTTP to another machine, so our credentials for {host} are not sent there",
+                    fetching()
+                ),
+            )
+            .with_hint(
+                "pass --insecure to send them anyway, or have the registry name an https:// realm",
+            ));
+        }
+        if cluster_login.is_some() {
+            self.cluster_login_sent.store(true, Ordering::Relaxed);
+        }
+        let request = match credentials {
+            Some(Credentials {
+                secret: Secret::IdentityToken(refresh),
+                ..
+            }) => {
+                // OAuth2 refresh grant, as docker does with an identity token.
+                let mut form = Url::parse("form:")
+                    .map_err(|err| Error::new(ExitCode::Registry, fetching()).with_source(err))?;
+                {
+                    let mut pairs = form.query_pairs_mut();
+                    pairs.append_pair("grant_type", "refresh_token");
+                    pairs.append_pair("refresh_token", refresh);
+                    pairs.append_pair("client_id", "kubectl-registry");
+                    if let Some(service) = service {
+                        pairs.append_pair("service", service);
+                    }
+                    if !scope.0.is_empty() {
+                        pairs.append_pair("scope", &scope.0.join(" "));
+                    }
+                }
+                transport
+                    .http
+                    .post(url)
+                    .header("Content-Type", "application/x-www-form-urlencoded")
+                    .body(form.query().unwrap_or_default().to_string())
+            }
+            other => {
+                {
+                    let mut pairs = url.query_pairs_mut();
+                    if let Some(service) = service {
+                        pairs.append_pair("service", service);
+                    }
+                    for one in &scope.0 {
+                        pairs.append_pair("scope", one);
+                    }
+                }
+                let request = transport.http.get(url);
+                match other {
+                    Some(Credentials {
+                        secret: Secret::Basic { username, password },
+                        ..
+                    }) => request.header("Authorization", basic_header(username, password)),
+                    _ => request,
+                }
+            }
+        };
+        let response = request.send().await.map_err(|err| {
+            Error::new(ExitCode::Registry, fetching())
+                .with_source(explain_send_error(transport, err))
+        })?;
+        let status = response.status();
+        let wait = transport.limits.request_timeout;
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(self.refused(transport, RegistryResponse::read(response, wait).await));
+        }
+        if !status.is_success() {
+            return Err(Error::new(ExitCode::Registry, fetching())
+                .with_source(RegistryResponse::read(response, wait).await));
+        }
+        let body = response
+            .bytes()
+            .await
+            .map_err(|err| Error::new(ExitCode::Registry, fetching()).with_source(err))?;
+        let answer: TokenAnswer = serde_json::from_slice(&body).map_err(|err| {
+            Error::new(
+                ExitCode::Registry,
+                format!("{}: the answer is not a token", fetching()),
+            )
+            .with_source(err)
+        })?;
+        answer
+            .token
+            .or(answer.access_token)
+            .filter(|token| !token.is_empty())
+            .ok_or_else(|| {
+                Error::new(
+                    ExitCode::Registry,
+                    format!("{}: the answer holds no token", fetching()),
+                )
+            })
+    }
+}
+
+/// Credentials go to a token realm over HTTPS, or over plain HTTP only on this machine (or
+/// with --insecure): never in clear text across a network.
+fn may_send_credentials_to(realm: &Url, insecure: bool) -> bool {
+    match realm.scheme() {
+        "https" => true,
+        "http" => insecure || is_loopback_url(realm),
+        _ => false,
+    }
+}
+
+/// The cluster's token goes only to a realm on the registry's own host, never to a third party
+/// (how it travels is [`may_send_credentials_to`]'s rule, as for any credentials).
+fn realm_is_on_the_registrys_host(host: &RegistryHost, realm: &Url) -> bool {
+    let authority = match (realm.host_str(), realm.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_string(),
+        (None, _) => return false,
+    };
+    authority.eq_ignore_ascii_case(host.as_str())
+        || (realm.scheme() == "https"
+            && host.port().is_none_or(|port| port == 443)
+            && realm.port().is_none()
+            && realm
+                .host_str()
+                .is_some_and(|name| name.eq_ignore_ascii_case(host.hostname())))
+}
+
+#[derive(Debug, Deserialize)]
+struct TokenAnswer {
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    access_token: Option<String>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The guarded maps stay consistent even if a holder panicked: every write is one statement.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn basic_header(username: &str, password: &str) -> HeaderValue {
+    let encoded =
+        base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
+    sensitive(format!("Basic {encoded}"))
+}
+
+fn bearer_header(token: &str) -> HeaderValue {
+    sensitive(format!("Bearer {token}"))
+}
+
+fn sensitive(text: String) -> HeaderValue {
+    // Base64 and token characters are always valid header bytes; an invalid token just sends nothing useful.
+    let mut value = HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""));
+    value.set_sensitive(true);
+    value
+}
+
+/// Parses `Basic realm="x"` or `Bearer realm="https://..",service="..",scope=".."`.
+pub fn parse_challenge(header: &str) -> Option<Challenge> {
+    let header = header.trim();
+    let (scheme, rest) = header.split_once(' ').unwrap_or((header, ""));
+    if scheme.eq_ignore_ascii_case("basic") {
+        return Some(Challenge::Basic);
+    }
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let params = parse_params(rest);
+    let realm = params.get("realm")?.clone();
+    Some(Challenge::Bearer {
+        realm,
+        service: params.get("service").cloned(),
+    })
+}
+
+/// `key="quoted, with commas",key2=bare` → map with lowercase keys.
+fn parse_params(text: &str) -> HashMap<String, String> {
+    let mut params = HashMap::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let Some((key, after_eq)) = rest.split_once('=') else {
+            break;
+        };
+        let key = key
+            .trim()
+            .trim_start_matches(',')
+            .trim()
+            .to_ascii_lowercase();
+        let (value, after_value) = if let Some(quoted) = after_eq.strip_prefix('"') {
+            let mut value = String::new();
+            let mut chars = quoted.char_indices();
+            let mut end = quoted.len();
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, escaped)) = chars.next() {
+                            value.push(escaped);
+                        }
+                    }
+                    '"' => {
+                        end = i + 1;
+                        break;
+                    }
+                    c => value.push(c),
+                }
+            }
+            (value, &quoted[end.min(quoted.len())..])
+        } else {
+            let end = after_eq.find(',').unwrap_or(after_eq.len());
+            (after_eq[..end].trim().to_string(), &after_eq[end..])
+        };
+        params.insert(key, value);
+        rest = after_value.trim_start_matches([',', ' ']);
+    }
+    params
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_challenges_give_realm_and_service() {
+        let parsed = parse_challenge(
+            r#"Bearer realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull,push""#,
+        );
+        assert_eq!(
+            parsed,
+            Some(Challenge::Bearer {
+                realm: "https://auth.example/token".into(),
+                service: Some("registry.example".into())
+            })
+        );
+    }
+
+    #[test]
+    fn basic_and_unknown_schemes() {
+        assert_eq!(
+            parse_challenge(r#"Basic realm="test-registry""#),
+            Some(Challenge::Basic)
+        );
+        assert_eq!(parse_challenge("Negotiate abc"), None);
+        assert_eq!(
+            parse_challenge(r#"Bearer service="x""#),
+            None,
+            "a realm is required"
+        );
+    }
+
+    #[test]
+    fn unquoted_and_escaped_params() {
+        let params = parse_params(r#"realm=http://a/token, service="s\"q", Scope="x""#);
+        assert_eq!(params["realm"], "http://a/token");
+        assert_eq!(params["service"], "s\"q");
+        assert_eq!(params["scope"], "x");
+    }
+
+    #[test]
+    fn scopes_ask_for_push_and_the_mount_source() {
+        assert_eq!(Scope::push("app").key(), "repository:app:pull,push");
+        assert_eq!(
+            Scope::push_with_pull_from("app", "base").key(),
+            "repository:app:pull,push repository:base:pull"
+        );
+    }
+
+    #[test]
+    fn credentials_go_to_a_realm_over_https_or_loopback_http_only() {
+        let url = |text: &str| Url::parse(text).unwrap();
+        assert!(may_send_credentials_to(
+            &url("https://auth.example/token"),
+            false
+        ));
+        assert!(may_send_credentials_to(
+            &url("http://127.0.0.1:5000/token"),
+            false
+        ));
+        assert!(may_send_credentials_to(
+            &url("http://localhost/token"),
+            false
+        ));
+        assert!(may_send_credentials_to(
+            &url("http://[::1]:80/token"),
+            false
+        ));
+        assert!(!may_send_credentials_to(
+            &url("http://auth.example/token"),
+            false
+        ));
+        assert!(!may_send_credentials_to(
+            &url("http://10.0.0.1/token"),
+            false
+        ));
+        assert!(may_send_credentials_to(
+            &url("http://auth.example/token"),
+            true
+        ));
+        assert!(!may_send_credentials_to(
+            &url("ftp://auth.example/token"),
+            true
+        ));
+    }
+
+    #[test]
+    fn the_cluster_token_goes_only_to_a_realm_on_the_registrys_own_host() {
+        let url = |text: &str| Url::parse(text).unwrap();
+        let route =
+            RegistryHost::parse("default-route-openshift-image-registry.apps-crc.testing").unwrap();
+        let own = |realm: &str| realm_is_on_the_registrys_host(&route, &url(realm));
+        assert!(own(
+            "https://default-route-openshift-image-registry.apps-crc.testing/openshift/token"
+        ));
+        assert!(own(
+            "https://Default-Route-OpenShift-Image-Registry.apps-crc.testing:443/openshift/token"
+        ));
+        assert!(!own("https://auth.example/openshift/token"));
+        assert!(!own(
+            "https://default-route-openshift-image-registry.apps-crc.testing.evil.example/token"
+        ));
+        assert!(!own(
+            "https://default-route-openshift-image-registry.apps-crc.testing:8443/openshift/token"
+        ));
+
+        let service = RegistryHost::parse("127.0.0.1:5000").unwrap();
+        assert!(realm_is_on_the_registrys_host(
+            &service,
+            &url("http://127.0.0.1:5000/openshift/token")
+        ));
+        assert!(!realm_is_on_the_registrys_host(
+            &service,
+            &url("http://127.0.0.1:5001/openshift/token")
+        ));
+    }
+
+    #[test]
+    fn auth_headers_are_marked_sensitive() {
+        assert!(basic_header("a", "b").is_sensitive());
+        assert!(bearer_header("t").is_sensitive());
+        assert_eq!(
+            basic_header("alice", "s3cret").to_str().unwrap(),
+            "Basic YWxpY2U6czNjcmV0"
+        );
+    }
+}

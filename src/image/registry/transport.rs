@@ -1,0 +1,477 @@
+//! How we reach a registry: plain HTTP or HTTPS and which certificates to trust, the shared HTTP
+//! client, and connection failures explained with the flag that fixes them.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use reqwest::{Client, Url, redirect};
+
+use super::credentials::{ClusterLogin, CredentialSources};
+use super::proxy::Proxies;
+use super::watchdog::Stalled;
+use crate::error::{Context, Error, ExitCode, Result};
+use crate::image::reference::{RegistryHost, is_loopback_hostname};
+use crate::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
+
+/// How to reach the registry, from the command line and the cluster's advertisement.
+#[derive(Debug, Clone, Default)]
+pub struct TransportOptions {
+    /// `--insecure`: allow plain HTTP to non-loopback hosts, and skip certificate checks over HTTPS.
+    pub insecure: bool,
+    /// `--ca-file`: a PEM bundle to trust for the registry's certificate (implies HTTPS).
+    pub ca_file: Option<PathBuf>,
+    /// The cluster's registry guide (KEP-1755 `help`), shown with every registry failure.
+    pub help: Option<String>,
+    /// Where credentials are looked up (the settings' docker and podman files).
+    pub credentials: CredentialSources,
+    /// How long to wait and how often to retry.
+    pub limits: Limits,
+    /// The environment's proxies (never used for loopback).
+    pub proxies: Proxies,
+    /// The cluster's token, for a token realm on the registry's own host when no docker or
+    /// podman credentials name it (OpenShift).
+    pub cluster_login: Option<ClusterLogin>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+/// How long we wait for a TCP (and TLS) connection: registries here are local or near.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Redirects followed for one request, as browsers and Go's client do.
+const MAX_REDIRECTS: usize = 10;
+
+/// The HTTP client and the scheme for one registry host. The scheme may change once, when `ping`
+/// finds the server speaks the other one and the rules allow it.
+#[derive(Debug)]
+pub struct Transport {
+    pub http: Client,
+    pub host: RegistryHost,
+    pub insecure: bool,
+    pub has_ca_file: bool,
+    pub help: Option<String>,
+    pub limits: Limits,
+    https: AtomicBool,
+}
+
+impl Transport {
+    pub fn new(host: &RegistryHost, options: &TransportOptions) -> Result<Self> {
+        let scheme = initial_scheme(host, options);
+        let http = build_client(options, scheme)?;
+        Ok(Self {
+            http,
+            host: host.clone(),
+            insecure: options.insecure,
+            has_ca_file: options.ca_file.is_some(),
+            help: options.help.clone(),
+            limits: options.limits,
+            https: AtomicBool::new(scheme == Scheme::Https),
+        })
+    }
+
+    pub fn scheme(&self) -> Scheme {
+        if self.https.load(Ordering::Relaxed) {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        }
+    }
+
+    pub fn set_scheme(&self, scheme: Scheme) {
+        self.https.store(scheme == Scheme::Https, Ordering::Relaxed);
+    }
+
+    /// Whether the rules let us switch to `scheme` after the server showed it speaks that one.
+    pub fn may_switch_to(&self, scheme: Scheme) -> bool {
+        match scheme {
+            // Plain HTTP needs consent, except on loopback where nothing crosses a network.
+            Scheme::Http => self.insecure || self.host.is_loopback(),
+            Scheme::Https => true,
+        }
+    }
+
+    /// Whether `url` is the registry itself, over the scheme we settled on: the only place
+    /// our credentials may go.
+    pub fn is_origin(&self, url: &Url) -> bool {
+        let authority = match (url.host_str(), url.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_string(),
+            (None, _) => return false,
+        };
+        url.scheme() == self.scheme().as_str() && authority.eq_ignore_ascii_case(self.host.as_str())
+    }
+
+    /// Refuses a URL the registry sent us to (an upload `Location`) that would leave HTTPS.
+    pub fn check_no_downgrade(&self, url: &Url) -> Result<()> {
+        if self.scheme() == Scheme::Https && url.scheme() != "https" {
+            return Err(Error::new(
+                ExitCode::Registry,
+                format!(
+                    "the registry {} sent us on to {url}, which is not HTTPS; we do not leave HTTPS",
+                    self.host
+                ),
+            )
+            .with_hint("a proxy in front of the registry may rewrite its answers: check its settings for HTTPS"));
+        }
+        Ok(())
+    }
+
+    /// `scheme://host/v2/<path>`.
+    pub fn url(&self, path: &str) -> Result<Url> {
+        let text = format!("{}://{}/v2/{path}", self.scheme().as_str(), self.host);
+        Url::parse(&text).context(ExitCode::Registry, || {
+            format!("{text:?} is not a valid registry URL")
+        })
+    }
+}
+
+/// Loopback gets plain HTTP (as docker does); a CA file means the user expects TLS; anything else HTTPS.
+fn initial_scheme(host: &RegistryHost, options: &TransportOptions) -> Scheme {
+    if options.ca_file.is_none() && host.is_loopback() {
+        Scheme::Http
+    } else {
+        Scheme::Https
+    }
+}
+
+fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
+    let mut builder = base_client(&options.proxies)
+        .pool_idle_timeout(Duration::from_secs(60))
+        .http2_adaptive_window(true);
+    let extra_roots = match &options.ca_file {
+        Some(path) => read_ca_file(path)?,
+        None => Vec::new(),
+    };
+    if options.insecure {
+        builder = builder.tls_danger_accept_invalid_certs(true);
+    }
+    let with_system_roots = builder.tls_certs_merge(extra_roots.clone());
+    match with_system_roots.build() {
+        Ok(client) => Ok(client),
+        // A machine without a system CA store (a slim container) can still reach a plain-HTTP
+        // loopback registry, or a TLS one whose CA was given.
+        Err(err) if scheme == Scheme::Http || !extra_roots.is_empty() => {
+            base_client(&options.proxies)
+                .tls_danger_accept_invalid_certs(options.insecure)
+                .tls_certs_only(extra_roots)
+                .build()
+                .map_err(|_| err)
+                .context(ExitCode::Registry, || "setting up the HTTP client")
+        }
+        Err(err) => Err(Error::new(ExitCode::Registry, "setting up the HTTP client")
+            .with_source(err)
+            .with_hint("install the system CA certificates (ca-certificates), or pass --ca-file")),
+    }
+}
+
+/// What every client of ours has: our name, the connect bound, the environment's proxies but
+/// never for loopback, and redirects that never leave HTTPS.
+fn base_client(proxies: &Proxies) -> reqwest::ClientBuilder {
+    Client::builder()
+        .user_agent(concat!("kubectl-registry/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(CONNECT_TIMEOUT)
+        .proxy(proxies.to_reqwest())
+        .redirect(redirect::Policy::custom(|attempt| {
+            let leaves_https = attempt
+                .previous()
+                .last()
+                .is_some_and(|previous| previous.scheme() == "https")
+                && attempt.url().scheme() != "https";
+            if leaves_https {
+                let to = attempt.url().to_string();
+                attempt.error(format!(
+                    "the registry redirected us to {to}, which is not HTTPS; we do not leave HTTPS"
+                ))
+            } else if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.stop()
+            } else {
+                attempt.follow()
+            }
+        }))
+}
+
+/// Whether `url` points at this machine.
+pub fn is_loopback_url(url: &Url) -> bool {
+    url.host_str().is_some_and(is_loopback_hostname)
+}
+
+fn read_ca_file(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>> {
+    let pem = std::fs::read(path).context(ExitCode::Input, || {
+        format!("reading the CA file {}", path.display())
+    })?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).context(ExitCode::Input, || {
+        format!("reading the CA file {} as PEM certificates", path.display())
+    })?;
+    if certs.is_empty() {
+        return Err(Error::new(
+            ExitCode::Input,
+            format!("the CA file {} holds no PEM certificate", path.display()),
+        ));
+    }
+    Ok(certs)
+}
+
+/// What went wrong below HTTP, as far as we can tell from the error chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectFailure {
+    /// Nothing listens, the name does not resolve, or the network drops us.
+    Unreachable,
+    /// We spoke TLS and the server answered in plain HTTP.
+    ServerSpeaksHttp,
+    /// The server's certificate did not verify.
+    UntrustedCertificate,
+    /// Some other TLS failure.
+    Tls,
+    /// The connection broke after it was made (reset, closed mid-request).
+    Dropped,
+    /// A timeout.
+    TimedOut,
+}
+
+/// Reads a reqwest error's chain for the reason underneath.
+pub fn connect_failure(err: &reqwest::Error) -> Option<ConnectFailure> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    let mut found = None;
+    while let Some(current) = next {
+        if let Some(tls) = as_rustls_error(current) {
+            return Some(match tls {
+                rustls::Error::InvalidMessage(_) => ConnectFailure::ServerSpeaksHttp,
+                rustls::Error::InvalidCertificate(_) => ConnectFailure::UntrustedCertificate,
+                _ => ConnectFailure::Tls,
+            });
+        }
+        if let Some(io) = current.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            found = match io.kind() {
+                ConnectionRefused | NotFound | HostUnreachable | NetworkUnreachable
+                | AddrNotAvailable => Some(ConnectFailure::Unreachable),
+                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => {
+                    Some(ConnectFailure::Dropped)
+                }
+                TimedOut => Some(ConnectFailure::TimedOut),
+                _ => found,
+            };
+        }
+        next = current.source();
+    }
+    if found.is_some() {
+        return found;
+    }
+    if err.is_timeout() {
+        Some(ConnectFailure::TimedOut)
+    } else if err.is_connect() {
+        Some(ConnectFailure::Unreachable)
+    } else if err.is_request() || err.is_body() {
+        // Sent, at least in part, and no answer came back: hyper's "connection closed before
+        // message completed" and its kin.
+        Some(ConnectFailure::Dropped)
+    } else {
+        None
+    }
+}
+
+/// rustls errors travel inside (nested) `io::Error`s, whose `source()` skips the wrapped error itself.
+fn as_rustls_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let inner = err.downcast_ref::<std::io::Error>()?.get_ref()?;
+    as_rustls_error(inner)
+}
+
+/// The cause to show for a request that never got an answer.
+pub fn explain_send_error(transport: &Transport, err: reqwest::Error) -> Error {
+    let host = &transport.host;
+    let failure = connect_failure(&err);
+    let (message, hint): (String, Option<String>) = match failure {
+        Some(ConnectFailure::Unreachable) => (
+            format!("the registry at {host} is down or not reachable from here"),
+            Some(format!(
+                "check that the registry runs and that {host} is reachable from this machine"
+            )),
+        ),
+        Some(ConnectFailure::ServerSpeaksHttp) => (
+            format!("{host} answered in plain HTTP, not HTTPS"),
+            Some(if transport.has_ca_file {
+                format!("drop --ca-file: {host} does not use TLS (pass --insecure to allow plain HTTP to it)")
+            } else {
+                format!("pass --insecure to allow plain HTTP to {host}")
+            }),
+        ),
+        Some(ConnectFailure::UntrustedCertificate) => (
+            format!("the TLS certificate of {host} is not trusted"),
+            Some(
+                "pass --ca-file with the CA that signed the registry's certificate, or --insecure to skip the check"
+                    .to_string(),
+            ),
+        ),
+        Some(ConnectFailure::Tls) => (
+            format!("the TLS handshake with {host} failed"),
+            Some("pass --ca-file with the registry's CA, or --insecure".to_string()),
+        ),
+        Some(ConnectFailure::Dropped) => (
+            format!("the connection to {host} broke off"),
+            None,
+        ),
+        Some(ConnectFailure::TimedOut) => (
+            format!("the registry at {host} did not answer in time"),
+            None,
+        ),
+        None => (format!("the request to {host} failed"), None),
+    };
+    let error = Error::new(ExitCode::Registry, message).with_source(SendFailure {
+        failure,
+        error: err,
+    });
+    match hint {
+        Some(hint) => error.with_hint(hint),
+        None => error,
+    }
+}
+
+/// The cause to show when an operation made no progress for its whole allowance.
+pub fn stalled_error(transport: &Transport, stalled: Stalled) -> Error {
+    let host = &transport.host;
+    Error::new(
+        ExitCode::Registry,
+        format!(
+            "the registry at {host} stopped answering: nothing moved for {}",
+            seconds_text(stalled.0)
+        ),
+    )
+    .with_hint(format!(
+        "check that the registry (and any proxy in front of it) works; {STALL_TIMEOUT_ENV} and {REQUEST_TIMEOUT_ENV} set how long to wait"
+    ))
+}
+
+/// A request that got no answer. Shows only the innermost reason ("Connection refused (os error
+/// 111)"): reqwest's layers above it ("client error (Connect)", ...) say nothing to a user.
+#[derive(Debug)]
+pub struct SendFailure {
+    pub failure: Option<ConnectFailure>,
+    pub error: reqwest::Error,
+}
+
+impl std::fmt::Display for SendFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut innermost: &(dyn std::error::Error + 'static) = &self.error;
+        loop {
+            let inner = innermost
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref());
+            match inner
+                .map(|e| e as &(dyn std::error::Error + 'static))
+                .or_else(|| innermost.source())
+            {
+                Some(next) => innermost = next,
+                None => break,
+            }
+        }
+        write!(f, "{innermost}")
+    }
+}
+
+impl std::error::Error for SendFailure {}
+
+/// Go's HTTP server answers a plain request on a TLS port with this 400 body.
+pub fn is_plain_http_to_tls_answer(status: reqwest::StatusCode, body: &[u8]) -> bool {
+    status == reqwest::StatusCode::BAD_REQUEST
+        && String::from_utf8_lossy(body).contains("HTTP request to an HTTPS server")
+}
+
+/// The cause to show when we spoke plain HTTP to a TLS port and may not switch.
+pub fn plain_http_to_tls_error(transport: &Transport) -> Error {
+    let host = &transport.host;
+    Error::new(
+        ExitCode::Registry,
+        format!("{host} speaks HTTPS, but we spoke plain HTTP to it"),
+    )
+    .with_hint("pass --ca-file with the registry's CA to use HTTPS (or --insecure to skip the certificate check)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A transport to `host`, settled on HTTPS or plain HTTP.
+    fn transport(host: &str, https: bool) -> Transport {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let host = RegistryHost::parse(host).unwrap();
+        let transport = Transport::new(&host, &TransportOptions::default()).unwrap();
+        transport.set_scheme(if https { Scheme::Https } else { Scheme::Http });
+        transport
+    }
+
+    fn url(text: &str) -> Url {
+        Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_origin_is_the_registry_host_over_the_settled_scheme() {
+        let plain = transport("127.0.0.1:5000", false);
+        assert!(plain.is_origin(&url("http://127.0.0.1:5000/v2/app/blobs/uploads/x")));
+        assert!(!plain.is_origin(&url("https://127.0.0.1:5000/v2/")));
+        assert!(!plain.is_origin(&url("http://127.0.0.1:5001/v2/")));
+        assert!(!plain.is_origin(&url("http://storage.example/blob")));
+        let tls = transport("reg.example:5000", true);
+        assert!(tls.is_origin(&url("https://reg.example:5000/v2/")));
+        assert!(!tls.is_origin(&url("http://reg.example:5000/v2/")));
+    }
+
+    #[test]
+    fn a_location_may_not_leave_https() {
+        let tls = transport("reg.example:5000", true);
+        assert!(
+            tls.check_no_downgrade(&url("https://reg.example:5000/v2/app/blobs/uploads/1"))
+                .is_ok()
+        );
+        let err = tls
+            .check_no_downgrade(&url("http://reg.example:5000/v2/app/blobs/uploads/1"))
+            .unwrap_err();
+        assert!(
+            err.message().contains("we do not leave HTTPS"),
+            "{}",
+            err.message()
+        );
+        let plain = transport("127.0.0.1:5000", false);
+        assert!(
+            plain
+                .check_no_downgrade(&url("http://127.0.0.1:5000/v2/"))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn loopback_urls_are_the_ones_never_proxied() {
+        for loopback in [
+            "http://localhost:5000/",
+            "http://LOCALHOST./",
+            "http://kind.localhost/",
+            "http://127.0.0.1/",
+            "http://127.1.2.3:80/",
+            "http://[::1]:5000/",
+        ] {
+            assert!(is_loopback_url(&url(loopback)), "{loopback}");
+        }
+        for remote in [
+            "http://10.0.0.1/",
+            "https://registry.example/",
+            "http://[::2]/",
+        ] {
+            assert!(!is_loopback_url(&url(remote)), "{remote}");
+        }
+    }
+}

@@ -1,0 +1,1369 @@
+//! `kubectl registry info` end to end: the built binary against the stand-in API server, for each
+//! discovery source, their precedence, and every way reading the cluster can fail.
+
+use std::path::Path;
+
+use crate::support::apiserver::{
+    ApiServer, StandInNode, kubeconfig_yaml, redact_ports, unused_port,
+};
+use assert_cmd::Command;
+use tempfile::TempDir;
+
+const KIND_SCRIPT_V1: &str =
+    "host: \"localhost:5001\"\nhelp: \"https://kind.sigs.k8s.io/docs/user/local-registry/\"\n";
+const CONFIGMAP_GET: &str = "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting";
+const IMAGE_CONFIG_GET: &str = "GET /apis/config.openshift.io/v1/images/cluster";
+const NODES_LIST: &str = "GET /api/v1/nodes";
+const SERVICE_GET: &str = "GET /api/v1/namespaces/container-registry/services/registry";
+
+/// What a run printed, ports redacted.
+#[derive(Debug)]
+struct Outcome {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// The binary with a clean environment: its own HOME, no proxies, no registry variables.
+fn registry_cmd(home: &Path) -> Command {
+    crate::support::env::plugin_cmd(home)
+}
+
+fn outcome(cmd: &mut Command) -> Outcome {
+    let output = cmd.output().unwrap();
+    Outcome {
+        code: output.status.code().unwrap(),
+        stdout: redact_ports(&String::from_utf8(output.stdout).unwrap()),
+        stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
+    }
+}
+
+/// `kubectl registry info [args]` against `server`, through a kubeconfig with context/cluster `name`.
+fn info(server: &ApiServer, name: &str, args: &[&str]) -> Outcome {
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = server.write_kubeconfig(dir.path(), name, name);
+    outcome(
+        registry_cmd(dir.path())
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("info")
+            .args(args),
+    )
+}
+
+fn json(outcome: &Outcome) -> serde_json::Value {
+    serde_json::from_str(&outcome.stdout).unwrap()
+}
+
+#[test]
+fn redact_ports_replaces_only_loopback_ports() {
+    assert_eq!(
+        redact_ports("http://127.0.0.1:39211 and 127.0.0.1:5 but localhost:5001"),
+        "http://127.0.0.1:PORT and 127.0.0.1:PORT but localhost:5001"
+    );
+}
+
+#[test]
+fn kinds_local_registry_script_is_found_in_the_configmap_as_text() {
+    let server = ApiServer::builder()
+        .hosting_v1(KIND_SCRIPT_V1)
+        .node(kind_node("dev"))
+        .start();
+    let run = info(&server, "kind-dev", &[]);
+    assert_eq!(run.stderr, "");
+    assert_eq!(
+        run.stdout,
+        "\
+context:              kind-dev
+cluster:              kind-dev
+server:               http://127.0.0.1:PORT
+product:              kind (cluster \"dev\")
+registry host:        localhost:5001
+runtime host:         localhost:5001
+cluster-network host: (not advertised)
+help:                 https://kind.sigs.k8s.io/docs/user/local-registry/
+source:               ConfigMap kube-public/local-registry-hosting (KEP-1755)
+network:              host (outside the cluster: a kubeconfig context)
+push:                 push to localhost:5001 and print refs on localhost:5001
+"
+    );
+    assert_eq!(run.code, 0);
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, NODES_LIST],
+        "the first hit ends discovery; the nodes are listed for the product"
+    );
+}
+
+#[test]
+fn kinds_local_registry_script_is_found_in_the_configmap_as_json() {
+    let server = ApiServer::builder()
+        .hosting_v1(KIND_SCRIPT_V1)
+        .node(kind_node("dev"))
+        .start();
+    let run = info(&server, "kind-dev", &["-o", "json"]);
+    assert_eq!(
+        run.stdout,
+        r#"{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:PORT",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": {
+    "host": "localhost:5001",
+    "hostFromContainerRuntime": "localhost:5001",
+    "hostFromClusterNetwork": null,
+    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+    "source": "configmap"
+  },
+  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5001",
+    "description": "push to localhost:5001 and print refs on localhost:5001"
+  }
+}
+"#
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn every_configmap_field_is_reported_and_json_values_are_read() {
+    let server = ApiServer::builder()
+        .hosting_v1(r#"{"host": "localhost:5000", "hostFromContainerRuntime": "registry.localhost:5000", "hostFromClusterNetwork": "k3d-registry:5000", "somethingNew": true}"#)
+        .start();
+    let run = info(&server, "k3d-dev", &["-o", "json"]);
+    assert_eq!(
+        json(&run)["registry"],
+        serde_json::json!({
+            "host": "localhost:5000",
+            "hostFromContainerRuntime": "registry.localhost:5000",
+            "hostFromClusterNetwork": "k3d-registry:5000",
+            "help": null,
+            "source": "configmap",
+        })
+    );
+    let text = info(&server, "k3d-dev", &[]);
+    assert!(
+        text.stdout.contains("runtime host:         registry.localhost:5000\ncluster-network host: k3d-registry:5000\nhelp:                 (none)\n"),
+        "{}",
+        text.stdout
+    );
+    assert_eq!((run.code, text.code), (0, 0));
+}
+
+#[test]
+fn a_scheme_in_the_configmap_host_is_stripped_with_a_warning() {
+    let server = ApiServer::builder()
+        .hosting_v1("host: http://localhost:5000\n")
+        .start();
+    let run = info(&server, "kind-dev", &["-o", "json"]);
+    assert_eq!(json(&run)["registry"]["host"], "localhost:5000");
+    assert_eq!(
+        run.stderr,
+        "warning: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1, field host \"http://localhost:5000\" has a scheme (http://); using localhost:5000\n"
+    );
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn node_annotations_name_the_registry_when_no_configmap_does() {
+    let server = ApiServer::builder()
+        .node(
+            StandInNode::new("k3d-dev-server-0")
+                .provider_id("k3s://k3d-dev-server-0")
+                .annotation("tilt.dev/registry", "localhost:5005")
+                .annotation("tilt.dev/registry-from-cluster", "registry.local:5000"),
+        )
+        .microk8s_registry_service(32000)
+        .start();
+    let run = info(&server, "k3d-dev", &["-o", "json"]);
+    assert_eq!(
+        json(&run)["registry"],
+        serde_json::json!({
+            "host": "localhost:5005",
+            "hostFromContainerRuntime": "registry.local:5000",
+            "hostFromClusterNetwork": null,
+            "help": null,
+            "source": "annotation",
+        })
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST]
+    );
+}
+
+#[test]
+fn microk8s_registry_service_is_the_last_resort() {
+    let server = ApiServer::builder()
+        .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
+        .microk8s_registry_service(32000)
+        .start();
+    let run = info(&server, "microk8s", &[]);
+    assert_eq!(
+        run.stdout,
+        "\
+context:              microk8s
+cluster:              microk8s
+server:               http://127.0.0.1:PORT
+product:              MicroK8s
+registry host:        localhost:32000
+runtime host:         localhost:32000
+cluster-network host: (not advertised)
+help:                 (none)
+source:               Service container-registry/registry (microk8s registry addon)
+network:              host (outside the cluster: a kubeconfig context)
+push:                 push to localhost:32000 and print refs on localhost:32000
+"
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+    );
+}
+
+#[test]
+fn the_configmap_beats_annotations_and_the_service() {
+    let server = ApiServer::builder()
+        .hosting_v1("host: localhost:5001\n")
+        .node(
+            StandInNode::new("kind-control-plane")
+                .annotation("kind.x-k8s.io/registry", "localhost:5002"),
+        )
+        .microk8s_registry_service(32000)
+        .start();
+    let run = info(&server, "kind-dev", &["-o", "json"]);
+    assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
+    assert_eq!(json(&run)["registry"]["source"], "configmap");
+}
+
+#[test]
+fn annotations_beat_the_service() {
+    let server = ApiServer::builder()
+        .node(
+            StandInNode::new("kind-control-plane")
+                .annotation("kind.x-k8s.io/registry", "localhost:5002"),
+        )
+        .microk8s_registry_service(32000)
+        .start();
+    let run = info(&server, "kind-dev", &["-o", "json"]);
+    assert_eq!(json(&run)["registry"]["host"], "localhost:5002");
+    assert_eq!(json(&run)["registry"]["source"], "annotation");
+}
+
+#[test]
+fn flags_beat_everything_and_the_cluster_is_not_contacted() {
+    let server = ApiServer::builder()
+        .hosting_v1(KIND_SCRIPT_V1)
+        .microk8s_registry_service(32000)
+        .start();
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    let run = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("KUBECTL_REGISTRY_HOST", "localhost:6000")
+            .args([
+                "--registry",
+                "registry.localhost:5001",
+                "--registry-from-runtime",
+                "kind-registry:5000",
+            ])
+            .args(["info", "-o", "json"]),
+    );
+    assert_eq!(
+        run.stdout,
+        r#"{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:PORT",
+  "product": null,
+  "registry": {
+    "host": "registry.localhost:5001",
+    "hostFromContainerRuntime": "kind-registry:5000",
+    "hostFromClusterNetwork": null,
+    "help": null,
+    "source": "flag"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "registry-named",
+    "host": "registry.localhost:5001",
+    "description": "push to registry.localhost:5001 and print refs on kind-registry:5000"
+  }
+}
+"#
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(server.requests(), Vec::<String>::new());
+}
+
+#[test]
+fn the_environment_beats_the_configmap_and_the_cluster_is_not_contacted() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    let run = outcome(
+        registry_cmd(dir.path())
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .env("KUBECTL_REGISTRY_HOST", "localhost:6000")
+            .env("KUBECTL_REGISTRY_RUNTIME_HOST", "registry:6000")
+            .arg("info"),
+    );
+    assert_eq!(
+        run.stdout,
+        "\
+context:              kind-dev
+cluster:              kind-dev
+server:               http://127.0.0.1:PORT
+product:              (not detected: the cluster was not contacted)
+registry host:        localhost:6000
+runtime host:         registry:6000
+cluster-network host: (not advertised)
+help:                 (none)
+source:               KUBECTL_REGISTRY_HOST environment variable
+network:              host (the registry was named, not discovered)
+push:                 push to localhost:6000 and print refs on registry:6000
+"
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(server.requests(), Vec::<String>::new());
+}
+
+#[test]
+fn the_registry_flag_needs_no_kubeconfig_at_all() {
+    let home = TempDir::new().unwrap();
+    let run = outcome(
+        registry_cmd(home.path())
+            .env("KUBECONFIG", home.path().join("missing"))
+            .args(["--registry", "localhost:5001", "info", "-o", "json"]),
+    );
+    assert_eq!(
+        run.stdout,
+        r#"{
+  "context": null,
+  "cluster": null,
+  "server": null,
+  "product": null,
+  "registry": {
+    "host": "localhost:5001",
+    "hostFromContainerRuntime": "localhost:5001",
+    "hostFromClusterNetwork": null,
+    "help": null,
+    "source": "flag"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "registry-named",
+    "host": "localhost:5001",
+    "description": "push to localhost:5001 and print refs on localhost:5001"
+  }
+}
+"#
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let text = outcome(registry_cmd(home.path()).args(["--registry", "localhost:5001", "info"]));
+    assert_eq!(
+        text.stdout.lines().take(4).collect::<Vec<_>>(),
+        vec![
+            "context:              (none)",
+            "cluster:              (none)",
+            "server:               (none)",
+            "product:              (not detected: the cluster was not contacted)",
+        ]
+    );
+    assert_eq!(text.code, 0);
+}
+
+#[test]
+fn a_bad_registry_flag_is_a_usage_error() {
+    let home = TempDir::new().unwrap();
+    let run =
+        outcome(registry_cmd(home.path()).args(["--registry", "localhost:5001/team", "info"]));
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "\
+error: --registry \"localhost:5001/team\" is not a registry host
+caused by: \"localhost:5001/team\" is not a registry host[:port]: it has a path (/team)
+hint: give host[:port], for example localhost:5001 or [::1]:5001
+"
+    );
+    assert_eq!(run.code, 2);
+}
+
+/// A kind node as kind writes it: `NAME-control-plane`, providerID `kind://docker/NAME/...`.
+fn kind_node(cluster: &str) -> StandInNode {
+    let node = format!("{cluster}-control-plane");
+    StandInNode::new(&node)
+        .provider_id(&format!("kind://docker/{cluster}/{node}"))
+        .label("node-role.kubernetes.io/control-plane", "")
+}
+
+const NONE_ADVERTISED: &str = "\
+No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
+OpenShift's image config, node annotations or a microk8s registry Service names one.
+";
+
+#[test]
+fn kind_without_a_registry_loads_with_kind_load_naming_the_cluster() {
+    let server = ApiServer::builder().node(kind_node("dev")).start();
+    let run = info(&server, "kind-dev", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              kind-dev
+cluster:              kind-dev
+server:               http://127.0.0.1:PORT
+product:              kind (cluster \"dev\")
+registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
+push:                 load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`
+
+{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://kind.sigs.k8s.io/docs/user/local-registry/
+"
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET],
+        "one node list serves discovery and product detection"
+    );
+
+    let run = info(&server, "kind-dev", &["-o", "json"]);
+    assert_eq!(
+        run.stdout,
+        r#"{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:PORT",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": null,
+  "registryGuide": null,
+  "push": {
+    "method": "node-load",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
+    "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
+  }
+}
+"#
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn node_facts_name_the_product_when_the_context_was_renamed() {
+    let server = ApiServer::builder().node(kind_node("dev")).start();
+    let run = info(&server, "work", &["-o", "json"]);
+    assert_eq!(
+        json(&run)["product"],
+        serde_json::json!({"kind": "kind", "clusterName": "dev"})
+    );
+    assert_eq!(
+        json(&run)["push"]["description"],
+        "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn k3d_without_a_registry_imports_into_the_named_cluster() {
+    let server = ApiServer::builder()
+        .node(
+            StandInNode::new("k3d-dev-server-0")
+                .provider_id("k3s://k3d-dev-server-0")
+                .label("node.kubernetes.io/instance-type", "k3s"),
+        )
+        .start();
+    let run = info(&server, "k3d-dev", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              k3d-dev
+cluster:              k3d-dev
+server:               http://127.0.0.1:PORT
+product:              k3d (cluster \"dev\")
+registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
+push:                 load the image into the nodes of k3d cluster \"dev\": `k3d image import <archive> -c dev`
+
+{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://k3d.io/stable/usage/registries/
+"
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+
+    let run = info(&server, "k3d-dev", &["-o", "json"]);
+    assert_eq!(
+        (&json(&run)["product"], &json(&run)["push"]),
+        (
+            &serde_json::json!({"kind": "k3d", "clusterName": "dev"}),
+            &serde_json::json!({
+                "method": "node-load",
+                "network": "host",
+                "networkReason": "kubeconfig",
+                "host": null,
+                "description": "load the image into the nodes of k3d cluster \"dev\": `k3d image import <archive> -c dev`",
+            })
+        )
+    );
+}
+
+#[test]
+fn minikube_without_a_registry_loads_into_the_profile() {
+    let server = ApiServer::builder()
+        .node(StandInNode::new("minikube").label("minikube.k8s.io/name", "minikube"))
+        .start();
+    let run = info(&server, "minikube", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              minikube
+cluster:              minikube
+server:               http://127.0.0.1:PORT
+product:              minikube (profile \"minikube\")
+registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
+push:                 load the image into the nodes of minikube profile \"minikube\": `minikube image load <archive> -p minikube`
+
+{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://minikube.sigs.k8s.io/docs/handbook/registry/
+"
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+
+    let run = info(&server, "minikube", &["-o", "json"]);
+    assert_eq!(
+        (&json(&run)["product"], &json(&run)["push"]["method"]),
+        (
+            &serde_json::json!({"kind": "minikube", "clusterName": "minikube"}),
+            &serde_json::json!("node-load")
+        )
+    );
+}
+
+#[test]
+fn microk8s_without_its_registry_addon_imports_on_every_node() {
+    let server = ApiServer::builder()
+        .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
+        .start();
+    let run = info(&server, "microk8s", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              microk8s
+cluster:              microk8s
+server:               http://127.0.0.1:PORT
+product:              MicroK8s
+registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
+push:                 load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25
+
+{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://microk8s.io/docs/registry-built-in
+"
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+
+    let run = info(&server, "microk8s", &["-o", "json"]);
+    assert_eq!(
+        json(&run)["product"],
+        serde_json::json!({"kind": "microk8s", "clusterName": null})
+    );
+}
+
+#[test]
+fn microk8s_with_its_registry_addon_pushes_there_as_json() {
+    let server = ApiServer::builder()
+        .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
+        .microk8s_registry_service(32000)
+        .start();
+    let run = info(&server, "microk8s", &["-o", "json"]);
+    assert_eq!(
+        run.stdout,
+        r#"{
+  "context": "microk8s",
+  "cluster": "microk8s",
+  "server": "http://127.0.0.1:PORT",
+  "product": {
+    "kind": "microk8s",
+    "clusterName": null
+  },
+  "registry": {
+    "host": "localhost:32000",
+    "hostFromContainerRuntime": "localhost:32000",
+    "hostFromClusterNetwork": null,
+    "help": null,
+    "source": "microk8s-service"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:32000",
+    "description": "push to localhost:32000 and print refs on localhost:32000"
+  }
+}
+"#
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+    );
+}
+
+#[test]
+fn docker_desktop_without_a_registry_loads_into_the_local_docker_store() {
+    let server = ApiServer::builder()
+        .node(StandInNode::new("docker-desktop"))
+        .start();
+    let run = info(&server, "docker-desktop", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              docker-desktop
+cluster:              docker-desktop
+server:               http://127.0.0.1:PORT
+product:              Docker Desktop
+registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
+push:                 load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`
+
+{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://docs.docker.com/desktop/features/kubernetes/
+"
+        )
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+    );
+
+    let run = info(&server, "docker-desktop", &["-o", "json"]);
+    assert_eq!(
+        json(&run),
+        serde_json::json!({
+            "context": "docker-desktop",
+            "cluster": "docker-desktop",
+            "server": "http://127.0.0.1:PORT",
+            "product": {"kind": "docker-desktop", "clusterName": null},
+            "registry": null,
+            "registryGuide": null,
+            "push": {
+                "method": "node-load",
+                "network": "host",
+                "networkReason": "kubeconfig",
+                "host": null,
+                "description": "load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`",
+            },
+        })
+    );
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn an_unknown_cluster_without_a_registry_says_push_would_fail_and_the_ways_out() {
+    let server = ApiServer::builder()
+        .node(StandInNode::new("node-1"))
+        .start();
+    let run = info(&server, "work", &[]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\
+context:              work
+cluster:              work
+server:               http://127.0.0.1:PORT
+product:              unknown
+registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
+push:                 fail: no registry is advertised and no way to load images into this cluster's nodes is known
+
+{NONE_ADVERTISED}Ways out:
+  - run a registry that advertises itself in that ConfigMap (KEP-1755):
+    https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry
+  - or name one: --registry HOST[:PORT] (or KUBECTL_REGISTRY_HOST)
+  - or load the image your own way: push --load-command 'PROGRAM ARGS... {{archive}}'
+"
+        )
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (0, ""),
+        "a result, not a failure"
+    );
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+    );
+
+    let run = info(&server, "work", &["-o", "json"]);
+    assert_eq!(
+        json(&run),
+        serde_json::json!({
+            "context": "work",
+            "cluster": "work",
+            "server": "http://127.0.0.1:PORT",
+            "product": {"kind": "unknown", "clusterName": null},
+            "registry": null,
+            "registryGuide": null,
+            "push": {
+                "method": "none",
+                "network": "host",
+                "networkReason": "kubeconfig",
+                "host": null,
+                "description": "fail: no registry is advertised and no way to load images into this cluster's nodes is known",
+            },
+        })
+    );
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn forbidden_nodes_leave_the_kubeconfig_names_to_tell_the_product() {
+    let server = ApiServer::builder()
+        .forbid("nodes")
+        .node(kind_node("other"))
+        .start();
+    let run = info(&server, "kind-dev", &["-v"]);
+    assert_eq!(
+        run.stdout.lines().nth(3),
+        Some("product:              kind (cluster \"dev\")"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.lines().nth(6),
+        Some(
+            "push:                 load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
+        )
+    );
+    assert_eq!(
+        run.stderr,
+        "\
+ConfigMap kube-public/local-registry-hosting not found
+no readable images.config.openshift.io/cluster (not OpenShift)
+listing nodes is not allowed here; no node facts
+no readable Service container-registry/registry (microk8s registry addon)
+no node facts, so the product is told from the kubeconfig's names alone
+"
+    );
+    assert_eq!(run.code, 0);
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+    );
+
+    let renamed = info(&server, "work", &["-o", "json"]);
+    assert_eq!(
+        (
+            &json(&renamed)["product"],
+            &json(&renamed)["push"]["method"]
+        ),
+        (
+            &serde_json::json!({"kind": "unknown", "clusterName": null}),
+            &serde_json::json!("none")
+        ),
+        "without node facts a renamed context says nothing"
+    );
+    assert_eq!((renamed.code, renamed.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn forbidden_reads_mean_none_advertised() {
+    let server = ApiServer::builder()
+        .forbid("configmaps")
+        .forbid("nodes")
+        .forbid("services")
+        .start();
+    let run = info(&server, "kind-dev", &["-o", "json"]);
+    assert_eq!(json(&run)["registry"], serde_json::Value::Null);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        server.requests(),
+        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+    );
+}
+
+#[test]
+fn a_forbidden_configmap_falls_through_to_the_annotations() {
+    let server = ApiServer::builder()
+        .forbid("configmaps")
+        .node(
+            StandInNode::new("kind-control-plane")
+                .annotation("kind.x-k8s.io/registry", "localhost:5002"),
+        )
+        .start();
+    let run = info(&server, "kind-dev", &["-o", "json"]);
+    assert_eq!(json(&run)["registry"]["source"], "annotation");
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn a_v2_key_alone_is_none_understood_with_a_warning() {
+    let server = ApiServer::builder()
+        .hosting_configmap(&[(
+            "localRegistryHosting.v2",
+            "registries: [{host: localhost:5001}]\n",
+        )])
+        .start();
+    let run = info(&server, "kind-dev", &["-o", "json"]);
+    assert_eq!(json(&run)["registry"], serde_json::Value::Null);
+    assert_eq!(
+        run.stderr,
+        "warning: ConfigMap kube-public/local-registry-hosting only has localRegistryHosting.v2, a version this kubectl-registry does not understand (it reads localRegistryHosting.v1); treating the registry as not advertised\n"
+    );
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn a_v2_key_beside_v1_is_a_debug_note_only() {
+    let server = ApiServer::builder()
+        .hosting_configmap(&[
+            ("localRegistryHosting.v1", "host: localhost:5001\n"),
+            ("localRegistryHosting.v2", "registries: []\n"),
+        ])
+        .start();
+    let quiet = info(&server, "kind-dev", &["-o", "json"]);
+    assert_eq!(json(&quiet)["registry"]["host"], "localhost:5001");
+    assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
+    let verbose = info(&server, "kind-dev", &["-o", "json", "-v"]);
+    assert_eq!(
+        verbose.stderr,
+        "\
+ignoring localRegistryHosting.v2 of ConfigMap kube-public/local-registry-hosting: newer than this kubectl-registry understands; reading localRegistryHosting.v1
+no node facts, so the product is told from the kubeconfig's names alone
+"
+    );
+}
+
+#[test]
+fn a_malformed_configmap_host_is_an_error_with_the_help_link() {
+    let server = ApiServer::builder()
+        .hosting_v1("host: localhost:5001/v2\nhostFromClusterNetwork: kind-registry:5000\nhelp: https://kind.sigs.k8s.io/docs/user/local-registry/\n")
+        .start();
+    let run = info(&server, "kind-dev", &[]);
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "\
+error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is not a registry host
+caused by: \"localhost:5001/v2\" is not a registry host[:port]: it has a path (/v2)
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/ (or skip discovery with --registry HOST[:PORT])
+"
+    );
+    assert_eq!(run.code, 3);
+}
+
+/// What microk8s installs while its registry addon is off, and re-applies on `microk8s
+/// disable registry`.
+const MICROK8S_HELP_ONLY: &str = "help: \"https://microk8s.io/docs/registry-built-in\"\n";
+
+#[test]
+fn microk8s_help_only_configmap_advertises_no_registry_and_shows_how_to_set_one_up() {
+    let server = ApiServer::builder()
+        .hosting_v1(MICROK8S_HELP_ONLY)
+        .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
+        .start();
+    let run = info(&server, "microk8s", &[]);
+    assert_eq!(
+        run.stdout,
+        "\
+context:              microk8s
+cluster:              microk8s
+server:               http://127.0.0.1:PORT
+product:              MicroK8s
+registry:             none advertised
+set one up:           https://microk8s.io/docs/registry-built-in
+network:              host (outside the cluster: a kubeconfig context)
+push:                 load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25
+
+No local registry advertised: ConfigMap kube-public/local-registry-hosting has a help link but no
+host, and neither OpenShift's image config, a node annotation nor a microk8s registry
+Service names one.
+tip: give the cluster a registry and push uses it instead: https://microk8s.io/docs/registry-built-in
+"
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+
+    let run = info(&server, "microk8s", &["-o", "json"]);
+    let report = json(&run);
+    assert_eq!(report["registry"], serde_json::Value::Null);
+    assert_eq!(
+        report["registryGuide"],
+        "https://microk8s.io/docs/registry-built-in"
+    );
+    assert_eq!(report["push"]["method"], "node-load");
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn an_unknown_cluster_with_a_help_only_configmap_names_that_guide_first_among_the_ways_out() {
+    let server = ApiServer::builder()
+        .hosting_v1("help: https://registry.example.test/setup\n")
+        .node(StandInNode::new("worker-1"))
+        .start();
+    let run = info(&server, "corp", &[]);
+    let tail: Vec<&str> = run
+        .stdout
+        .lines()
+        .skip_while(|line| !line.is_empty())
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "",
+            "No local registry advertised: ConfigMap kube-public/local-registry-hosting has a help link but no",
+            "host, and neither OpenShift's image config, a node annotation nor a microk8s registry",
+            "Service names one.",
+            "Ways out:",
+            "  - set one up with this cluster's guide:",
+            "    https://registry.example.test/setup",
+            "  - or name one: --registry HOST[:PORT] (or KUBECTL_REGISTRY_HOST)",
+            "  - or load the image your own way: push --load-command 'PROGRAM ARGS... {archive}'",
+        ]
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn invalid_yaml_in_the_configmap_is_an_error_naming_the_key() {
+    let server = ApiServer::builder()
+        .hosting_v1("host: [localhost:5001\n")
+        .start();
+    let run = info(&server, "kind-dev", &["-o", "json"]);
+    assert_eq!(run.stdout, "");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        lines[0],
+        "error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: the value is not valid YAML"
+    );
+    assert!(lines[1].starts_with("caused by: "), "{}", run.stderr);
+    assert_eq!(
+        lines[2..],
+        [
+            "hint: fix it with `kubectl -n kube-public edit configmap local-registry-hosting`, or skip discovery with --registry HOST[:PORT]"
+        ]
+    );
+    assert_eq!(run.code, 3);
+}
+
+#[test]
+fn a_hostile_host_in_the_configmap_is_an_error_naming_the_field() {
+    let server = ApiServer::builder()
+        .hosting_v1("host: localhost:5001\nhostFromContainerRuntime: \"admin:pw@registry:5000\"\n")
+        .start();
+    let run = info(&server, "kind-dev", &[]);
+    assert_eq!(
+        run.stderr,
+        "\
+error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field hostFromContainerRuntime is not a registry host
+caused by: \"admin:pw@registry:5000\" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json
+hint: fix it with `kubectl -n kube-public edit configmap local-registry-hosting`, or skip discovery with --registry HOST[:PORT]
+"
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+}
+
+#[test]
+fn an_unknown_context_lists_the_contexts_available() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    let run = outcome(
+        registry_cmd(dir.path())
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--context", "kind-prod", "info"]),
+    );
+    let kubeconfig = kubeconfig.display();
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: context \"kind-prod\" is not in kubeconfig {kubeconfig}\nhint: contexts available: kind-dev; choose one with --context NAME\n"
+        )
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+    assert_eq!(server.requests(), Vec::<String>::new());
+}
+
+#[test]
+fn the_context_flag_picks_among_merged_kubeconfig_files() {
+    let kind = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let microk8s = ApiServer::builder()
+        .microk8s_registry_service(32000)
+        .start();
+    let dir = TempDir::new().unwrap();
+    let first = dir.path().join("kind");
+    let second = dir.path().join("microk8s");
+    std::fs::write(&first, kubeconfig_yaml(&kind.url(), "kind-dev", "kind-dev")).unwrap();
+    std::fs::write(
+        &second,
+        kubeconfig_yaml(&microk8s.url(), "microk8s", "microk8s-cluster"),
+    )
+    .unwrap();
+    let joined = std::env::join_paths([&first, &second]).unwrap();
+    let run = outcome(registry_cmd(dir.path()).env("KUBECONFIG", &joined).args([
+        "--context",
+        "microk8s",
+        "info",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(json(&run)["context"], "microk8s");
+    assert_eq!(json(&run)["cluster"], "microk8s-cluster");
+    assert_eq!(json(&run)["registry"]["host"], "localhost:32000");
+    assert_eq!(run.code, 0);
+    assert_eq!(kind.requests(), Vec::<String>::new());
+}
+
+#[test]
+fn an_unreadable_kubeconfig_is_a_cluster_error() {
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = dir.path().join("config");
+    std::fs::write(&kubeconfig, "apiVersion: v1\nclusters: [\n").unwrap();
+    let run = outcome(
+        registry_cmd(dir.path())
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("info"),
+    );
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("error: reading kubeconfig {}", kubeconfig.display())
+    );
+    assert!(lines[1].starts_with("caused by: "), "{}", run.stderr);
+    assert_eq!(
+        lines[2..],
+        ["hint: fix or replace that file, or skip discovery with --registry HOST[:PORT]"]
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+}
+
+#[test]
+fn a_missing_kubeconfig_flag_file_is_a_cluster_error() {
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = dir.path().join("nope");
+    let run = outcome(
+        registry_cmd(dir.path())
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("info"),
+    );
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: reading kubeconfig {}\ncaused by: No such file or directory (os error 2)\nhint: check the path, or unset --kubeconfig to use KUBECONFIG or ~/.kube/config; or skip discovery with --registry HOST[:PORT]\n",
+            kubeconfig.display()
+        )
+    );
+    assert_eq!(run.code, 3);
+}
+
+#[test]
+fn no_kubeconfig_at_all_says_so() {
+    let home = TempDir::new().unwrap();
+    let run = outcome(registry_cmd(home.path()).arg("info"));
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: no kubeconfig: {} does not exist\nhint: create a cluster (`kind create cluster` writes one) or point --kubeconfig at one, or skip discovery with --registry HOST[:PORT]\n",
+            home.path().join(".kube/config").display()
+        )
+    );
+    assert_eq!(run.code, 3);
+}
+
+#[test]
+fn a_kubeconfig_list_with_a_missing_file_uses_the_others() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    let joined = std::env::join_paths([dir.path().join("gone"), kubeconfig]).unwrap();
+    let run = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &joined)
+            .args(["info", "-o", "json"]),
+    );
+    assert_eq!(json(&run)["context"], "kind-dev");
+    assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn the_home_kubeconfig_is_the_default() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let home = TempDir::new().unwrap();
+    std::fs::create_dir(home.path().join(".kube")).unwrap();
+    std::fs::write(
+        home.path().join(".kube/config"),
+        kubeconfig_yaml(&server.url(), "minikube", "minikube"),
+    )
+    .unwrap();
+    let run = outcome(registry_cmd(home.path()).args(["info", "-o", "json"]));
+    assert_eq!(json(&run)["context"], "minikube");
+    assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn an_api_server_that_is_down_fails_naming_context_and_server() {
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = dir.path().join("config");
+    let server = format!("http://127.0.0.1:{}", unused_port());
+    std::fs::write(
+        &kubeconfig,
+        kubeconfig_yaml(&server, "kind-dev", "kind-dev"),
+    )
+    .unwrap();
+    let run = outcome(
+        registry_cmd(dir.path())
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("info"),
+    );
+    assert_eq!(
+        run.stderr,
+        "\
+error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context \"kind-dev\" (http://127.0.0.1:PORT)
+caused by: client error (Connect)
+caused by: tcp connect error
+caused by: Connection refused (os error 111)
+hint: is the cluster running? `kubectl --context kind-dev get nodes` shows whether it answers
+"
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+}
+
+/// A kubeconfig whose user runs `./credential` (beside the kubeconfig) as an exec plugin.
+fn exec_kubeconfig(dir: &Path, server: &ApiServer, script: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let plugin = dir.join("credential");
+    std::fs::write(&plugin, script).unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let yaml = format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: eks-dev
+  cluster: {{server: \"{}\"}}
+contexts:
+- name: eks-dev
+  context: {{cluster: eks-dev, user: sso}}
+current-context: eks-dev
+users:
+- name: sso
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: ./credential
+      interactiveMode: Never
+",
+        server.url()
+    );
+    std::fs::write(&kubeconfig, yaml).unwrap();
+    kubeconfig
+}
+
+#[test]
+fn an_exec_credential_plugin_supplies_the_token() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = exec_kubeconfig(
+        dir.path(),
+        &server,
+        "#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"from-exec-plugin\"}}'\n",
+    );
+    let run = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .args(["info", "-o", "json"]),
+    );
+    assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        server.authorizations(),
+        vec![Some("Bearer from-exec-plugin".to_string()); 2],
+        "the ConfigMap read and the node list"
+    );
+}
+
+#[test]
+fn a_failing_exec_credential_plugin_is_a_cluster_error() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = exec_kubeconfig(
+        dir.path(),
+        &server,
+        "#!/bin/sh\necho 'session expired: run sso login' >&2\nexit 1\n",
+    );
+    let run = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .arg("info"),
+    );
+    assert_eq!(
+        run.stderr,
+        "\
+error: getting credentials for context \"eks-dev\" (http://127.0.0.1:PORT): the kubeconfig's exec credential plugin failed (exit status: 1)
+caused by: session expired: run sso login
+hint: log in again with that plugin's tool, then try `kubectl --context eks-dev get nodes`
+"
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+    assert_eq!(server.requests(), Vec::<String>::new());
+}
+
+#[test]
+fn https_proxy_is_never_used_for_a_loopback_api_server() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    let proxy = format!("http://127.0.0.1:{}", unused_port());
+    let run = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("HTTPS_PROXY", &proxy)
+            .env("https_proxy", &proxy)
+            .args(["info", "-o", "json"]),
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
+    assert!(server.requests().contains(&CONFIGMAP_GET.to_string()));
+}
+
+#[test]
+fn a_kubeconfig_proxy_url_is_used_even_for_a_loopback_api_server() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let proxy = format!("http://127.0.0.1:{}", unused_port());
+    let yaml = crate::support::apiserver::kubeconfig_yaml(&server.url(), "kind-dev", "kind-dev")
+        .replacen(
+            "    server:",
+            &format!("    proxy-url: {proxy}\n    server:"),
+            1,
+        );
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, yaml).unwrap();
+    let run = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .arg("info"),
+    );
+    assert_eq!(
+        run.stderr.lines().next(),
+        Some(
+            "error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context \"kind-dev\" (http://127.0.0.1:PORT through proxy http://127.0.0.1:PORT)"
+        )
+    );
+    assert_eq!(run.code, 3);
+    assert_eq!(server.requests(), Vec::<String>::new());
+}
+
+#[test]
+fn text_from_the_api_server_and_the_configmap_is_printed_escaped() {
+    let hostile = "no\x1b]0;owned\x07 \u{202e}gnp.exe";
+    let server = ApiServer::builder()
+        .fail("configmaps", 500, hostile)
+        .start();
+    let run = info(&server, "kind-dev", &[]);
+    assert_eq!(run.code, 3);
+    assert!(
+        run.stderr
+            .contains("caused by: no\\u001b]0;owned\\u0007 \\u202egnp.exe"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains(['\u{1b}', '\u{7}', '\u{202e}']));
+
+    // YAML's escape for RIGHT-TO-LEFT OVERRIDE (a `help` with C0 controls is refused as invalid).
+    let server = ApiServer::builder()
+        .hosting_v1("host: \"localhost:5001\"\nhelp: \"https://example.test/guide\\u202E\"\n")
+        .start();
+    for args in [&[][..], &["-o", "json"]] {
+        let run = info(&server, "kind-dev", args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(!run.stdout.contains('\u{202e}'), "{}", run.stdout);
+        assert!(run.stdout.contains("guide\\u202e"), "{}", run.stdout);
+    }
+}
+
+#[test]
+fn discovery_reads_the_configmap_then_openshifts_image_config_then_the_node_annotations() {
+    let internal = "image-registry.openshift-image-registry.svc:5000";
+    let route = "default-route-openshift-image-registry.apps.example.test";
+    let annotated =
+        || StandInNode::new("worker-1").annotation("tilt.dev/registry", "localhost:6000");
+    let everything = ApiServer::builder()
+        .hosting_v1("host: \"localhost:5001\"\n")
+        .openshift(internal, &[route])
+        .node(annotated())
+        .start();
+    let found = json(&info(&everything, "corp", &["-o", "json"]));
+    assert_eq!(
+        (&found["registry"]["source"], &found["registry"]["host"]),
+        (
+            &serde_json::json!("configmap"),
+            &serde_json::json!("localhost:5001")
+        )
+    );
+
+    let openshift = ApiServer::builder()
+        .openshift(internal, &[route, "second-route.example.test"])
+        .node(annotated())
+        .start();
+    let found = json(&info(&openshift, "corp", &["-o", "json"]));
+    assert_eq!(
+        found["registry"],
+        serde_json::json!({
+            "host": route,
+            "hostFromContainerRuntime": internal,
+            "hostFromClusterNetwork": internal,
+            "help": "https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/registry/securing-exposing-registry",
+            "source": "openshift",
+        })
+    );
+    assert_eq!(found["product"]["kind"], "openshift");
+    assert_eq!(
+        openshift.requests(),
+        [
+            "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting",
+            "GET /apis/config.openshift.io/v1/images/cluster",
+            "GET /api/v1/nodes",
+        ],
+        "the nodes are listed once, for the product, not for the annotations"
+    );
+
+    let annotations = ApiServer::builder().node(annotated()).start();
+    let found = json(&info(&annotations, "corp", &["-o", "json"]));
+    assert_eq!(found["registry"]["source"], "annotation");
+}

@@ -1,0 +1,29 @@
+//! The integration tests, one binary: a module per area, the shared bench in `tests/support`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod advertise;
+mod archive;
+mod completion;
+mod doctor;
+mod help;
+mod in_cluster;
+mod info;
+mod kubectl_plugin;
+mod nodeload;
+mod openshift;
+mod packaging;
+mod push;
+mod push_by_node;
+mod push_cache;
+mod push_engine;
+mod push_errors;
+mod push_faults;
+mod push_formats;
+mod push_memory;
+mod push_multi;
+mod push_nodeload;
+mod push_signals;
+mod push_wild;
+mod registry_client;

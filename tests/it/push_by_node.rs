@@ -1,0 +1,439 @@
+//! `kubectl registry push` into kind and k3d clusters without a registry, node by node: each
+//! node is a real containerd behind the stand-in `kind`/`k3d` and `docker exec` CLIs, asked what
+//! it holds and sent only what it lacks. What each node was sent is read from the archives the
+//! stand-in `docker` kept; what it holds, from its containerd.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::support::apiserver::{ApiServer, StandInNode, redact_ports};
+use crate::support::containerd::Containerd;
+use crate::support::fixtures::{Format, Image};
+use crate::support::standins::StandIns;
+use tempfile::TempDir;
+
+const NAME: &str = "myimg:dev";
+const LOADED: &str = "docker.io/library/myimg:dev";
+
+#[derive(Debug)]
+struct Outcome {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// A kind (or k3d) cluster named `dev` whose nodes each run their own containerd.
+struct Cluster {
+    nodes: Vec<(String, Containerd)>,
+    standins: StandIns,
+    kubeconfig: PathBuf,
+    _server: ApiServer,
+    dir: TempDir,
+}
+
+impl Cluster {
+    fn kind(nodes: &[&str]) -> Self {
+        let api_nodes = nodes
+            .iter()
+            .map(|node| StandInNode::new(node).provider_id(&format!("kind://docker/dev/{node}")))
+            .collect();
+        Self::start("kind-dev", nodes, api_nodes)
+    }
+
+    fn k3d(nodes: &[&str]) -> Self {
+        let api_nodes = nodes
+            .iter()
+            .map(|node| {
+                StandInNode::new(node)
+                    .provider_id(&format!("k3s://{node}"))
+                    .label("node.kubernetes.io/instance-type", "k3s")
+            })
+            .collect();
+        Self::start("k3d-dev", nodes, api_nodes)
+    }
+
+    fn start(context: &str, nodes: &[&str], api_nodes: Vec<StandInNode>) -> Self {
+        let nodes: Vec<(String, Containerd)> = nodes
+            .iter()
+            .map(|node| (node.to_string(), Containerd::start()))
+            .collect();
+        let standins = StandIns::new(&nodes[0].1);
+        for (name, runtime) in &nodes {
+            standins.add_node(name, runtime);
+        }
+        let server = api_nodes
+            .into_iter()
+            .fold(ApiServer::builder(), |builder, node| builder.node(node))
+            .start();
+        let dir = TempDir::new().unwrap();
+        let kubeconfig = server.write_kubeconfig(dir.path(), context, context);
+        Self {
+            nodes,
+            standins,
+            kubeconfig,
+            _server: server,
+            dir,
+        }
+    }
+
+    /// A new node joins: its containerd is empty.
+    fn join(&mut self, node: &str) {
+        let runtime = Containerd::start();
+        self.standins.add_node(node, &runtime);
+        self.nodes.push((node.to_string(), runtime));
+    }
+
+    fn archive(&self, image: &Image, file: &str) -> PathBuf {
+        let path = self.dir.path().join(file);
+        image.write(Format::DockerLegacy, &path, &[NAME]);
+        path
+    }
+
+    /// `kubectl-registry push ARGS`, the stand-ins first on the child's PATH (the real docker
+    /// CLI of this machine, with no daemon, comes after them).
+    fn push(&self, args: &[&str]) -> Outcome {
+        let home = self.dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let inherited = std::env::var_os("PATH").unwrap_or_default();
+        let dirs =
+            std::iter::once(self.standins.bin_dir()).chain(std::env::split_paths(&inherited));
+        let path: OsString = std::env::join_paths(dirs).unwrap();
+        let output = crate::support::env::plugin_cmd(&home)
+            .env("PATH", path)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("push")
+            .args(args)
+            .output()
+            .unwrap();
+        Outcome {
+            code: output.status.code().unwrap(),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
+        }
+    }
+
+    /// Pushes `image` quietly; asserts success and returns the printed ref.
+    fn push_ok(&self, image: &Image, file: &str) -> String {
+        let input = self.archive(image, file);
+        let run = self.push(&[input.to_str().unwrap()]);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (0, expected_ref(image).as_str(), ""),
+            "{run:?}"
+        );
+        run.stdout
+    }
+
+    fn runtime(&self, node: &str) -> &Containerd {
+        &self.nodes.iter().find(|(name, _)| name == node).unwrap().1
+    }
+
+    /// Asserts `node` holds `image` under both names, complete and unpacked into the
+    /// snapshotter its CRI uses (`native`).
+    fn assert_ready(&self, node: &str, image: &Image) {
+        let runtime = self.runtime(node);
+        let content_name = format!("docker.io/library/myimg:{}", content_tag(image));
+        let out = runtime.ctr(&[
+            "images",
+            "check",
+            "--snapshotter",
+            "native",
+            &format!("name=={LOADED}"),
+            &format!("name=={content_name}"),
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .skip(1)
+            .map(|line| line.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows.len(), 2, "{node}: {text}");
+        let manifest = rows[0][2];
+        for row in &rows {
+            assert_eq!(row[2], manifest, "{node}: both names, one manifest: {text}");
+            assert_eq!(row[3], "complete", "{node}: {text}");
+            assert_eq!(*row.last().unwrap(), "true", "{node} not unpacked: {text}");
+        }
+        let config = runtime.ctr(&["content", "get", manifest]);
+        let manifest: serde_json::Value = serde_json::from_slice(&config.stdout).unwrap();
+        assert_eq!(manifest["config"]["digest"], image.config_digest().as_str());
+    }
+
+    /// What each archive streamed into `node` held: its blob digests (every other member
+    /// listed by name).
+    fn received(&self, node: &str) -> Vec<BTreeSet<String>> {
+        self.standins
+            .received(node)
+            .iter()
+            .map(|path| members(path))
+            .collect()
+    }
+
+    /// The recorded CLI calls, the archive path of a `kind load` replaced by `FILE`.
+    fn calls(&self) -> Vec<String> {
+        self.standins
+            .calls()
+            .into_iter()
+            .map(|call| {
+                let mut call = call;
+                if call.get(1).map(String::as_str) == Some("load") {
+                    call[3] = "FILE".to_string();
+                }
+                call.join(" ")
+            })
+            .collect()
+    }
+}
+
+/// The members of a tar: `blobs/sha256/<hex>` as `sha256:<hex>`, the others by name.
+fn members(path: &Path) -> BTreeSet<String> {
+    let mut archive = tar::Archive::new(std::fs::File::open(path).unwrap());
+    archive
+        .entries()
+        .unwrap()
+        .map(|entry| {
+            let name = entry.unwrap().path().unwrap().to_string_lossy().to_string();
+            match name.strip_prefix("blobs/sha256/") {
+                Some(hex) => format!("sha256:{hex}"),
+                None => name,
+            }
+        })
+        .collect()
+}
+
+fn content_tag(image: &Image) -> String {
+    let digest = image.config_digest();
+    format!("dev-{}", &digest["sha256:".len()..][..12])
+}
+
+fn expected_ref(image: &Image) -> String {
+    format!("myimg:{}\n", content_tag(image))
+}
+
+/// The members of an archive holding `layers` of `image`, its config and a manifest (any).
+fn layout_with(image: &Image, layers: &[usize], received: &BTreeSet<String>) -> BTreeSet<String> {
+    let diff_ids = image.diff_ids();
+    let mut expected: BTreeSet<String> = ["oci-layout", "index.json"]
+        .into_iter()
+        .map(str::to_string)
+        .chain([image.config_digest()])
+        .chain(layers.iter().map(|&i| diff_ids[i].clone()))
+        .collect();
+    // The manifest is the one blob not otherwise named.
+    let manifest = received
+        .iter()
+        .find(|member| member.starts_with("sha256:") && !expected.contains(*member))
+        .cloned();
+    expected.extend(manifest);
+    expected
+}
+
+fn assert_layout(image: &Image, layers: &[usize], received: &BTreeSet<String>) {
+    assert_eq!(
+        *received,
+        layout_with(image, layers, received),
+        "expected the layers {layers:?} and no manifest.json"
+    );
+    assert_eq!(received.len(), 4 + layers.len(), "{received:?}");
+}
+
+/// The sample image with its top layer one KiB longer: same first two layers.
+fn changed(seed: u64) -> Image {
+    let image = Image::with_layers(seed, "linux/amd64", &[300 << 10, 200 << 10, 121 << 10]);
+    let before = Image::sample(seed);
+    assert_eq!(image.diff_ids()[..2], before.diff_ids()[..2]);
+    assert_ne!(image.diff_ids()[2], before.diff_ids()[2]);
+    image
+}
+
+const NODES: [&str; 2] = ["dev-control-plane", "dev-worker"];
+
+#[test]
+fn a_first_load_sends_every_node_the_whole_image() {
+    let cluster = Cluster::kind(&NODES);
+    let image = Image::sample(21);
+    cluster.push_ok(&image, "first.tar");
+    for node in NODES {
+        let received = cluster.received(node);
+        assert_eq!(received.len(), 1, "{node}: {received:?}");
+        assert_layout(&image, &[0, 1, 2], &received[0]);
+        cluster.assert_ready(node, &image);
+    }
+    let mut calls = cluster.calls();
+    calls.sort();
+    let expected = [
+        "docker exec -i dev-control-plane ctr -n k8s.io images import --all-platforms --digests --snapshotter=native -",
+        "docker exec -i dev-worker ctr -n k8s.io images import --all-platforms --digests --snapshotter=native -",
+    ];
+    for call in expected {
+        assert!(calls.iter().any(|c| c == call), "no {call:?} in {calls:#?}");
+    }
+    for node in NODES {
+        let dump = format!("docker exec {node} containerd config dump");
+        assert!(calls.contains(&dump), "no {dump:?} in {calls:#?}");
+    }
+    assert!(
+        calls.contains(&"kind get nodes --name dev".to_string()),
+        "{calls:#?}"
+    );
+    assert!(
+        !calls.iter().any(|call| call.starts_with("kind load")),
+        "kind load ran: {calls:#?}"
+    );
+}
+
+#[test]
+fn after_a_one_layer_change_each_node_gets_only_that_layer() {
+    let cluster = Cluster::kind(&NODES);
+    let before = Image::sample(22);
+    let first = cluster.push_ok(&before, "first.tar");
+    let after = changed(22);
+    let second = cluster.push_ok(&after, "second.tar");
+    assert_ne!(second, first, "the content tag follows the content");
+    for node in NODES {
+        let received = cluster.received(node);
+        assert_eq!(received.len(), 2, "{node}: {received:?}");
+        assert_layout(&after, &[2], &received[1]);
+        cluster.assert_ready(node, &after);
+    }
+}
+
+#[test]
+fn an_unchanged_reload_sends_nothing_and_prints_the_same_ref() {
+    let cluster = Cluster::kind(&NODES);
+    let image = Image::sample(23);
+    let first = cluster.push_ok(&image, "first.tar");
+    let input = cluster.archive(&image, "again.tar");
+    let run = cluster.push(&[input.to_str().unwrap(), "-v"]);
+    assert_eq!((run.code, run.stdout.clone()), (0, first), "{run:?}");
+    assert!(
+        run.stderr.lines().any(|line| line
+            == "loaded the image into kind cluster \"dev\": dev-control-plane had it already, dev-worker had it already"),
+        "{}",
+        run.stderr
+    );
+    for node in NODES {
+        assert_eq!(cluster.received(node).len(), 1, "{node} was sent more");
+        cluster.assert_ready(node, &image);
+    }
+}
+
+#[test]
+fn a_new_empty_node_gets_everything_and_the_others_nothing() {
+    let mut cluster = Cluster::kind(&NODES);
+    let image = Image::sample(24);
+    cluster.push_ok(&image, "first.tar");
+    cluster.join("dev-worker2");
+    cluster.push_ok(&image, "again.tar");
+    for node in NODES {
+        assert_eq!(cluster.received(node).len(), 1, "{node} was sent more");
+    }
+    let joined = cluster.received("dev-worker2");
+    assert_eq!(joined.len(), 1, "{joined:?}");
+    assert_layout(&image, &[0, 1, 2], &joined[0]);
+    cluster.assert_ready("dev-worker2", &image);
+}
+
+#[test]
+fn a_node_that_cannot_be_asked_gets_the_whole_archive_from_kind() {
+    let cluster = Cluster::kind(&NODES);
+    cluster.standins.unqueryable("dev-worker");
+    let image = Image::sample(25);
+    let input = cluster.archive(&image, "first.tar");
+    let run = cluster.push(&[input.to_str().unwrap(), "-v"]);
+    assert_eq!(
+        (run.code, run.stdout.clone()),
+        (0, expected_ref(&image)),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr.lines().any(|line| line
+            == "dev-worker: cannot be asked what it holds (`docker exec dev-worker ctr -n k8s.io content ls -q` failed (exit status: 1): ctr: failed to dial \"/run/containerd/containerd.sock\": context deadline exceeded); it gets the whole image"),
+        "{}",
+        run.stderr
+    );
+    let calls = cluster.calls();
+    assert!(
+        calls.contains(&"kind load image-archive FILE --name dev --nodes dev-worker".to_string()),
+        "{calls:#?}"
+    );
+    assert_eq!(cluster.received("dev-control-plane").len(), 1);
+    assert!(cluster.received("dev-worker").is_empty());
+    for node in NODES {
+        cluster.assert_ready(node, &image);
+    }
+}
+
+#[test]
+fn a_node_still_incomplete_after_a_partial_load_gets_the_whole_image() {
+    let cluster = Cluster::kind(&NODES[..1]);
+    let image = Image::sample(26);
+    let node = NODES[0];
+    cluster.standins.stale_listing(node, &image.diff_ids()[0]);
+    let input = cluster.archive(&image, "first.tar");
+    let run = cluster.push(&[input.to_str().unwrap(), "-v"]);
+    assert_eq!(
+        (run.code, run.stdout.clone()),
+        (0, expected_ref(&image)),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr.lines().any(|line| line.starts_with(&format!(
+            "{node}: still incomplete after loading only the 2 layer(s) it lacked (`docker exec -i {node} ctr -n k8s.io images import"
+        )) && line.ends_with("; loading the whole image into it")),
+        "{}",
+        run.stderr
+    );
+    let received = cluster.received(node);
+    assert_eq!(received.len(), 2, "{received:?}");
+    assert_layout(&image, &[1, 2], &received[0]);
+    assert_layout(&image, &[0, 1, 2], &received[1]);
+    cluster.assert_ready(node, &image);
+}
+
+#[test]
+fn k3d_nodes_get_only_what_they_lack_too() {
+    let nodes = ["k3d-dev-server-0", "k3d-dev-agent-0"];
+    let cluster = Cluster::k3d(&nodes);
+    cluster.push_ok(&Image::sample(27), "first.tar");
+    let after = changed(27);
+    cluster.push_ok(&after, "second.tar");
+    for node in nodes {
+        let received = cluster.received(node);
+        assert_eq!(received.len(), 2, "{node}: {received:?}");
+        assert_layout(&after, &[2], &received[1]);
+    }
+    let calls = cluster.calls();
+    assert!(
+        calls.contains(
+            &"docker exec -i k3d-dev-agent-0 ctr -n k8s.io images import --all-platforms --digests -"
+                .to_string()
+        ),
+        "k3d imports with ctr's default snapshotter, as k3d does: {calls:#?}"
+    );
+    assert!(
+        !calls.iter().any(|call| call.starts_with("k3d image")),
+        "{calls:#?}"
+    );
+}
+
+#[test]
+fn a_node_the_image_cannot_get_into_fails_the_push_naming_it_and_why() {
+    let cluster = Cluster::kind(&NODES);
+    let full_disk = "ctr: failed to extract layer sha256:0123: write /var/lib/containerd/x: no space left on device";
+    cluster.standins.failing_import("dev-worker", full_disk);
+    let input = cluster.archive(&Image::sample(28), "first.tar");
+    let run = cluster.push(&[input.to_str().unwrap()]);
+    assert_eq!(run.code, 6, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: loading the image into node dev-worker of kind cluster \"dev\"\n\
+             caused by: `docker exec -i dev-worker ctr -n k8s.io images import --all-platforms --digests --snapshotter=native -` failed (exit status: 1): {full_disk}\n\
+             hint: or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/\n"
+        )
+    );
+}

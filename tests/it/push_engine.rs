@@ -1,0 +1,817 @@
+//! `kubectl registry push NAME` from a local engine, end to end with the real parts: podman and
+//! buildah (images built from real directories), the real docker CLI and Engine API clients
+//! against podman's Docker-compatible service, a nerdctl stand-in handing over what the real
+//! containerd exports, the real registry, and a real containerd pulling what landed.
+//!
+//! Unchanged re-push: inspect only, no export. Changed: one streamed pass, only the missing
+//! layers sent. Nothing of the image is left in TMPDIR, whatever happens.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::support::apiserver::redact_ports;
+use crate::support::fault_proxy::{Action, FaultProxy, Rule};
+use crate::support::fixtures::{self, Format, Image, LayerCompression};
+use crate::support::podman::{Podman, layer_dir};
+use crate::support::push::{Bench, Node, Outcome, RUNTIME_HOST};
+use crate::support::registry::TestRegistry;
+use serde_json::{Value, json};
+
+/// A bench with a private podman storage, a `bin` dir for the PATH the binary gets, a TMPDIR
+/// that must stay empty, and a log of every engine CLI call.
+struct EngineBench {
+    bench: Bench,
+    podman: Podman,
+    bin: PathBuf,
+    tmp: PathBuf,
+    calls: PathBuf,
+}
+
+impl EngineBench {
+    fn new() -> Self {
+        Self::on(Bench::new())
+    }
+
+    fn on(bench: Bench) -> Self {
+        let bin = bench.path("bin");
+        let tmp = bench.path("tmp");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::create_dir(&tmp).unwrap();
+        let calls = bench.path("engine-calls");
+        Self {
+            bench,
+            podman: Podman::new(),
+            bin,
+            tmp,
+            calls,
+        }
+    }
+
+    /// Puts `program` on the binary's PATH as a spy: it logs its arguments, then runs `real`.
+    fn spy(&self, program: &str, real: &str) {
+        self.script(
+            program,
+            &format!(
+                "echo \"{program} $*\" >> '{}'\nexec {real} \"$@\"",
+                self.calls.display()
+            ),
+        );
+    }
+
+    fn script(&self, program: &str, body: &str) {
+        let path = self.bin.join(program);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// The binary with podman's storage, only `bin` (then the system's own dirs, without
+    /// /usr/local/bin where the docker CLI is) on PATH, and the watched TMPDIR.
+    fn cmd(&self) -> assert_cmd::Command {
+        let mut cmd = self.bench.cmd();
+        cmd.envs(self.podman.envs())
+            .env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()))
+            .env("TMPDIR", &self.tmp);
+        cmd
+    }
+
+    fn push(&self, cmd: &mut assert_cmd::Command, args: &[&str]) -> Outcome {
+        self.bench.run(cmd.arg("push").args(args))
+    }
+
+    /// The engine CLI calls since the last look.
+    fn take_calls(&self) -> Vec<String> {
+        let calls = std::fs::read_to_string(&self.calls).unwrap_or_default();
+        let _ = std::fs::remove_file(&self.calls);
+        calls.lines().map(str::to_string).collect()
+    }
+
+    fn assert_nothing_left(&self) {
+        let left: Vec<_> = std::fs::read_dir(&self.tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+    }
+
+    /// The JSON report of a clean push of `repo:dev`, checked against what landed.
+    fn pushed(&self, run: &Outcome, repo: &str) -> (String, Value) {
+        let (bytes, digest) = self.bench.landed(&format!("{repo}:dev"));
+        let manifest: Value = serde_json::from_slice(&bytes).unwrap();
+        self.bench.assert_blobs_present(repo, &manifest);
+        run.assert_clean_success();
+        let report = run.json();
+        assert_eq!(
+            report["ref"],
+            json!(format!("{RUNTIME_HOST}/{repo}:dev@{digest}"))
+        );
+        (digest, report)
+    }
+}
+
+/// Blob sizes of a manifest: the config's, then each layer's.
+fn blob_sizes(manifest: &Value) -> Vec<u64> {
+    std::iter::once(&manifest["config"])
+        .chain(manifest["layers"].as_array().unwrap())
+        .map(|d| d["size"].as_u64().unwrap())
+        .collect()
+}
+
+fn counts(report: &Value) -> [u64; 4] {
+    ["blobsPushed", "bytesPushed", "blobsSkipped", "bytesSkipped"]
+        .map(|k| report[k].as_u64().unwrap())
+}
+
+fn pulled_diff_ids(bench: &Bench, reference: &str) -> Vec<String> {
+    let node = Node::start(&bench.registry);
+    node.pull(reference, &[]);
+    node.layer_diff_ids(reference.rsplit_once('@').unwrap().1)
+}
+
+// podman's CLI
+
+#[test]
+fn a_podman_image_streams_then_repushes_with_no_export_then_sends_only_its_changed_layer() {
+    let eb = EngineBench::new();
+    eb.spy("podman", "/usr/bin/podman");
+    let dirs = eb.podman.dir();
+    // Layers over 1 MiB stream past; the small one is kept whole and sent after the pass.
+    let base = layer_dir(dirs, "base", 1, &[1_500_000, 700_000]);
+    let small = layer_dir(dirs, "small", 2, &[4_000]);
+    let app = layer_dir(dirs, "app", 3, &[1_200_000]);
+    eb.podman
+        .build("localhost/myimg:dev", &[&base, &small, &app]);
+
+    let first = eb.push(
+        eb.cmd().env("KUBECTL_REGISTRY_ENGINE", "podman"),
+        &["myimg:dev", "-o", "json"],
+    );
+    let (digest, report) = eb.pushed(&first, "myimg");
+    let manifest = eb.bench.manifest_by_digest("myimg", &digest);
+    let sizes = blob_sizes(&serde_json::from_slice(&manifest).unwrap());
+    let total: u64 = sizes.iter().sum();
+    assert_eq!(counts(&report), [4, total, 0, 0]);
+    assert_eq!(
+        eb.take_calls(),
+        [
+            "podman image inspect myimg:dev",
+            "podman image save myimg:dev"
+        ]
+    );
+    let reference = report["ref"].as_str().unwrap().to_string();
+    assert_eq!(
+        pulled_diff_ids(&eb.bench, &reference),
+        eb.podman.diff_ids("localhost/myimg:dev")
+    );
+    eb.assert_nothing_left();
+
+    let again = eb.push(
+        eb.cmd().env("KUBECTL_REGISTRY_ENGINE", "podman"),
+        &["myimg:dev", "-o", "json"],
+    );
+    let (same, report) = eb.pushed(&again, "myimg");
+    assert_eq!(same, digest);
+    assert_eq!(counts(&report), [0, 0, 4, total]);
+    assert_eq!(
+        eb.take_calls(),
+        ["podman image inspect myimg:dev"],
+        "exported again"
+    );
+
+    // What a rebuild with a changed last COPY makes: the same base layers, a new top one.
+    let app2 = layer_dir(dirs, "app2", 4, &[1_100_000]);
+    eb.podman
+        .build_on("localhost/myimg:dev-base1", "localhost/myimg:dev", &[&app2]);
+    let changed = eb.push(
+        eb.cmd().env("KUBECTL_REGISTRY_ENGINE", "podman"),
+        &["myimg:dev", "-o", "json"],
+    );
+    let (new_digest, report) = eb.pushed(&changed, "myimg");
+    assert_ne!(new_digest, digest);
+    let manifest: Value =
+        serde_json::from_slice(&eb.bench.manifest_by_digest("myimg", &new_digest)).unwrap();
+    let new_sizes = blob_sizes(&manifest);
+    assert_eq!(
+        counts(&report),
+        [
+            2,
+            new_sizes[0] + new_sizes[3],
+            2,
+            new_sizes[1] + new_sizes[2]
+        ]
+    );
+    assert_eq!(
+        eb.take_calls(),
+        [
+            "podman image inspect myimg:dev",
+            "podman image save myimg:dev"
+        ]
+    );
+    let reference = report["ref"].as_str().unwrap().to_string();
+    assert_eq!(
+        pulled_diff_ids(&eb.bench, &reference),
+        eb.podman.diff_ids("localhost/myimg:dev")
+    );
+    eb.assert_nothing_left();
+}
+
+// The Engine API over a socket: DOCKER_HOST, a docker context, podman's CONTAINER_HOST
+
+#[test]
+fn the_engine_api_answers_through_docker_host_a_docker_context_and_container_host() {
+    let eb = EngineBench::new();
+    let dirs = eb.podman.dir();
+    let base = layer_dir(dirs, "base", 11, &[1_300_000]);
+    let app = layer_dir(dirs, "app", 12, &[600_000, 600_000]);
+    let id = eb.podman.build("localhost/myimg:dev", &[&base, &app]);
+    let socket = eb.podman.socket_path();
+    let _service = eb.podman.serve(&format!("unix://{}", socket.display()));
+    let socket = socket.display().to_string();
+
+    // No engine CLI on PATH at all: only the API can answer.
+    let run = eb.push(
+        eb.cmd()
+            .env("DOCKER_HOST", format!("unix://{socket}"))
+            .arg("-v"),
+        &["myimg:dev"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let answered = format!(
+        "docker engine API at unix://{socket} (DOCKER_HOST) has myimg:dev (image sha256:{id})"
+    );
+    assert!(
+        run.stderr_lines().contains(&answered.as_str()),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr_lines().contains(
+            &format!("exporting myimg:dev from docker engine API at unix://{socket} (DOCKER_HOST)")
+                .as_str()
+        ),
+        "{}",
+        run.stderr
+    );
+    let (_, digest) = eb.bench.landed("myimg:dev");
+    let reference = format!("{RUNTIME_HOST}/myimg:dev@{digest}");
+    assert_eq!(run.stdout, format!("{reference}\n"));
+    assert_eq!(
+        pulled_diff_ids(&eb.bench, &reference),
+        eb.podman.diff_ids("localhost/myimg:dev")
+    );
+
+    // The current context of the docker config names the same socket.
+    let config = eb.bench.path("docker-config");
+    let meta = config
+        .join("contexts/meta")
+        .join(fixtures::sha256(b"podman").trim_start_matches("sha256:"));
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::write(
+        meta.join("meta.json"),
+        json!({"Name": "podman", "Metadata": {}, "Endpoints": {"docker": {"Host": format!("unix://{socket}"), "SkipTLSVerify": false}}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        config.join("config.json"),
+        r#"{"currentContext": "podman"}"#,
+    )
+    .unwrap();
+    let again = eb.push(
+        eb.cmd().env("DOCKER_CONFIG", &config).arg("-v"),
+        &["myimg:dev"],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    for line in [
+        format!(
+            "docker engine API at unix://{socket} (docker context podman) has myimg:dev (image sha256:{id})"
+        ),
+        format!(
+            "the registry has every blob of sha256:{id}: sent only its manifest, nothing exported"
+        ),
+    ] {
+        assert!(
+            again.stderr_lines().contains(&line.as_str()),
+            "{}",
+            again.stderr
+        );
+    }
+    assert_eq!(again.stdout, format!("{reference}\n"));
+
+    // podman's own variable; a new repository gets the blobs mounted, still without an export.
+    let other = eb.push(
+        eb.cmd()
+            .env("KUBECTL_REGISTRY_ENGINE", "podman")
+            .env("CONTAINER_HOST", format!("unix://{socket}"))
+            .arg("-v"),
+        &["myimg:dev", "--tag", "other:dev", "-o", "json"],
+    );
+    assert_eq!(other.code, 0, "{}", other.stderr);
+    for line in [
+        format!(
+            "podman engine API at unix://{socket} (CONTAINER_HOST) has myimg:dev (image sha256:{id})"
+        ),
+        format!(
+            "the registry has every blob of sha256:{id}: sent only its manifest, nothing exported"
+        ),
+    ] {
+        assert!(
+            other.stderr_lines().contains(&line.as_str()),
+            "{}",
+            other.stderr
+        );
+    }
+    let (_, other_digest) = eb.bench.landed("other:dev");
+    assert_eq!(other_digest, digest);
+    assert_eq!(
+        counts(&other.json())[..3],
+        [0, 0, 3],
+        "pushed, bytes pushed, skipped"
+    );
+    eb.assert_nothing_left();
+}
+
+// The docker CLI, when DOCKER_HOST is not a socket we can speak to
+
+#[test]
+fn the_docker_cli_answers_when_docker_host_is_tcp() {
+    let eb = EngineBench::new();
+    let dirs = eb.podman.dir();
+    let base = layer_dir(dirs, "base", 21, &[1_400_000]);
+    let app = layer_dir(dirs, "app", 22, &[300_000]);
+    let id = eb.podman.build("localhost/myimg:dev", &[&base, &app]);
+    let address = format!(
+        "tcp://127.0.0.1:{}",
+        crate::support::apiserver::unused_port()
+    );
+    let _service = eb.podman.serve(&address);
+    let docker = crate::support::standins::find_on_path("docker")
+        .expect("the docker CLI (scripts/install-test-deps)");
+    eb.spy("docker", docker.to_str().unwrap());
+
+    let run = eb.push(
+        eb.cmd().env("DOCKER_HOST", &address).arg("-v"),
+        &["myimg:dev"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let answered = format!("the docker CLI has myimg:dev (image sha256:{id})");
+    assert!(
+        run.stderr_lines().contains(&answered.as_str()),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        eb.take_calls(),
+        [
+            "docker image inspect myimg:dev",
+            "docker image save myimg:dev"
+        ]
+    );
+    let (_, digest) = eb.bench.landed("myimg:dev");
+    let reference = format!("{RUNTIME_HOST}/myimg:dev@{digest}");
+    assert_eq!(run.stdout, format!("{reference}\n"));
+    assert_eq!(
+        pulled_diff_ids(&eb.bench, &reference),
+        eb.podman.diff_ids("localhost/myimg:dev")
+    );
+    eb.assert_nothing_left();
+}
+
+// nerdctl: a stand-in handing over what the real containerd exports (OCI layout, zstd layers)
+
+#[test]
+fn a_containerd_export_streams_its_compressed_layers_as_stored() {
+    let eb = EngineBench::new();
+    let runtime = crate::support::containerd::Containerd::start();
+    let image = Image::with_layers(31, "linux/amd64", &[1_600_000, 90_000]);
+    let archive = eb.bench.path("import.tar");
+    image.write(
+        Format::ContainerdExport(LayerCompression::Zstd),
+        &archive,
+        &["myimg:dev"],
+    );
+    runtime.import(&archive);
+    let inspect = eb.bench.path("inspect.json");
+    std::fs::write(
+        &inspect,
+        json!([{
+            "Id": fixtures::sha256(&image.manifest(LayerCompression::Zstd)),
+            "RepoTags": ["myimg:dev"],
+            "Os": "linux",
+            "Architecture": "amd64",
+            "RootFS": {"Type": "layers", "Layers": image.diff_ids()},
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    // nerdctl resolves `myimg:dev` to docker.io/library/myimg:dev, as docker does.
+    eb.script(
+        "nerdctl",
+        &format!(
+            "echo \"nerdctl $*\" >> '{calls}'\n\
+             case \"$1 $2\" in\n\
+             'image inspect') exec cat '{inspect}' ;;\n\
+             'image save') exec ctr -a '{socket}' -n k8s.io images export - \"docker.io/library/$3\" ;;\n\
+             esac\nexit 1",
+            calls = eb.calls.display(),
+            inspect = inspect.display(),
+            socket = runtime.socket().display(),
+        ),
+    );
+    let cmd = || {
+        let mut cmd = eb.cmd();
+        cmd.env("KUBECTL_REGISTRY_ENGINE", "nerdctl");
+        cmd
+    };
+    let run = eb.push(&mut cmd(), &["myimg:dev"]);
+    let (reference, _) = eb.bench.assert_pushed(&run, "myimg", "dev");
+    assert_eq!(
+        eb.bench.landed("myimg:dev").0,
+        image.manifest(LayerCompression::Zstd)
+    );
+    assert_eq!(
+        eb.take_calls(),
+        [
+            "nerdctl image inspect myimg:dev",
+            "nerdctl image save myimg:dev"
+        ]
+    );
+    Node::start(&eb.bench.registry).assert_pulls(&reference, &image);
+
+    let again = eb.push(&mut cmd(), &["myimg:dev"]);
+    eb.bench.assert_pushed(&again, "myimg", "dev");
+    assert_eq!(eb.take_calls(), ["nerdctl image inspect myimg:dev"]);
+    eb.assert_nothing_left();
+}
+
+// docker save's legacy shape, failures, and Ctrl-C
+
+/// A docker stand-in whose inspect prints what docker would for `image`, and whose save runs
+/// `save_body` (a shell snippet) for `myimg:dev`.
+fn docker_stand_in(eb: &EngineBench, image: &Image, save_body: &str) {
+    let inspect = eb.bench.path("inspect.json");
+    std::fs::write(
+        &inspect,
+        json!([{
+            "Id": image.config_digest(),
+            "RepoTags": ["myimg:dev"],
+            "Os": "linux",
+            "Architecture": "amd64",
+            "RootFS": {"Type": "layers", "Layers": image.diff_ids()},
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    eb.script(
+        "docker",
+        &format!(
+            "echo \"docker $*\" >> '{calls}'\n\
+             if [ \"$1 $2 $3\" = 'image inspect myimg:dev' ]; then exec cat '{inspect}'; fi\n\
+             if [ \"$1 $2 $3\" = 'image save myimg:dev' ]; then {save_body}; fi\n\
+             echo \"Error response from daemon: No such image: $3\" >&2\nexit 1",
+            calls = eb.calls.display(),
+            inspect = inspect.display(),
+        ),
+    );
+}
+
+#[test]
+fn an_export_that_pads_after_its_tar_ends_is_read_to_its_end() {
+    // A tar ends at two zero blocks, but its writer may still be writing padding after them
+    // (podman did, under load): stopping to read there kills the engine with SIGPIPE.
+    let eb = EngineBench::new();
+    let image = Image::with_layers(44, "linux/amd64", &[1_500_000, 50_000]);
+    let saved = eb.bench.path("saved.tar");
+    image.write(Format::DockerLegacy, &saved, &["myimg:dev"]);
+    docker_stand_in(
+        &eb,
+        &image,
+        &format!(
+            "cat '{}'; sleep 0.5; exec head -c 10240 /dev/zero",
+            saved.display()
+        ),
+    );
+    let run = eb.push(&mut eb.cmd(), &["myimg:dev"]);
+    let (reference, _) = eb.bench.assert_pushed(&run, "myimg", "dev");
+    Node::start(&eb.bench.registry).assert_pulls(&reference, &image);
+    eb.assert_nothing_left();
+}
+
+#[test]
+fn a_legacy_docker_save_streams_layers_named_by_v1_ids() {
+    let eb = EngineBench::new();
+    let image = Image::with_layers(41, "linux/amd64", &[1_500_000, 1_200_000, 50_000]);
+    let saved = eb.bench.path("saved.tar");
+    image.write(Format::DockerLegacy, &saved, &["myimg:dev"]);
+    docker_stand_in(&eb, &image, &format!("exec cat '{}'", saved.display()));
+    let run = eb.push(&mut eb.cmd(), &["myimg:dev"]);
+    let (reference, _) = eb.bench.assert_pushed(&run, "myimg", "dev");
+    assert_eq!(
+        eb.take_calls(),
+        [
+            "docker image inspect myimg:dev",
+            "docker image save myimg:dev"
+        ]
+    );
+    Node::start(&eb.bench.registry).assert_pulls(&reference, &image);
+    eb.assert_nothing_left();
+
+    let missing = eb.push(&mut eb.cmd(), &["nothere:dev"]);
+    assert_eq!((missing.code, missing.stdout.as_str()), (4, ""));
+    assert_eq!(
+        missing.stderr_lines(),
+        [
+            "error: \"nothere:dev\" is not a file, and no local engine has it:",
+            "  docker: Error response from daemon: No such image: nothere:dev",
+            "  podman: Error: inspecting object: nothere:dev: image not known",
+            "hint: pass an archive (`docker save IMAGE -o image.tar`), `-` for stdin, or an image your engine has",
+        ]
+    );
+}
+
+#[test]
+fn an_export_that_dies_midway_tags_nothing_and_leaves_nothing() {
+    let eb = EngineBench::new();
+    let image = Image::with_layers(42, "linux/amd64", &[1_500_000, 1_200_000]);
+    let saved = eb.bench.path("saved.tar");
+    image.write(Format::DockerLegacy, &saved, &["myimg:dev"]);
+    docker_stand_in(
+        &eb,
+        &image,
+        &format!(
+            "head -c 2000000 '{}'; echo 'write /dev/stdout: disk quota exceeded' >&2; exit 1",
+            saved.display()
+        ),
+    );
+    let run = eb.push(&mut eb.cmd(), &["myimg:dev"]);
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    assert_eq!(
+        run.stderr_lines(),
+        [
+            "error: exporting myimg:dev from the docker CLI",
+            "caused by: `docker image save` failed (exit status: 1): write /dev/stdout: disk quota exceeded",
+        ]
+    );
+    eb.bench.assert_not_tagged("myimg", "dev");
+    eb.assert_nothing_left();
+}
+
+#[test]
+fn a_stalled_export_is_stopped_at_the_stall_bound() {
+    // Cut inside a layer: docker's is uploaded as it is hashed, podman's (named by its digest)
+    // in one PUT that the cut leaves short; either way the stall is what the user is told.
+    stalled_export(Format::DockerLegacy, 45);
+    stalled_export(Format::Podman, 46);
+}
+
+fn stalled_export(format: Format, seed: u64) {
+    let eb = EngineBench::new();
+    let image = Image::with_layers(seed, "linux/amd64", &[1_500_000, 1_200_000]);
+    let saved = eb.bench.path("saved.tar");
+    image.write(format, &saved, &["myimg:dev"]);
+    let engine_pid = eb.bench.path("engine-pid");
+    docker_stand_in(
+        &eb,
+        &image,
+        &format!(
+            "echo $$ > '{pid}'; head -c 1600000 '{saved}'; exec sleep 30",
+            pid = engine_pid.display(),
+            saved = saved.display()
+        ),
+    );
+    let run = eb.push(
+        eb.cmd().env("KUBECTL_REGISTRY_STALL_TIMEOUT", "1"),
+        &["myimg:dev"],
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    assert_eq!(
+        run.stderr_lines(),
+        [
+            "error: exporting myimg:dev from the docker CLI",
+            "caused by: no bytes came for 1s (KUBECTL_REGISTRY_STALL_TIMEOUT)",
+        ]
+    );
+    let engine_pid = std::fs::read_to_string(&engine_pid).unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{}", engine_pid.trim())).exists(),
+        "the stalled export outlived the push"
+    );
+    eb.bench.assert_not_tagged("myimg", "dev");
+    eb.assert_nothing_left();
+}
+
+#[test]
+fn an_engine_whose_inspect_hangs_is_given_up_at_the_request_bound() {
+    let eb = EngineBench::new();
+    eb.script("docker", "exec sleep 30");
+    let run = eb.push(
+        eb.cmd()
+            .env("KUBECTL_REGISTRY_REQUEST_TIMEOUT", "0.5")
+            .env("KUBECTL_REGISTRY_ENGINE", "docker"),
+        &["myimg:dev"],
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    assert_eq!(
+        run.stderr_lines()[..2],
+        [
+            "error: \"myimg:dev\" is not a file, and no local engine has it:",
+            "  docker: `docker image inspect` did not answer within 0.5s (KUBECTL_REGISTRY_REQUEST_TIMEOUT)",
+        ]
+    );
+
+    // The same bound on its API: a socket that takes the request and never answers.
+    let socket = eb.bench.path("docker.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let held = std::thread::spawn(move || {
+        // Holds the one connection open, unanswered, until the push gives up on it; both
+        // waits are bounded so that a push that never comes cannot hang the test.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut connection = loop {
+            match listener.accept() {
+                Ok((connection, _)) => break connection,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                Err(err) => panic!("the push never asked the engine API: {err}"),
+            }
+        };
+        connection.set_nonblocking(false).unwrap();
+        connection
+            .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut connection, &mut sink);
+    });
+    let run = eb.push(
+        eb.cmd()
+            .env("KUBECTL_REGISTRY_REQUEST_TIMEOUT", "0.5")
+            .env("KUBECTL_REGISTRY_ENGINE", "docker")
+            .env("DOCKER_HOST", format!("unix://{}", socket.display())),
+        &["myimg:dev"],
+    );
+    held.join().unwrap();
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    assert_eq!(
+        run.stderr_lines()[..2],
+        [
+            "error: \"myimg:dev\" is not a file, and no local engine has it:",
+            "  docker: its API did not answer within 0.5s (KUBECTL_REGISTRY_REQUEST_TIMEOUT)",
+        ]
+    );
+}
+
+/// An engine bench whose registry sits behind a proxy resetting the first `resets` blob PUTs
+/// after 200 KB, and whose docker stand-in exports a two-layer image (its calls logged).
+fn behind_resets(resets: usize, seed: u64) -> (EngineBench, FaultProxy) {
+    let registry = TestRegistry::start();
+    let proxy = FaultProxy::start(
+        &registry.host(),
+        vec![Rule::new(
+            "PUT",
+            "/blobs/uploads/",
+            resets,
+            Action::ResetAfter(200_000),
+        )],
+    );
+    let eb = EngineBench::on(Bench::advertising(registry, &proxy.host()));
+    let image = Image::with_layers(seed, "linux/amd64", &[1_500_000, 4_000_000]);
+    let saved = eb.bench.path("saved.tar");
+    image.write(Format::Podman, &saved, &["myimg:dev"]);
+    docker_stand_in(&eb, &image, &format!("exec cat '{}'", saved.display()));
+    (eb, proxy)
+}
+
+/// How many times the docker stand-in was asked to export since the last look.
+fn exports(eb: &EngineBench) -> usize {
+    eb.take_calls()
+        .iter()
+        .filter(|call| call.starts_with("docker image save"))
+        .count()
+}
+
+/// Retries a test can wait for.
+const FAST_RETRIES: [(&str, &str); 2] = [
+    ("KUBECTL_REGISTRY_RETRY_DELAY", "0.05"),
+    ("KUBECTL_REGISTRY_ATTEMPTS", "3"),
+];
+
+#[test]
+fn a_reset_mid_layer_is_met_by_exporting_again_and_the_push_lands() {
+    let (eb, _proxy) = behind_resets(1, 48);
+    let run = eb.push(eb.cmd().envs(FAST_RETRIES).arg("-v"), &["myimg:dev"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let saves = exports(&eb);
+    assert_eq!(saves, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("exporting again"), "{}", run.stderr);
+    let (_, digest) = eb.bench.landed("myimg:dev");
+    assert!(
+        run.stdout.ends_with(&format!("/myimg:dev@{digest}\n")),
+        "{}",
+        run.stdout
+    );
+    eb.assert_nothing_left();
+}
+
+#[test]
+fn a_registry_that_fails_mid_layer_every_attempt_is_the_reason_given_not_the_engine() {
+    // The upload breaks, so we stop reading the export; the engine then dies of SIGPIPE, which
+    // only followed from it.
+    let (eb, _proxy) = behind_resets(10, 47);
+    let run = eb.push(eb.cmd().envs(FAST_RETRIES), &["myimg:dev"]);
+    assert_eq!((run.code, run.stdout.as_str()), (5, ""));
+    let said = run.stderr_lines();
+    assert!(
+        said[0].starts_with("error: pushing blob sha256:")
+            && !said.iter().any(|line| line.contains("image save")),
+        "{said:#?}"
+    );
+    let saves = exports(&eb);
+    assert_eq!(saves, 3, "one export per attempt");
+    eb.bench.assert_not_tagged("myimg", "dev");
+    eb.assert_nothing_left();
+}
+
+#[test]
+fn ctrl_c_during_the_export_stops_the_engine_and_leaves_nothing() {
+    stopped_during_the_export("-INT", "SIGINT", 130, 43);
+}
+
+#[test]
+fn sigterm_during_the_export_stops_the_engine_and_leaves_nothing() {
+    stopped_during_the_export("-TERM", "SIGTERM", 143, 48);
+}
+
+fn stopped_during_the_export(signal: &str, name: &str, code: i32, seed: u64) {
+    let eb = EngineBench::new();
+    let image = Image::with_layers(seed, "linux/amd64", &[1_500_000, 1_200_000]);
+    let saved = eb.bench.path("saved.tar");
+    image.write(Format::DockerLegacy, &saved, &["myimg:dev"]);
+    let started = eb.bench.path("export-started");
+    let engine_pid = eb.bench.path("engine-pid");
+    // Like podman: a layer spooled into $TMPDIR, half the archive, then the export stalls
+    // (bounded) until it is stopped; `exec` keeps the pid the one we were given.
+    docker_stand_in(
+        &eb,
+        &image,
+        &format!(
+            "echo $$ > '{pid}'; head -c 1000000 /dev/zero > \"$TMPDIR/spooled-layer\"; \
+             head -c 1600000 '{saved}'; touch '{started}'; exec sleep 20",
+            pid = engine_pid.display(),
+            saved = saved.display(),
+            started = started.display()
+        ),
+    );
+    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+    let child = crate::support::push::clean_std_cmd(binary.as_os_str(), eb.bench.dir.path())
+        .env("KUBECONFIG", &eb.bench.kubeconfig)
+        .env("PATH", format!("{}:/usr/bin:/bin", eb.bin.display()))
+        .env("TMPDIR", &eb.tmp)
+        .args(["push", "myimg:dev"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&started);
+    let pid = child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        (
+            output.status.code(),
+            String::from_utf8(output.stdout).unwrap(),
+            redact_ports(&String::from_utf8(output.stderr).unwrap()),
+        ),
+        (
+            Some(code),
+            String::new(),
+            format!(
+                "error: interrupted by {name} while pushing to 127.0.0.1:PORT/myimg:dev; nothing was tagged\n"
+            ),
+        )
+    );
+    let engine_pid = std::fs::read_to_string(&engine_pid).unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{}", engine_pid.trim())).exists(),
+        "the engine's export outlived the push"
+    );
+    eb.bench.assert_not_tagged("myimg", "dev");
+    eb.assert_nothing_left();
+}
+
+/// Waits until `path` exists; the bound only stops a hang.
+fn wait_for(path: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

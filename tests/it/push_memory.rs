@@ -1,0 +1,141 @@
+//! `kubectl registry push` of a 1 GiB layer keeps its memory flat: the child's peak RSS, as
+//! the kernel reports it to `wait4` (`/usr/bin/time -f %M`), stays under 64 MiB.
+
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+use std::process::Command as StdCommand;
+
+use crate::support::push::{Bench, RUNTIME_HOST, clean_std_cmd};
+use assert_cmd::Command;
+use serde_json::json;
+
+const LAYER_CONTENT: u64 = 1 << 30;
+const PEAK_RSS_CEILING_KIB: u64 = 64 << 10;
+const BLOCK: u64 = 512;
+
+#[test]
+fn a_one_gib_layer_pushes_with_peak_rss_under_64_mib() {
+    let bench = Bench::new();
+    let big = write_sparse_big_image(bench.dir.path());
+    let rss_file = bench.path("peak-rss-kib");
+    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+    let mut timed = clean_std_cmd("/usr/bin/time".as_ref(), bench.dir.path());
+    timed
+        .env("KUBECONFIG", &bench.kubeconfig)
+        .args(["-f", "%M", "-o"])
+        .arg(&rss_file)
+        .arg(&binary)
+        .arg("push")
+        .arg(bench.path("big.tar"))
+        .args(["-o", "json"]);
+    let run = bench.run(&mut Command::from_std(timed));
+    run.assert_clean_success();
+
+    let (manifest, digest) = bench.landed("big:1");
+    let manifest: serde_json::Value = serde_json::from_slice(&manifest).unwrap();
+    assert_eq!(manifest["layers"][0]["digest"], big.diff_id.as_str());
+    assert_eq!(manifest["layers"][0]["size"], big.layer_size);
+    let report = run.json();
+    assert_eq!(
+        report["ref"],
+        format!("{RUNTIME_HOST}/big:1@{digest}").as_str()
+    );
+    assert_eq!(
+        (
+            report["blobsPushed"].as_u64(),
+            report["bytesPushed"].as_u64()
+        ),
+        (Some(2), Some(big.layer_size + big.config_size))
+    );
+    assert_eq!(bench.registry.blob_status("big", &big.diff_id), 200);
+
+    let peak_kib: u64 = std::fs::read_to_string(&rss_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        peak_kib < PEAK_RSS_CEILING_KIB,
+        "pushing a {LAYER_CONTENT}-byte layer peaked at {peak_kib} KiB of RSS"
+    );
+}
+
+struct BigImage {
+    diff_id: String,
+    layer_size: u64,
+    config_size: u64,
+}
+
+/// Writes `dir/big.tar`, a legacy docker archive `big:1` with one uncompressed layer holding a
+/// 1 GiB file of zeros, as sparse files: the holes cost no disk writes, and `sha256sum`
+/// hashes the layer far faster than a debug build could.
+fn write_sparse_big_image(dir: &Path) -> BigImage {
+    let layer_path = dir.join("layer.tar");
+    let layer_header = ustar_header("data/big.bin", LAYER_CONTENT);
+    // The layer tar: header, content (a hole), then the two zero blocks that end a tar.
+    let layer_size = BLOCK + LAYER_CONTENT + 2 * BLOCK;
+    let mut layer = File::create(&layer_path).unwrap();
+    layer.write_all(&layer_header).unwrap();
+    layer.set_len(layer_size).unwrap();
+    drop(layer);
+    let diff_id = sha256sum(&layer_path);
+
+    let config = serde_json::to_vec(&json!({
+        "architecture": "amd64", "os": "linux",
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+    }))
+    .unwrap();
+    let config_name = format!(
+        "{}.json",
+        &crate::support::fixtures::sha256(&config)["sha256:".len()..]
+    );
+    let manifest = serde_json::to_vec(
+        &json!([{"Config": config_name, "RepoTags": ["big:1"], "Layers": ["big/layer.tar"]}]),
+    )
+    .unwrap();
+
+    // The archive: the layer's member (its header, then the layer tar with its hole), the
+    // config, manifest.json, and the end of the tar.
+    let mut archive = File::create(dir.join("big.tar")).unwrap();
+    archive
+        .write_all(&ustar_header("big/layer.tar", layer_size))
+        .unwrap();
+    archive.write_all(&layer_header).unwrap();
+    archive.seek(SeekFrom::Start(BLOCK + layer_size)).unwrap();
+    for (name, bytes) in [
+        (config_name.as_str(), &config),
+        ("manifest.json", &manifest),
+    ] {
+        archive
+            .write_all(&ustar_header(name, bytes.len() as u64))
+            .unwrap();
+        archive.write_all(bytes).unwrap();
+        let padding = (BLOCK - bytes.len() as u64 % BLOCK) % BLOCK;
+        archive.write_all(&vec![0; padding as usize]).unwrap();
+    }
+    archive.write_all(&[0; 2 * BLOCK as usize]).unwrap();
+    std::fs::remove_file(&layer_path).unwrap();
+    BigImage {
+        diff_id,
+        layer_size,
+        config_size: config.len() as u64,
+    }
+}
+
+fn ustar_header(path: &str, size: u64) -> [u8; BLOCK as usize] {
+    let mut header = tar::Header::new_ustar();
+    header.set_path(path).unwrap();
+    header.set_size(size);
+    header.set_mode(0o644);
+    header.set_mtime(0);
+    header.set_cksum();
+    *header.as_bytes()
+}
+
+fn sha256sum(path: &Path) -> String {
+    let out = StdCommand::new("sha256sum").arg(path).output().unwrap();
+    assert!(out.status.success(), "sha256sum failed");
+    let text = String::from_utf8(out.stdout).unwrap();
+    format!("sha256:{}", text.split_whitespace().next().unwrap())
+}

@@ -1,0 +1,109 @@
+//! Ctrl-C and SIGTERM mid-push, sent to the real binary while the registry holds an upload
+//! (a stalling proxy makes "mid-push" certain): exit 130 / 143, a message saying what stopped,
+//! the upload cancelled at the registry, temp files gone, nothing tagged.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::apiserver::redact_ports;
+use crate::support::fault_proxy::{Action, FaultProxy, Rule};
+use crate::support::fixtures::{Format, Image};
+use crate::support::push::Bench;
+use crate::support::registry::TestRegistry;
+
+fn stopped_mid_push(signal: &str, seed: u64) -> (i32, String, Bench, FaultProxy, Vec<String>) {
+    let registry = TestRegistry::start();
+    let proxy = FaultProxy::start(
+        &registry.host(),
+        vec![Rule::new(
+            "PUT",
+            "/blobs/uploads/",
+            1,
+            Action::StallAfterBody,
+        )],
+    );
+    let bench = Bench::advertising(registry, &proxy.host());
+    let path = bench.path("img.tar");
+    Image::sample(seed).write(Format::DockerLegacy, &path, &["myimg:dev"]);
+    let tmp = bench.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+    let mut child = crate::support::push::clean_std_cmd(binary.as_os_str(), bench.dir.path())
+        .env("KUBECONFIG", &bench.kubeconfig)
+        .env("TMPDIR", &tmp)
+        .args(["push", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        proxy.wait_for_stall(Duration::from_secs(60)),
+        "the push never reached the stalling upload"
+    );
+    let during = entries(&tmp);
+    assert!(
+        during
+            .iter()
+            .any(|name| name.starts_with("kubectl-registry-")),
+        "no scratch dir mid-push: {during:?}"
+    );
+    let sent = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the push outlived its {signal}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "");
+    let code = output
+        .status
+        .code()
+        .expect("the push died of the signal instead of handling it");
+    let stderr = redact_ports(&String::from_utf8(output.stderr).unwrap());
+    (code, stderr, bench, proxy, entries(&tmp))
+}
+
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn assert_stopped_cleanly(signal: &str, name: &str, code: i32, seed: u64) {
+    let (exit, stderr, bench, proxy, left) = stopped_mid_push(signal, seed);
+    assert_eq!(
+        (exit, stderr.as_str()),
+        (
+            code,
+            format!(
+                "error: interrupted by {name} while pushing to 127.0.0.1:PORT/myimg:dev; nothing was tagged\n"
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(left, Vec::<String>::new(), "temp files left behind");
+    bench.assert_not_tagged("myimg", "dev");
+    let seen = proxy.seen_short();
+    assert!(
+        seen.iter().any(|s| s == "DELETE /v2/myimg/blobs/uploads/"),
+        "the held upload was not cancelled at the registry: {seen:#?}"
+    );
+}
+
+#[test]
+fn ctrl_c_mid_push_exits_130_cleanly() {
+    assert_stopped_cleanly("-INT", "SIGINT", 130, 101);
+}
+
+#[test]
+fn sigterm_mid_push_exits_143_cleanly() {
+    assert_stopped_cleanly("-TERM", "SIGTERM", 143, 102);
+}

@@ -513,7 +513,7 @@ fn the_clis_output_never_reaches_our_stdout() {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "the_clis_output_never_reaches_our_stdout",
+            "nodeload::the_clis_output_never_reaches_our_stdout",
             "--nocapture",
         ])
         .env(CHILD_ENV, spec)

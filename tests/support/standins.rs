@@ -21,6 +21,10 @@ const LOADERS: &[(&str, &[&str])] = &[
     ("docker", &["load", "-i"]),
 ];
 
+/// POSIX's `PIPE_BUF` on Linux: the most one `write(2)` is promised to append whole, newline
+/// included.
+const PIPE_BUF: usize = 4096;
+
 /// What `microk8s` before 1.25 says about `images` (then its list of subcommands), on stdout.
 pub const OLD_MICROK8S_SAYS: &str = "'images' is not a valid MicroK8s subcommand.";
 
@@ -287,7 +291,10 @@ if [ "$1" = exec ]; then
       exit 1
     fi
     if [ -n "$stdin" ]; then
-      kept="$received/$node/$(ls "$received/$node" | wc -l).tar"
+      n=$(ls "$received/$node" | wc -l)
+      # The next free number, claimed with O_EXCL: two imports at once never share a file.
+      until (set -C; : > "$received/$node/$n.tar") 2>/dev/null; do n=$((n + 1)); done
+      kept="$received/$node/$n.tar"
       cat > "$kept"
       exec {ctr} -a "$sock" "$@" < "$kept"
     fi
@@ -338,9 +345,15 @@ fi
     }
 
     /// Writes an executable `#!/bin/sh` stand-in that logs its argv, then runs `body`.
+    ///
+    /// Stand-ins run at once (one per node), so each appends its record in one `write(2)`:
+    /// the line is built first, then one `printf` to an `O_APPEND` file, kept under `PIPE_BUF`
+    /// so that no other record can land inside it.
     fn write(&self, program: &str, body: &str) {
         let script = format!(
-            "#!/bin/sh\n{{ printf '%s\\t' {program} \"$@\"; printf '\\n'; }} >> {log}\n{body}",
+            "#!/bin/sh\nrecord={program}\nfor arg do record=\"$record\t$arg\"; done\n\
+             if [ \"${{#record}}\" -ge {PIPE_BUF} ]; then echo \"$0 (stand-in): call record too long to append whole\" >&2; exit 2; fi\n\
+             printf '%s\\n' \"$record\" >> {log}\n{body}",
             program = quote(program),
             log = quote(&self.log().to_string_lossy()),
         );

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::to_registry::send_small_blob;
+use super::layer_upload::send_small_blob;
 use crate::error::Result;
 use crate::image::archive::Attachment;
 use crate::image::registry::RegistryClient;

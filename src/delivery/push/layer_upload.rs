@@ -284,3 +284,29 @@ fn reading(layer: &Layer, err: std::io::Error) -> Error {
     )
     .with_source(err)
 }
+
+/// A blob already in memory (a config, an attachment), sent whole unless the registry has it.
+pub(super) async fn send_small_blob(
+    client: &RegistryClient,
+    printer: &Printer,
+    repo: &str,
+    digest: &Digest,
+    bytes: &[u8],
+) -> Result<Outcome> {
+    if client.blob_exists(repo, digest).await?.is_some() {
+        return Ok(Outcome::AlreadyThere);
+    }
+    let bytes = bytes::Bytes::copy_from_slice(bytes);
+    let what = format!("the config {}", digest.short());
+    retrying(client, printer, &what, |watchdog| {
+        let size = bytes.len() as u64;
+        let body = futures_util::stream::once(std::future::ready(Ok(bytes.clone())));
+        async move {
+            client
+                .push_blob_within(repo, digest, size, body, &watchdog)
+                .await
+        }
+    })
+    .await?;
+    Ok(Outcome::Pushed)
+}

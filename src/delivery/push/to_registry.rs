@@ -10,7 +10,7 @@ use futures_util::{StreamExt, TryStreamExt};
 
 use super::attachments;
 use super::cache::SentBlobs;
-use super::layer_upload::{Outcome, SentLayer, Uploader, retrying};
+use super::layer_upload::{SentLayer, Uploader, send_small_blob};
 use super::manifest::{index_for, manifest_for};
 use super::progress::Progress;
 use super::stream::Encoding;
@@ -213,30 +213,4 @@ pub(super) async fn resolve_unknown_digests(
     .map_err(|err| Error::new(ExitCode::Failure, "hashing layers").with_source(err))?
     .map_err(Error::from)?;
     Ok(())
-}
-
-/// Configs are small and already in memory.
-pub(super) async fn send_small_blob(
-    client: &RegistryClient,
-    printer: &Printer,
-    repo: &str,
-    digest: &Digest,
-    bytes: &[u8],
-) -> Result<Outcome> {
-    if client.blob_exists(repo, digest).await?.is_some() {
-        return Ok(Outcome::AlreadyThere);
-    }
-    let bytes = Bytes::copy_from_slice(bytes);
-    let what = format!("the config {}", digest.short());
-    retrying(client, printer, &what, |watchdog| {
-        let size = bytes.len() as u64;
-        let body = futures_util::stream::once(std::future::ready(Ok(bytes.clone())));
-        async move {
-            client
-                .push_blob_within(repo, digest, size, body, &watchdog)
-                .await
-        }
-    })
-    .await?;
-    Ok(Outcome::Pushed)
 }

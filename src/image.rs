@@ -4,5 +4,6 @@
 pub mod archive;
 pub mod digest;
 pub mod engine;
+pub mod oci;
 pub mod reference;
 pub mod registry;

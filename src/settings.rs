@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::error::Result;
-use crate::image::engine::EngineEnv;
+use crate::image::engine::{Engine, EngineEnv, Lookup};
 use crate::image::registry::{CredentialSources, Proxies, TransportOptions};
 use crate::limits::Limits;
 
@@ -40,7 +40,7 @@ pub struct Settings {
     /// `PATH`, where programs we only look for (not run through the OS) are searched.
     pub path: Option<OsString>,
     /// `KUBECTL_REGISTRY_ENGINE`: the engine asked first for a named image.
-    pub preferred_engine: Option<String>,
+    pub preferred_engine: Option<Engine>,
     /// Docker's and podman's credential files.
     pub credentials: CredentialSources,
     /// Where docker's and podman's Engine APIs listen (`DOCKER_HOST`, `DOCKER_CONTEXT`, the docker
@@ -105,7 +105,9 @@ impl Settings {
             registry_host: set(REGISTRY_HOST_ENV),
             registry_runtime_host: set(REGISTRY_RUNTIME_HOST_ENV),
             path: set("PATH"),
-            preferred_engine: set(ENGINE_ENV).and_then(|engine| engine.into_string().ok()),
+            preferred_engine: set(ENGINE_ENV)
+                .map(|engine| Engine::from_setting(ENGINE_ENV, &engine.to_string_lossy()))
+                .transpose()?,
             credentials: CredentialSources {
                 docker_config: docker_dir.as_ref().map(|dir| dir.join("config.json")),
                 podman_auth_file,
@@ -123,6 +125,15 @@ impl Settings {
             limits: Limits::from_lookup(text)?,
             proxies: Proxies::from_lookup(text),
         })
+    }
+
+    /// Where to look for an engine's image: the preferred engine first, where each listens.
+    pub fn engine_lookup(&self) -> Lookup<'_> {
+        Lookup {
+            preferred: self.preferred_engine,
+            env: &self.engine_env,
+            limits: self.limits,
+        }
     }
 
     /// How to reach a registry as far as the environment decides it (credentials, bounds,
@@ -200,7 +211,7 @@ mod tests {
         assert_eq!(s.cache_dir, Some(PathBuf::from("/xdg/kubectl-registry")));
         assert!(s.in_a_pod);
         assert!(!s.no_color, "an empty NO_COLOR is unset");
-        assert_eq!(s.preferred_engine.as_deref(), Some("podman"));
+        assert_eq!(s.preferred_engine, Some(Engine::Podman));
         assert_eq!(s.registry_host, None);
 
         let s = settings(

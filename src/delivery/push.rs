@@ -86,7 +86,7 @@ pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport
         ..
     } = *run;
     let (found, discovered) = tokio::try_join!(
-        engine::find(image, settings, printer),
+        engine::find(image, settings.engine_lookup(), printer),
         discovery::discover(cluster_args, settings, printer),
     )?;
     let Some(registry) = &discovered.registry else {

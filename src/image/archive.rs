@@ -31,10 +31,8 @@ mod members;
 mod oci;
 mod one_pass;
 mod open;
-mod platform;
 mod positioned;
 mod select;
-mod shapes;
 mod spool;
 mod tar_index;
 mod verify;
@@ -43,16 +41,15 @@ mod write;
 use std::io;
 use std::path::PathBuf;
 
+pub use crate::image::oci::Platform;
 pub use blob::{BlobLocation, BlobReader};
 pub use error::{ArchiveError, archive_error_in};
 pub(crate) use image::oci_manifest;
 pub use image::{
-    AbsentPlatform, Attachment, Compression, DropReason, Dropped, Image, Layer, OCI_CONFIG,
-    OCI_INDEX, OCI_LAYER, OCI_LAYER_GZIP, OCI_LAYER_ZSTD, OCI_MANIFEST, OtherEntry, OtherKind,
-    PlatformImage, RawBlob, oci_layer_type,
+    AbsentPlatform, Attachment, Compression, DropReason, Dropped, Image, Layer, OtherEntry,
+    OtherKind, PlatformImage, RawBlob, oci_layer_type,
 };
 pub use one_pass::{LargeMember, MemberSink, StreamedArchive};
-pub use platform::Platform;
 pub use verify::{VerifyingReader, is_verification_failure};
 pub use write::containerd_name;
 

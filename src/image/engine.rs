@@ -7,6 +7,7 @@ mod cli;
 mod endpoint;
 mod export;
 mod facts;
+mod kind;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -14,19 +15,16 @@ use std::time::Duration;
 
 pub use endpoint::{Endpoint, EngineEnv};
 pub use facts::ImageFacts;
+pub use kind::Engine;
 
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::registry::{Stalled, Watchdog};
 use crate::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
 use crate::output::Printer;
-use crate::settings::Settings;
 use export::{Ended, Export};
 
 /// What may follow the end of an export's tar: its writer's padding (tar pads to 10 KiB records).
 const TRAILER_LIMIT: u64 = 1 << 20;
-
-/// Engines asked for a named image, in order; the preferred one (`KUBECTL_REGISTRY_ENGINE`) first.
-const ENGINES: [&str; 3] = ["docker", "podman", "nerdctl"];
 
 /// What the user named on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,8 +52,7 @@ impl Source {
 /// An image a local engine has, and how to reach that engine again for its export.
 #[derive(Debug, Clone)]
 pub struct Found {
-    /// `docker`, `podman` or `nerdctl`.
-    pub engine: String,
+    pub engine: Engine,
     pub endpoint: Endpoint,
     /// The reference as the user typed it.
     pub image: String,
@@ -68,7 +65,7 @@ pub struct Found {
 impl Found {
     /// Which engine answered and how, for `-v` and errors.
     pub fn describe(&self) -> String {
-        describe(&self.engine, &self.endpoint)
+        describe(self.engine, &self.endpoint)
     }
 
     /// Runs `pass` over the engine's export on a blocking thread, as the engine produces it.
@@ -132,8 +129,13 @@ impl Found {
                     Ok(api::Answer::NoSuchImage(said)) | Err(said) => Err(self.failed(said)),
                 }
             }
-            Endpoint::Cli => cli::export(&self.engine, &self.image, &self.big_files_dir, watchdog)
-                .map_err(|err| self.failed(err.to_string())),
+            Endpoint::Cli => cli::export(
+                self.engine.program(),
+                &self.image,
+                &self.big_files_dir,
+                watchdog,
+            )
+            .map_err(|err| self.failed(err.to_string())),
         }
     }
 
@@ -155,18 +157,27 @@ pub struct EngineFailure {
     pub cut_off: bool,
 }
 
+/// Where to look for a named image: which engine first, where the engines listen, the bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct Lookup<'a> {
+    /// `KUBECTL_REGISTRY_ENGINE`.
+    pub preferred: Option<Engine>,
+    pub env: &'a EngineEnv,
+    pub limits: Limits,
+}
+
 /// Asks each engine in turn to inspect `image`; the first that has it answers.
-pub async fn find(image: &str, settings: &Settings, printer: &Printer) -> Result<Found> {
+pub async fn find(image: &str, lookup: Lookup<'_>, printer: &Printer) -> Result<Found> {
     let mut failures = Vec::new();
-    for engine in engine_order(settings.preferred_engine.as_deref()) {
-        let endpoint = match engine.as_str() {
-            "docker" => endpoint::docker(&settings.engine_env),
-            "podman" => endpoint::podman(&settings.engine_env),
-            _ => Endpoint::Cli,
+    for engine in Engine::in_order(lookup.preferred) {
+        let endpoint = match engine {
+            Engine::Docker => endpoint::docker(lookup.env),
+            Engine::Podman => endpoint::podman(lookup.env),
+            Engine::Nerdctl => Endpoint::Cli,
         };
-        let how = describe(&engine, &endpoint);
+        let how = describe(engine, &endpoint);
         printer.debug(&format!("asking {how} for {image}"));
-        match inspect(&engine, &endpoint, image, settings.limits.request_timeout).await {
+        match inspect(engine, &endpoint, image, lookup.limits.request_timeout).await {
             Some(Ok(facts)) => {
                 printer.debug(&format!("{how} has {image} (image {})", facts.id));
                 return Ok(Found {
@@ -174,8 +185,8 @@ pub async fn find(image: &str, settings: &Settings, printer: &Printer) -> Result
                     endpoint,
                     image: image.to_string(),
                     facts,
-                    big_files_dir: settings.engine_env.big_files_dir(),
-                    limits: settings.limits,
+                    big_files_dir: lookup.env.big_files_dir(),
+                    limits: lookup.limits,
                 });
             }
             Some(Err(said)) => failures.push(format!("{engine}: {said}")),
@@ -197,7 +208,7 @@ pub async fn find(image: &str, settings: &Settings, printer: &Printer) -> Result
     ))
 }
 
-fn describe(engine: &str, endpoint: &Endpoint) -> String {
+fn describe(engine: Engine, endpoint: &Endpoint) -> String {
     match endpoint {
         Endpoint::Socket { path, origin } => {
             format!(
@@ -211,7 +222,7 @@ fn describe(engine: &str, endpoint: &Endpoint) -> String {
 
 /// The engine's facts, its own words when it has no such image, `None` when its CLI is absent.
 async fn inspect(
-    engine: &str,
+    engine: Engine,
     endpoint: &Endpoint,
     image: &str,
     limit: Duration,
@@ -234,24 +245,12 @@ async fn inspect(
                 Ok(api::Answer::NoSuchImage(said)) | Err(said) => Err(said),
             })
         }
-        Endpoint::Cli => match cli::inspect(engine, image, limit).await {
+        Endpoint::Cli => match cli::inspect(engine.program(), image, limit).await {
             cli::Outcome::Found(facts) => Some(Ok(facts)),
             cli::Outcome::Failed(said) => Some(Err(said)),
             cli::Outcome::NotInstalled => None,
         },
     }
-}
-
-fn engine_order(preferred: Option<&str>) -> Vec<String> {
-    preferred
-        .into_iter()
-        .chain(
-            ENGINES
-                .into_iter()
-                .filter(|engine| Some(*engine) != preferred),
-        )
-        .map(str::to_string)
-        .collect()
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ mod retag;
 
 use std::fmt;
 
-pub use host::{BadHost, HostProblem, RegistryHost, is_loopback_hostname};
+pub use host::{BadHost, HostProblem, RegistryHost, is_loopback_hostname, is_loopback_url};
 pub use retag::Target;
 
 pub const DEFAULT_TAG: &str = "latest";

@@ -457,6 +457,27 @@ fn a_malformed_bound_is_refused_before_anything_is_sent() {
     assert!(faulty.proxy.seen().is_empty(), "{:#?}", faulty.proxy.seen());
 }
 
+#[test]
+fn an_unknown_engine_is_refused_not_run() {
+    let faulty = Faulty::new(88, Vec::new());
+    let run = faulty.bench.run(
+        faulty
+            .cmd()
+            .env("KUBECTL_REGISTRY_ENGINE", "true")
+            .args(["push", "myimg:dev"]),
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            2,
+            "",
+            "error: KUBECTL_REGISTRY_ENGINE=\"true\" is not valid: expected docker, podman or nerdctl\n\
+             hint: fix or unset KUBECTL_REGISTRY_ENGINE\n"
+        )
+    );
+    assert!(faulty.proxy.seen().is_empty(), "{:#?}", faulty.proxy.seen());
+}
+
 /// A loopback port that records whatever arrives on it, for a test to say nothing did.
 struct Trap {
     address: String,

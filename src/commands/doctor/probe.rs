@@ -10,15 +10,13 @@ use futures_util::stream;
 
 use crate::error::{Context, ExitCode, Result};
 use crate::image::digest::Digest;
+use crate::image::oci::MediaType;
 use crate::image::registry::{Deletion, RegistryClient};
 
 /// The probe's own repository, so that nothing of the user's is touched (in the project, on
 /// OpenShift).
 pub const PROBE_REPOSITORY: &str = "kubectl-registry-probe";
 pub const PROBE_TAG: &str = "doctor";
-const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
-const CONFIG_TYPE: &str = "application/vnd.oci.image.config.v1+json";
-const LAYER_TYPE: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 const PROBE_FILE: &str = "kubectl-registry-probe";
 const PROBE_TEXT: &[u8] = b"written by kubectl registry doctor to check that this registry works\n";
 
@@ -53,9 +51,9 @@ impl ProbeImage {
         let manifest = Bytes::from(
             serde_json::json!({
                 "schemaVersion": 2,
-                "mediaType": MANIFEST_TYPE,
-                "config": descriptor(CONFIG_TYPE, &config),
-                "layers": [descriptor(LAYER_TYPE, &layer)],
+                "mediaType": MediaType::OciManifest,
+                "config": descriptor(MediaType::OciConfig, &config),
+                "layers": [descriptor(MediaType::OciLayerGzip, &layer)],
             })
             .to_string(),
         );
@@ -87,7 +85,12 @@ pub async fn push_and_read_back(
             .await?;
     }
     let digest = client
-        .put_manifest(repository, PROBE_TAG, MANIFEST_TYPE, image.manifest.clone())
+        .put_manifest(
+            repository,
+            PROBE_TAG,
+            MediaType::OciManifest.as_str(),
+            image.manifest.clone(),
+        )
         .await?;
     let answered = client.manifest_digest(repository, digest.as_str()).await?;
     if answered.as_deref() != Some(digest.as_str()) {
@@ -119,7 +122,7 @@ pub async fn remove(
     }
 }
 
-fn descriptor(media_type: &str, bytes: &[u8]) -> serde_json::Value {
+fn descriptor(media_type: MediaType, bytes: &[u8]) -> serde_json::Value {
     serde_json::json!({
         "mediaType": media_type,
         "digest": Digest::of_bytes(bytes).as_str(),

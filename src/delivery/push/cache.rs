@@ -88,7 +88,7 @@ mod tests {
         SentBlob {
             digest: Digest::of_bytes(&[n]),
             size: u64::from(n),
-            media_type: "application/vnd.oci.image.layer.v1.tar+gzip".into(),
+            media_type: crate::image::oci::MediaType::OciLayerGzip.as_str().into(),
             repository: repo.into(),
         }
     }

@@ -212,7 +212,7 @@ impl ExportUploader {
                     Encoding::Gzip => Some(Compression::Gzip),
                     Encoding::Zstd => Some(Compression::Zstd),
                 }
-                .map(|c| Descriptor::new(archive::oci_layer_type(c), digest, size));
+                .map(|c| Descriptor::new(archive::oci_layer_type(c).as_str(), digest, size));
                 Ok(StreamedLayer {
                     outcome: Outcome::Pushed,
                     encoding,

@@ -186,7 +186,7 @@ impl Uploader<'_> {
                     Compression::Gzip
                 };
                 let descriptor =
-                    Descriptor::new(archive::oci_layer_type(compression), digest, size);
+                    Descriptor::new(archive::oci_layer_type(compression).as_str(), digest, size);
                 Ok((descriptor, Outcome::Pushed))
             }
         }

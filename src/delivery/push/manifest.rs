@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::error::{Error, ExitCode, Result};
-use crate::image::archive::{self, Archive, Image, OCI_INDEX, Platform, PlatformImage, RawBlob};
+use crate::image::archive::{self, Archive, Image, Platform, PlatformImage, RawBlob};
 use crate::image::digest::Digest;
+use crate::image::oci::MediaType;
 
 /// A layer as the pushed manifest describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +80,7 @@ pub fn index_for(image: &Image, manifests: &[RawBlob]) -> RawBlob {
     }
     let index = IndexJson {
         schema_version: 2,
-        media_type: OCI_INDEX,
+        media_type: MediaType::OciIndex,
         manifests: image
             .platforms
             .iter()
@@ -92,15 +93,15 @@ pub fn index_for(image: &Image, manifests: &[RawBlob]) -> RawBlob {
             })
             .collect(),
     };
-    // Serialising plain strings and numbers cannot fail.
-    RawBlob::new(OCI_INDEX, serde_json::to_vec(&index).unwrap_or_default())
+    let bytes = serde_json::to_vec(&index).expect("an index of strings and numbers serialises");
+    RawBlob::new(MediaType::OciIndex.as_str(), bytes)
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct IndexJson<'a> {
     schema_version: u32,
-    media_type: &'a str,
+    media_type: MediaType,
     manifests: Vec<IndexEntry<'a>>,
 }
 

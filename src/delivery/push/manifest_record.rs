@@ -123,7 +123,7 @@ mod tests {
         let config = Digest::of_bytes(b"config");
         let layer = Digest::of_bytes(b"layer");
         SentManifest {
-            media_type: "application/vnd.oci.image.manifest.v1+json".into(),
+            media_type: crate::image::oci::MediaType::OciManifest.as_str().into(),
             manifest: format!(
                 r#"{{"schemaVersion":2,"config":{{"mediaType":"x","digest":"{config}","size":6}},"layers":[{{"mediaType":"y","digest":"{layer}","size":5}}]}}"#
             ),

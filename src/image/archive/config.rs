@@ -4,8 +4,8 @@ use serde::Deserialize;
 
 use super::error::ArchiveError;
 use super::members::Container;
-use super::platform::Platform;
 use crate::image::digest::Digest;
+use crate::image::oci::Platform;
 
 /// The parts of an image config this tool uses.
 #[derive(Debug)]

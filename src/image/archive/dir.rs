@@ -8,7 +8,7 @@ use super::error::ArchiveError;
 use super::image::{Image, RawBlob};
 use super::members::Container;
 use super::oci::{self, BlobNaming, Blobs, Entry};
-use super::shapes::Descriptor;
+use crate::image::oci::Descriptor;
 
 /// Whether `manifest.json` holds a manifest object (this transport) rather than docker
 /// save's list of images.

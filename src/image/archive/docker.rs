@@ -6,11 +6,12 @@ use serde::Deserialize;
 
 use super::config::ConfigFacts;
 use super::error::ArchiveError;
-use super::image::{Image, OCI_CONFIG, PlatformImage, RawBlob};
+use super::image::{Image, PlatformImage, RawBlob};
 use super::layer::layer_at;
 use super::members::Container;
 use super::tar_index::clean_path;
 use crate::image::digest::Digest;
+use crate::image::oci::MediaType;
 
 pub(crate) const MANIFEST_JSON: &str = "manifest.json";
 
@@ -60,7 +61,7 @@ pub(crate) fn images(
 fn image(container: &Container, entry: &ManifestEntry) -> Result<Image, ArchiveError> {
     let config_location = container.require(&entry.config, MANIFEST_JSON)?;
     let config_bytes = container.read_small(&config_location, "an image config")?;
-    let config = RawBlob::new(OCI_CONFIG, config_bytes);
+    let config = RawBlob::new(MediaType::OciConfig.as_str(), config_bytes);
     if let Some(named) = digest_in_blob_path(&entry.config)
         && named != config.digest
     {

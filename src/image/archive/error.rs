@@ -149,8 +149,8 @@ pub enum ArchiveError {
         platforms: Vec<String>,
     },
 
-    #[error("{0:?} is not a platform; expected OS/ARCH[/VARIANT], e.g. linux/amd64")]
-    BadPlatform(String),
+    #[error(transparent)]
+    BadPlatform(#[from] crate::image::oci::BadPlatform),
 
     #[error("{image} in {archive} has none of its platforms' blobs in the archive ({})", .absent.join("; "))]
     NoPlatformPresent {

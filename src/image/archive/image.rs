@@ -4,16 +4,8 @@
 use serde::Serialize;
 
 use super::blob::BlobLocation;
-use super::platform::Platform;
-use super::shapes::Descriptor;
 use crate::image::digest::Digest;
-
-pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
-pub const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
-pub const OCI_LAYER: &str = "application/vnd.oci.image.layer.v1.tar";
-pub const OCI_LAYER_GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
-pub const OCI_LAYER_ZSTD: &str = "application/vnd.oci.image.layer.v1.tar+zstd";
+use crate::image::oci::{Descriptor, MediaType, Platform};
 
 /// One image of an archive: its names and every platform whose blobs are present.
 #[derive(Debug, Clone)]
@@ -228,7 +220,7 @@ impl Layer {
     pub fn media_type_or_default(&self) -> &str {
         self.media_type
             .as_deref()
-            .unwrap_or_else(|| oci_layer_type(self.compression))
+            .unwrap_or_else(|| oci_layer_type(self.compression).as_str())
     }
 
     /// The layer's identity across platforms and in what a push sent: the stored digest, or the
@@ -243,11 +235,11 @@ impl Layer {
     }
 }
 
-pub fn oci_layer_type(compression: Compression) -> &'static str {
+pub fn oci_layer_type(compression: Compression) -> MediaType {
     match compression {
-        Compression::None => OCI_LAYER,
-        Compression::Gzip => OCI_LAYER_GZIP,
-        Compression::Zstd => OCI_LAYER_ZSTD,
+        Compression::None => MediaType::OciLayer,
+        Compression::Gzip => MediaType::OciLayerGzip,
+        Compression::Zstd => MediaType::OciLayerZstd,
     }
 }
 
@@ -255,7 +247,7 @@ pub fn oci_layer_type(compression: Compression) -> &'static str {
 #[serde(rename_all = "camelCase")]
 struct ManifestJson<'a> {
     schema_version: u32,
-    media_type: &'a str,
+    media_type: MediaType,
     config: DescriptorJson<'a>,
     layers: Vec<DescriptorJson<'a>>,
 }
@@ -272,7 +264,7 @@ pub(crate) struct DescriptorJson<'a> {
 pub(crate) fn oci_manifest(config: &RawBlob, layers: &[(&str, &Digest, u64)]) -> RawBlob {
     let manifest = ManifestJson {
         schema_version: 2,
-        media_type: OCI_MANIFEST,
+        media_type: MediaType::OciManifest,
         config: DescriptorJson {
             media_type: &config.media_type,
             digest: &config.digest,
@@ -287,6 +279,7 @@ pub(crate) fn oci_manifest(config: &RawBlob, layers: &[(&str, &Digest, u64)]) ->
             })
             .collect(),
     };
-    let bytes = serde_json::to_vec(&manifest).unwrap_or_default();
-    RawBlob::new(OCI_MANIFEST, bytes)
+    let bytes =
+        serde_json::to_vec(&manifest).expect("a manifest of strings and numbers serialises");
+    RawBlob::new(MediaType::OciManifest.as_str(), bytes)
 }

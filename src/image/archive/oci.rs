@@ -12,8 +12,8 @@ use super::image::{
 };
 use super::layer::layer_at;
 use super::members::Container;
-use super::shapes::{self, Descriptor, ManifestOrIndex, is_image_config};
 use crate::image::digest::Digest;
+use crate::image::oci::{self as shapes, Descriptor, ManifestOrIndex, MediaType, is_image_config};
 use crate::image::reference::{ref_name_is_reference, same_image};
 
 pub(crate) const INDEX_JSON: &str = "index.json";
@@ -491,7 +491,7 @@ fn read_at(
     let media_type = descriptor
         .media_type
         .clone()
-        .unwrap_or_else(|| super::image::OCI_CONFIG.to_string());
+        .unwrap_or_else(|| MediaType::OciConfig.as_str().to_string());
     let blob = RawBlob::new(media_type, bytes);
     if blob.digest != descriptor.digest {
         return Err(ArchiveError::digest_mismatch(

@@ -5,8 +5,8 @@ use super::Archive;
 use super::error::ArchiveError;
 use super::image::{DropReason, Dropped, Image, OtherEntry, OtherKind};
 use super::oci;
-use super::platform::Platform;
 use crate::image::digest::Digest;
+use crate::image::oci::Platform;
 use crate::image::reference::selects;
 
 /// A digest prefix shorter than this is too likely to be a name that matched nothing.

@@ -10,10 +10,11 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::error::{ArchiveError, unwrap_io};
-use super::image::{OCI_INDEX, PlatformImage, RawBlob};
+use super::image::{PlatformImage, RawBlob};
 use super::oci::{IMAGE_NAME, REF_NAME};
 use super::{Archive, Format, docker, oci};
 use crate::image::digest::Digest;
+use crate::image::oci::MediaType;
 use crate::image::reference::{ImageName, same_image};
 
 const WRITE_BUFFER: usize = 1 << 20;
@@ -22,7 +23,7 @@ const WRITE_BUFFER: usize = 1 << 20;
 #[serde(rename_all = "camelCase")]
 struct IndexOut<'a> {
     schema_version: u32,
-    media_type: &'a str,
+    media_type: MediaType,
     manifests: Vec<ManifestDescriptorOut<'a>>,
 }
 
@@ -285,11 +286,10 @@ fn index_json(image: &PlatformImage, manifest: &RawBlob, references: &[ImageName
     };
     let index = IndexOut {
         schema_version: 2,
-        media_type: OCI_INDEX,
+        media_type: MediaType::OciIndex,
         manifests,
     };
-    // Serialising strings and numbers cannot fail.
-    serde_json::to_vec(&index).unwrap_or_default()
+    serde_json::to_vec(&index).expect("an index of strings and numbers serialises")
 }
 
 fn append_bytes(

@@ -200,6 +200,11 @@ fn is_dns_ish(name: &str) -> bool {
 
 /// `localhost` (and names under it), 127.0.0.0/8 and ::1 (bracketed or not, IPv4-mapped too):
 /// the names that never leave this machine.
+/// Whether `url` points at this machine.
+pub fn is_loopback_url(url: &reqwest::Url) -> bool {
+    url.host_str().is_some_and(is_loopback_hostname)
+}
+
 pub fn is_loopback_hostname(hostname: &str) -> bool {
     let name = hostname
         .trim_start_matches('[')

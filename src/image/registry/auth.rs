@@ -13,10 +13,11 @@ use tokio::sync::OnceCell;
 
 use super::credentials::{self, ClusterLogin, CredentialSources, Credentials, Secret};
 use super::errors::RegistryResponse;
-use super::transport::{Transport, explain_send_error, is_loopback_url, stalled_error};
+use super::transport::{Transport, explain_send_error, stalled_error};
 use super::watchdog::Stalled;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
+use crate::image::reference::is_loopback_url;
 use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
 
 /// What the registry asked for in `WWW-Authenticate`.

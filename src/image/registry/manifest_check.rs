@@ -8,9 +8,7 @@ use super::auth::Scope;
 use super::request::Request;
 use super::{RegistryClient, check_reference};
 use crate::error::Result;
-
-/// Every manifest type we push; distribution answers 404 to a HEAD that does not accept OCI.
-const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json";
+use crate::image::oci::MediaType;
 
 /// What a DELETE did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,9 +27,12 @@ impl RegistryClient {
             check_reference(reference)?;
             let url = self.repo_url(repo, &format!("manifests/{reference}"))?;
             let mut request = Request::new(Method::HEAD, url, Scope::push(repo));
-            request
-                .headers
-                .insert(ACCEPT, HeaderValue::from_static(MANIFEST_TYPES));
+            // Every manifest type we push: distribution answers 404 to a HEAD that does not accept OCI.
+            request.headers.insert(
+                ACCEPT,
+                HeaderValue::from_str(&MediaType::manifests_accept())
+                    .expect("media types are header-safe ASCII"),
+            );
             let response = self.send(request).await?;
             match response.status() {
                 StatusCode::OK => Ok(Some(

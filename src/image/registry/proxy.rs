@@ -4,7 +4,7 @@
 
 use reqwest::{NoProxy, Proxy, Url};
 
-use super::transport::is_loopback_url;
+use crate::image::reference::is_loopback_url;
 
 /// `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and `NO_PROXY` (or their lowercase forms), as read at start.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

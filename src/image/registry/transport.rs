@@ -11,7 +11,7 @@ use super::credentials::{ClusterLogin, CredentialSources};
 use super::proxy::Proxies;
 use super::watchdog::Stalled;
 use crate::error::{Context, Error, ExitCode, Result};
-use crate::image::reference::{RegistryHost, is_loopback_hostname};
+use crate::image::reference::RegistryHost;
 use crate::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
 
 /// How to reach the registry, from the command line and the cluster's advertisement.
@@ -201,11 +201,6 @@ fn base_client(proxies: &Proxies) -> reqwest::ClientBuilder {
                 attempt.follow()
             }
         }))
-}
-
-/// Whether `url` points at this machine.
-pub fn is_loopback_url(url: &Url) -> bool {
-    url.host_str().is_some_and(is_loopback_hostname)
 }
 
 fn read_ca_file(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>> {
@@ -405,6 +400,7 @@ pub fn plain_http_to_tls_error(transport: &Transport) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::image::reference::is_loopback_url;
 
     /// A transport to `host`, settled on HTTPS or plain HTTP.
     fn transport(host: &str, https: bool) -> Transport {

@@ -1,4 +1,4 @@
-//! The JSON an archive holds, parsed from bytes (reusable by any reader of these formats):
+//! The JSON an image is made of, parsed from bytes (reusable by any reader of these formats):
 //! `index.json`, manifests and indexes, their descriptors; a manifest's own media type; and
 //! what tells a container image from an artifact (signature, SBOM, attestation, chart).
 
@@ -6,14 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::image::{OCI_CONFIG, OCI_INDEX, OCI_MANIFEST};
 use super::platform::Platform;
+use super::{MediaType, is_layer_type};
 use crate::image::digest::Digest;
-
-pub(crate) const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
-pub(crate) const DOCKER_MANIFEST_LIST: &str =
-    "application/vnd.docker.distribution.manifest.list.v2+json";
-pub(crate) const DOCKER_CONFIG: &str = "application/vnd.docker.container.image.v1+json";
 
 /// buildx's annotation on an attestation manifest inside an image index.
 const REFERENCE_TYPE: &str = "vnd.docker.reference.type";
@@ -96,10 +91,11 @@ pub(crate) fn parse_manifest(bytes: &[u8]) -> serde_json::Result<ManifestOrIndex
 impl ManifestOrIndex {
     pub(crate) fn is_index(&self) -> bool {
         self.manifests.is_some()
-            || matches!(
-                self.media_type.as_deref(),
-                Some(OCI_INDEX | DOCKER_MANIFEST_LIST)
-            )
+            || self
+                .media_type
+                .as_deref()
+                .and_then(MediaType::parse)
+                .is_some_and(MediaType::is_index)
     }
 
     pub(crate) fn layers(&self) -> &[Descriptor] {
@@ -124,14 +120,14 @@ impl ManifestOrIndex {
                 None => "it has no schemaVersion, so it is not a manifest or index".to_string(),
             });
         }
-        let (allowed, shape): (&[&str], &str) = if self.is_index() {
-            (&[OCI_INDEX, DOCKER_MANIFEST_LIST], OCI_INDEX)
+        let (fits, shape): (fn(MediaType) -> bool, _) = if self.is_index() {
+            (MediaType::is_index, MediaType::OciIndex)
         } else {
-            (&[OCI_MANIFEST, DOCKER_MANIFEST], OCI_MANIFEST)
+            (MediaType::is_image_manifest, MediaType::OciManifest)
         };
         match self.media_type.as_deref() {
-            None => Ok(shape),
-            Some(declared) if allowed.contains(&declared) => Ok(declared),
+            None => Ok(shape.as_str()),
+            Some(declared) if MediaType::parse(declared).is_some_and(fits) => Ok(declared),
             Some(declared) => Err(format!(
                 "its mediaType is {declared}, which is not {}",
                 if self.is_index() {
@@ -153,8 +149,8 @@ impl ManifestOrIndex {
             .config
             .as_ref()
             .and_then(|config| config.media_type.as_deref())
-            .unwrap_or(OCI_CONFIG);
-        if config_type != OCI_CONFIG && config_type != DOCKER_CONFIG {
+            .unwrap_or(MediaType::OciConfig.as_str());
+        if !MediaType::parse(config_type).is_some_and(MediaType::is_image_config) {
             let first_layer = self.layers().first().and_then(|l| l.media_type.as_deref());
             return Some(describe_artifact(first_layer.unwrap_or(config_type)));
         }
@@ -174,12 +170,6 @@ pub(crate) fn is_image_config(bytes: &[u8]) -> bool {
             .get("rootfs")
             .is_some_and(serde_json::Value::is_object)
     })
-}
-
-/// Filesystem layers: OCI's (plain, gzip, zstd, non-distributable) and docker's rootfs diffs.
-fn is_layer_type(media_type: &str) -> bool {
-    media_type.starts_with("application/vnd.oci.image.layer.")
-        || media_type.starts_with("application/vnd.docker.image.rootfs.")
 }
 
 /// `a cosign signature (application/vnd.dev.cosign...)`: a word for people, and the type.
@@ -203,6 +193,12 @@ pub(crate) fn describe_artifact(media_type: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const OCI_MANIFEST: &str = MediaType::OciManifest.as_str();
+    const OCI_INDEX: &str = MediaType::OciIndex.as_str();
+    const OCI_CONFIG: &str = MediaType::OciConfig.as_str();
+    const DOCKER_MANIFEST: &str = MediaType::DockerManifest.as_str();
+    const DOCKER_CONFIG: &str = MediaType::DockerConfig.as_str();
 
     fn manifest(json: &str) -> ManifestOrIndex {
         parse_manifest(json.as_bytes()).unwrap()

@@ -4,8 +4,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::error::ArchiveError;
-
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Platform {
     pub os: String,
@@ -77,14 +75,19 @@ impl fmt::Display for Platform {
     }
 }
 
+/// Text that is not `OS/ARCH[/VARIANT]`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a platform; expected OS/ARCH[/VARIANT], e.g. linux/amd64")]
+pub struct BadPlatform(pub String);
+
 impl FromStr for Platform {
-    type Err = ArchiveError;
+    type Err = BadPlatform;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let parts: Vec<&str> = text.split('/').collect();
         let valid = (2..=3).contains(&parts.len()) && parts.iter().all(|p| !p.is_empty());
         if !valid {
-            return Err(ArchiveError::BadPlatform(text.to_string()));
+            return Err(BadPlatform(text.to_string()));
         }
         let given = Self {
             os: parts[0].to_ascii_lowercase(),

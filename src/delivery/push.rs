@@ -2,15 +2,18 @@
 //! registry or load into the nodes, and report the ref a pod spec must use.
 
 mod attachments;
+mod by_daemon;
 mod cache;
 mod export_upload;
 mod from_engine;
+mod from_store;
 mod layer_upload;
 mod manifest;
 mod manifest_record;
 mod progress;
 mod record_file;
 mod reload;
+mod route;
 mod stream;
 mod summary;
 mod to_nodes;
@@ -101,7 +104,7 @@ pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport
         image: args.image.as_deref(),
         platform: args.platform.as_deref(),
     };
-    let pushed = from_engine::push(&push, &found, &selection, printer)
+    let pushed = route::push(&push, &found, &selection, args.compression, printer)
         .await
         .map_err(|err| with_ingress_hint(err, registry))?;
     Ok(registry_report(

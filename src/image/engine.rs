@@ -4,18 +4,22 @@
 
 mod api;
 mod cli;
+mod daemon;
 mod endpoint;
 mod export;
 mod facts;
 mod kind;
+mod store;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use daemon::{Daemon, DaemonFailure, DaemonPushed, EngineTag, LayerEnd, PushEvent};
 pub use endpoint::{Endpoint, EngineEnv};
 pub use facts::ImageFacts;
 pub use kind::Engine;
+pub use store::{StoreImage, StoreLayer, store_fault};
 
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::registry::{Stalled, Watchdog};
@@ -60,12 +64,24 @@ pub struct Found {
     /// Where the engine's CLI may spool (its TMPDIR, a directory of ours in there).
     big_files_dir: PathBuf,
     limits: Limits,
+    /// Where podman's store is, as podman would find it.
+    env: EngineEnv,
 }
 
 impl Found {
     /// Which engine answered and how, for `-v` and errors.
     pub fn describe(&self) -> String {
         describe(self.engine, &self.endpoint)
+    }
+
+    /// The Docker daemon behind this image's endpoint, when it is one (not podman's service).
+    pub async fn docker_daemon(&self) -> Option<Daemon> {
+        daemon::connect(&self.endpoint, &self.limits).await
+    }
+
+    /// The image in podman's store (containers-storage), read directly; `Err` says why not.
+    pub fn store_image(&self) -> std::result::Result<StoreImage, String> {
+        store::find_image(&self.env, &self.facts)
     }
 
     /// Runs `pass` over the engine's export on a blocking thread, as the engine produces it.
@@ -187,6 +203,7 @@ pub async fn find(image: &str, lookup: Lookup<'_>, printer: &Printer) -> Result<
                     facts,
                     big_files_dir: lookup.env.big_files_dir(),
                     limits: lookup.limits,
+                    env: lookup.env.clone(),
                 });
             }
             Some(Err(said)) => failures.push(format!("{engine}: {said}")),

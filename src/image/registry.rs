@@ -3,6 +3,7 @@
 
 mod auth;
 mod credentials;
+mod engine_side;
 mod errors;
 mod manifest;
 mod manifest_check;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use reqwest::{Method, Response, Url};
 
 pub use self::credentials::{ClusterLogin, CredentialSources};
+pub use self::engine_side::StoredManifest;
 pub use self::errors::{RegistryResponse, is_retryable};
 pub use self::manifest_check::Deletion;
 pub use self::open_uploads::cancel_all as cancel_open_uploads;

@@ -17,6 +17,7 @@ mod packaging;
 mod push;
 mod push_by_node;
 mod push_cache;
+mod push_daemon;
 mod push_engine;
 mod push_errors;
 mod push_faults;

@@ -4,7 +4,8 @@
 //! containerd exports, the real registry, and a real containerd pulling what landed.
 //!
 //! Unchanged re-push: inspect only, no export. Changed: one streamed pass, only the missing
-//! layers sent. Nothing of the image is left in TMPDIR, whatever happens.
+//! layers sent; podman's own store, when we can read it, is read directly instead of exported.
+//! Nothing of the image is left in TMPDIR, whatever happens.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -74,6 +75,24 @@ impl EngineBench {
         cmd
     }
 
+    /// The binary with an empty image store of podman's own: as when the engine runs on
+    /// another machine, only its API or CLI can hand the image over (its export).
+    fn cmd_store_elsewhere(&self) -> assert_cmd::Command {
+        let empty = self.bench.path("empty-store");
+        let conf = self.bench.path("empty-storage.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "[storage]\ndriver = \"vfs\"\ngraphroot = \"{}\"\n",
+                empty.display()
+            ),
+        )
+        .unwrap();
+        let mut cmd = self.cmd();
+        cmd.env("CONTAINERS_STORAGE_CONF", conf);
+        cmd
+    }
+
     fn push(&self, cmd: &mut assert_cmd::Command, args: &[&str]) -> Outcome {
         self.bench.run(cmd.arg("push").args(args))
     }
@@ -130,11 +149,11 @@ fn pulled_diff_ids(bench: &Bench, reference: &str) -> Vec<String> {
 // podman's CLI
 
 #[test]
-fn a_podman_image_streams_then_repushes_with_no_export_then_sends_only_its_changed_layer() {
+fn a_podman_image_is_read_from_its_store_then_repushed_with_nothing_read_then_only_its_changed_layer_sent()
+ {
     let eb = EngineBench::new();
     eb.spy("podman", "/usr/bin/podman");
     let dirs = eb.podman.dir();
-    // Layers over 1 MiB stream past; the small one is kept whole and sent after the pass.
     let base = layer_dir(dirs, "base", 1, &[1_500_000, 700_000]);
     let small = layer_dir(dirs, "small", 2, &[4_000]);
     let app = layer_dir(dirs, "app", 3, &[1_200_000]);
@@ -150,12 +169,17 @@ fn a_podman_image_streams_then_repushes_with_no_export_then_sends_only_its_chang
     let sizes = blob_sizes(&serde_json::from_slice(&manifest).unwrap());
     let total: u64 = sizes.iter().sum();
     assert_eq!(counts(&report), [4, total, 0, 0]);
+    // Read from podman's store: no export.
+    assert_eq!(eb.take_calls(), ["podman image inspect myimg:dev"]);
     assert_eq!(
-        eb.take_calls(),
-        [
-            "podman image inspect myimg:dev",
-            "podman image save myimg:dev"
-        ]
+        serde_json::from_slice::<Value>(&manifest).unwrap()["config"]["digest"],
+        format!(
+            "sha256:{}",
+            eb.podman.tool(
+                "podman",
+                &["image", "inspect", "--format", "{{.Id}}", "myimg:dev"]
+            )
+        )
     );
     let reference = report["ref"].as_str().unwrap().to_string();
     assert_eq!(
@@ -199,13 +223,7 @@ fn a_podman_image_streams_then_repushes_with_no_export_then_sends_only_its_chang
             new_sizes[1] + new_sizes[2]
         ]
     );
-    assert_eq!(
-        eb.take_calls(),
-        [
-            "podman image inspect myimg:dev",
-            "podman image save myimg:dev"
-        ]
-    );
+    assert_eq!(eb.take_calls(), ["podman image inspect myimg:dev"]);
     let reference = report["ref"].as_str().unwrap().to_string();
     assert_eq!(
         pulled_diff_ids(&eb.bench, &reference),
@@ -227,9 +245,9 @@ fn the_engine_api_answers_through_docker_host_a_docker_context_and_container_hos
     let _service = eb.podman.serve(&format!("unix://{}", socket.display()));
     let socket = socket.display().to_string();
 
-    // No engine CLI on PATH at all: only the API can answer.
+    // The engine's store out of reach: only the API can hand the image over.
     let run = eb.push(
-        eb.cmd()
+        eb.cmd_store_elsewhere()
             .env("DOCKER_HOST", format!("unix://{socket}"))
             .arg("-v"),
         &["myimg:dev"],
@@ -348,16 +366,24 @@ fn the_docker_cli_answers_when_docker_host_is_tcp() {
     eb.spy("docker", docker.to_str().unwrap());
 
     let run = eb.push(
-        eb.cmd().env("DOCKER_HOST", &address).arg("-v"),
+        eb.cmd_store_elsewhere()
+            .env("DOCKER_HOST", &address)
+            .arg("-v"),
         &["myimg:dev"],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let answered = format!("the docker CLI has myimg:dev (image sha256:{id})");
-    assert!(
-        run.stderr_lines().contains(&answered.as_str()),
-        "{}",
-        run.stderr
+    let elsewhere = format!(
+        "not reading podman's store: the store at $DIR/empty-store (CONTAINERS_STORAGE_CONF: \
+         $DIR/empty-storage.conf) does not hold image sha256:{id}; exporting"
     );
+    for line in [answered, elsewhere] {
+        assert!(
+            run.stderr_lines().contains(&line.as_str()),
+            "{}",
+            run.stderr
+        );
+    }
     assert_eq!(
         eb.take_calls(),
         [

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Variables that would make a run depend on the machine running the tests.
-const SCRUBBED: [&str; 26] = [
+const SCRUBBED: [&str; 30] = [
     "KUBECONFIG",
     "KUBECTL_REGISTRY_HOST",
     "KUBECTL_REGISTRY_RUNTIME_HOST",
@@ -32,6 +32,10 @@ const SCRUBBED: [&str; 26] = [
     "KUBECTL_REGISTRY_ATTEMPTS",
     "KUBECTL_REGISTRY_RETRY_DELAY",
     "KUBECTL_REGISTRY_HELPER_TIMEOUT",
+    "CONTAINERS_STORAGE_CONF",
+    "STORAGE_DRIVER",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
 ];
 
 /// Scrubs `cmd`'s environment and gives it `home` as HOME; `NO_COLOR` is set.

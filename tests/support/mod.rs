@@ -2,6 +2,7 @@
 
 pub mod apiserver;
 pub mod containerd;
+pub mod dockerd;
 pub mod doctor_output;
 pub mod env;
 pub mod fault_proxy;

@@ -48,24 +48,10 @@ pub async fn push(
     let client = RegistryClient::new(plan.host, &plan.transport)?;
     client.ping().await?;
     let repo = plan.target.repository.as_str();
-    let mut manifests = SentManifests::load_in(plan.cache_dir);
-    if let Some(sent) = manifests.get(client.host(), &found.facts.id, plan.encoding)
-        && let Some(transfer) = blobs_in_place(&client, repo, sent, plan.jobs, printer).await?
-    {
-        let bytes = Bytes::from(sent.manifest.clone().into_bytes());
-        let digest = client
-            .put_manifest(repo, &plan.target.tag, &sent.media_type, bytes)
-            .await?;
-        printer.debug(&format!(
-            "the registry has every blob of {}: sent only its manifest, nothing exported",
-            found.facts.id
-        ));
-        return Ok(Pushed {
-            digest,
-            transfer,
-            platforms: found.facts.platform.iter().cloned().collect(),
-        });
+    if let Some(pushed) = repush_unchanged(plan, &client, found, plan.encoding, printer).await? {
+        return Ok(pushed);
     }
+    let mut manifests = SentManifests::load_in(plan.cache_dir);
 
     let (streamed, sent) = export_until_sent(plan, &client, found, printer).await?;
     let image = streamed
@@ -120,6 +106,38 @@ pub async fn push(
         transfer,
         platforms: image.platform_names(),
     })
+}
+
+/// An image pushed before whose manifest's blobs are all still in place: that manifest again,
+/// nothing read from the engine. `None`: something must be sent.
+pub(super) async fn repush_unchanged(
+    plan: &RegistryPush<'_>,
+    client: &RegistryClient,
+    found: &Found,
+    encoding: Encoding,
+    printer: &Printer,
+) -> Result<Option<Pushed>> {
+    let repo = plan.target.repository.as_str();
+    let manifests = SentManifests::load_in(plan.cache_dir);
+    let Some(sent) = manifests.get(client.host(), &found.facts.id, encoding) else {
+        return Ok(None);
+    };
+    let Some(transfer) = blobs_in_place(client, repo, sent, plan.jobs, printer).await? else {
+        return Ok(None);
+    };
+    let bytes = Bytes::from(sent.manifest.clone().into_bytes());
+    let digest = client
+        .put_manifest(repo, &plan.target.tag, &sent.media_type, bytes)
+        .await?;
+    printer.debug(&format!(
+        "the registry has every blob of {}: sent only its manifest, nothing exported",
+        found.facts.id
+    ));
+    Ok(Some(Pushed {
+        digest,
+        transfer,
+        platforms: found.facts.platform.iter().cloned().collect(),
+    }))
 }
 
 /// True (with what was skipped) when every blob of `sent` is in `repo` at its size, mounting

@@ -24,7 +24,7 @@ pub enum Answer<T> {
 
 /// An Engine API client bound to one socket.
 pub struct EngineApi {
-    client: reqwest::Client,
+    pub(super) client: reqwest::Client,
 }
 
 impl EngineApi {
@@ -126,7 +126,7 @@ async fn message_of(response: reqwest::Response) -> String {
         .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).trim().to_string())
 }
 
-async fn failure(response: reqwest::Response) -> String {
+pub(super) async fn failure(response: reqwest::Response) -> String {
     let status = response.status();
     format!(
         "the engine answered {status}: {}",
@@ -135,7 +135,7 @@ async fn failure(response: reqwest::Response) -> String {
 }
 
 /// reqwest's own text is "error sending request for url (http://engine/...)": name the cause.
-fn connect_failure(err: &reqwest::Error) -> String {
+pub(super) fn connect_failure(err: &reqwest::Error) -> String {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
     let mut deepest = err.to_string();
     while let Some(current) = cause {

@@ -33,6 +33,13 @@ pub struct EngineEnv {
     pub runtime_dir: Option<PathBuf>,
     /// `TMPDIR`: where podman spools big files when set (else `/var/tmp`).
     pub tmp_dir: Option<PathBuf>,
+    /// `CONTAINERS_STORAGE_CONF` and `STORAGE_DRIVER`: podman's image store, as podman reads them.
+    pub storage_conf: Option<PathBuf>,
+    pub storage_driver: Option<String>,
+    /// `XDG_CONFIG_HOME`, `XDG_DATA_HOME` and `HOME`: where a rootless store and its file are.
+    pub config_home: Option<PathBuf>,
+    pub data_home: Option<PathBuf>,
+    pub home: Option<PathBuf>,
 }
 
 impl EngineEnv {

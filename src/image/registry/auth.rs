@@ -182,6 +182,19 @@ impl Auth {
         }
     }
 
+    /// Who a daemon pushing for us logs in as: no one while the registry has not challenged us,
+    /// else our credentials for it, else the cluster's token.
+    pub(super) async fn login_for_engine(
+        &self,
+        transport: &Transport,
+    ) -> Result<Option<Credentials>> {
+        if lock(&self.challenge).is_none() {
+            return Ok(None);
+        }
+        let found = self.credentials(transport).await?.clone();
+        Ok(found.or_else(|| self.cluster_login.as_ref().map(ClusterLogin::credentials)))
+    }
+
     async fn credentials(&self, transport: &Transport) -> Result<&Option<Credentials>> {
         self.credentials
             .get_or_try_init(|| async {

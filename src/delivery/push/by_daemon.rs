@@ -1,0 +1,250 @@
+//! docker: the daemon pushes its own image. Its store is root's and its API has no per-layer
+//! export, but it remembers which layers each registry holds and gzips only the new ones, so a
+//! rebuild costs what its changed layer costs. We tag the image in the engine for the registry,
+//! have the daemon push with our credentials, put the engine's tag back, and print the ref pinned
+//! by the digest it pushed. Where the daemon cannot reach the registry (its own network, a VM,
+//! its TLS rules) or cannot do what was asked, the export path goes instead, saying why with -v.
+
+use std::collections::HashMap;
+
+use super::from_engine::{Pushed, Selection, repush_unchanged};
+use super::layer_upload::Outcome;
+use super::manifest_record::{SentManifest, SentManifests};
+use super::progress::{BlobProgress, Progress};
+use super::stream::Encoding;
+use super::summary::Transfer;
+use super::to_registry::RegistryPush;
+use crate::cli::Compression;
+use crate::error::{Error, ExitCode, Result};
+use crate::image::digest::Digest;
+use crate::image::engine::{Daemon, DaemonFailure, DaemonPushed, Found, LayerEnd, PushEvent};
+use crate::image::registry::{RegistryClient, StoredManifest};
+use crate::interrupt;
+use crate::output::Printer;
+
+/// The daemon gzips every layer it sends: its pushes are recorded under that encoding.
+const DAEMON_ENCODING: Encoding = Encoding::Gzip;
+
+/// The daemon's own push of `found`; `None` (the reason said with -v) when the export must go.
+pub async fn push(
+    plan: &RegistryPush<'_>,
+    found: &Found,
+    daemon: &Daemon,
+    selection: &Selection<'_>,
+    compression: Compression,
+    printer: &Printer,
+) -> Result<Option<Pushed>> {
+    if let Some(reason) = why_not_the_daemon(found, selection, compression) {
+        printer.debug(&format!("not the daemon's own push: {reason}"));
+        return Ok(None);
+    }
+    by_daemon(plan, found, daemon, printer).await
+}
+
+/// What rules out the daemon's push before asking it.
+fn why_not_the_daemon(
+    found: &Found,
+    selection: &Selection<'_>,
+    compression: Compression,
+) -> Option<String> {
+    if selection.image.is_some() || selection.platform.is_some() {
+        return Some("--image and --platform choose inside an export".to_string());
+    }
+    let asked = match compression {
+        Compression::Auto | Compression::Gzip => None,
+        Compression::None => Some("none"),
+        Compression::Zstd => Some("zstd"),
+    };
+    if let Some(asked) = asked {
+        return Some(format!(
+            "the daemon sends gzip layers, and --compression {asked} was asked for"
+        ));
+    }
+    if found.facts.repo_tags.is_empty() {
+        // The engine deletes an image whose last name is removed: our temporary one must not be.
+        return Some(format!(
+            "{} has no name in the engine, so a temporary one could not be removed safely",
+            found.image
+        ));
+    }
+    None
+}
+
+/// `None` (with the reason said under -v) when the daemon cannot reach the registry.
+async fn by_daemon(
+    plan: &RegistryPush<'_>,
+    found: &Found,
+    daemon: &Daemon,
+    printer: &Printer,
+) -> Result<Option<Pushed>> {
+    let client = RegistryClient::new(plan.host, &plan.transport)?;
+    client.ping().await?;
+    let repo = plan.target.repository.as_str();
+    let tag = plan.target.tag.as_str();
+    let id = found.facts.id.as_str();
+    if let Some(pushed) = repush_unchanged(plan, &client, found, DAEMON_ENCODING, printer).await? {
+        return Ok(Some(pushed));
+    }
+    let auth = client.engine_auth().await?;
+    let config_there = match id.parse::<Digest>() {
+        Ok(config) => client.blob_exists(repo, &config).await?.is_some(),
+        Err(_) => false,
+    };
+    let engine_repo = format!("{}/{repo}", client.host());
+    let engine_ref = format!("{engine_repo}:{tag}");
+    let mut engine_tag = match daemon.tag(id, &engine_repo, tag).await {
+        Ok(engine_tag) => engine_tag,
+        Err(said) => {
+            printer.debug(&format!(
+                "the daemon could not tag {id} as {engine_ref} ({said}): exporting instead"
+            ));
+            return Ok(None);
+        }
+    };
+    printer.status(&format!(
+        "the docker daemon pushes {} to {engine_ref}",
+        found.image
+    ));
+    interrupt::doing(
+        format!(
+            "the docker daemon was pushing {} to {engine_ref}",
+            found.image
+        ),
+        "its push was cancelled and the engine's temporary tag removed; the registry's tag may or may not have been set",
+    );
+    let progress = Progress::new(printer);
+    let mut bars: HashMap<String, (BlobProgress, u64)> = HashMap::new();
+    let mut on_event = |event: PushEvent<'_>| match event {
+        PushEvent::Sending { id, current, total } => {
+            let (bar, sent) = bars
+                .entry(id.to_string())
+                .or_insert_with(|| (progress.blob(format!("layer {id}"), total), 0));
+            bar.advance(current.saturating_sub(*sent));
+            *sent = (*sent).max(current);
+        }
+        PushEvent::Ended { id, end } => {
+            let word = match end {
+                LayerEnd::Pushed => "pushed",
+                LayerEnd::AlreadyThere => "exists",
+                LayerEnd::Mounted => "mounted",
+            };
+            if let Some((bar, _)) = bars.get(id) {
+                bar.finish(word);
+            }
+            printer.debug(&format!("the daemon: layer {id} {word}"));
+        }
+    };
+    let outcome = daemon.push(&engine_repo, tag, &auth, &mut on_event).await;
+    drop(progress);
+    if let Err(said) = engine_tag.restore() {
+        printer.warn(&format!("the engine's temporary tag stays: {said}"));
+    }
+    let done = match outcome {
+        Ok(done) => done,
+        Err(DaemonFailure::Unreachable(said)) => {
+            printer.debug(&format!(
+                "the docker daemon cannot reach {} ({}): exporting instead",
+                client.host(),
+                crate::output::escape_control(&said)
+            ));
+            return Ok(None);
+        }
+        Err(DaemonFailure::Failed(said)) => {
+            return Err(Error::new(
+                ExitCode::Registry,
+                format!(
+                    "the docker daemon's push of {} to {engine_ref}",
+                    found.image
+                ),
+            )
+            .with_source(Error::new(
+                ExitCode::Registry,
+                crate::output::escape_control(&said).into_owned(),
+            )));
+        }
+    };
+    let mut manifests = SentManifests::load_in(plan.cache_dir);
+    let stored = match client.stored_manifest(repo, done.digest.as_str()).await {
+        Ok(stored) => Some(stored),
+        Err(err) => {
+            printer.debug(&format!("not recorded for the next push: {err}"));
+            None
+        }
+    };
+    let transfer = transfer_of(found, &done, stored.as_ref(), config_there);
+    if let Some(stored) = stored
+        && let Ok(text) = String::from_utf8(stored.bytes)
+    {
+        manifests.record(
+            client.host(),
+            id,
+            DAEMON_ENCODING,
+            SentManifest {
+                media_type: stored.media_type,
+                manifest: text,
+                repository: repo.to_string(),
+            },
+        );
+        if let Err(err) = manifests.save() {
+            printer.debug(&format!(
+                "could not save the record of sent manifests: {err}"
+            ));
+        }
+    }
+    Ok(Some(pushed(found, done.digest, transfer)))
+}
+
+fn pushed(found: &Found, digest: Digest, transfer: Transfer) -> Pushed {
+    Pushed {
+        digest,
+        transfer,
+        platforms: found.facts.platform.iter().cloned().collect(),
+    }
+}
+
+/// What moved, from the daemon's word per layer (by the first 12 hex of its diff_id) and the
+/// sizes in the manifest it pushed (layers in the image's order).
+fn transfer_of(
+    found: &Found,
+    done: &DaemonPushed,
+    stored: Option<&StoredManifest>,
+    config_there: bool,
+) -> Transfer {
+    #[derive(serde::Deserialize)]
+    struct Shape {
+        config: Sized_,
+        #[serde(default)]
+        layers: Vec<Sized_>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Sized_ {
+        size: u64,
+    }
+    let shape = stored.and_then(|stored| serde_json::from_slice::<Shape>(&stored.bytes).ok());
+    let mut transfer = Transfer::default();
+    let config_size = shape.as_ref().map_or(0, |shape| shape.config.size);
+    let config_outcome = if config_there {
+        Outcome::AlreadyThere
+    } else {
+        Outcome::Pushed
+    };
+    transfer.count(config_outcome, config_size);
+    let mut seen = std::collections::HashSet::new();
+    for (index, diff_id) in found.facts.diff_ids.iter().enumerate() {
+        if !seen.insert(diff_id) {
+            continue;
+        }
+        let short: String = diff_id.hex().chars().take(12).collect();
+        let size = shape
+            .as_ref()
+            .and_then(|shape| shape.layers.get(index))
+            .map_or(0, |layer| layer.size);
+        let outcome = match done.layers.get(&short) {
+            Some(LayerEnd::Pushed) | None => Outcome::Pushed,
+            Some(LayerEnd::AlreadyThere) => Outcome::AlreadyThere,
+            Some(LayerEnd::Mounted) => Outcome::Mounted,
+        };
+        transfer.count(outcome, size);
+    }
+    transfer
+}

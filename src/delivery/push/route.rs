@@ -1,0 +1,45 @@
+//! Which way an engine's image goes to a registry, the fastest that moves only what the registry
+//! lacks: the Docker daemon's own push; else podman's store (containers-storage) read directly;
+//! else the engine's export. The way taken, and why another was not, is said with -v.
+
+use super::by_daemon;
+use super::from_engine::{self, Pushed, Selection};
+use super::from_store;
+use super::to_registry::RegistryPush;
+use crate::cli::Compression;
+use crate::error::Result;
+use crate::image::engine::Found;
+use crate::output::Printer;
+
+pub async fn push(
+    plan: &RegistryPush<'_>,
+    found: &Found,
+    selection: &Selection<'_>,
+    compression: Compression,
+    printer: &Printer,
+) -> Result<Pushed> {
+    if let Some(daemon) = found.docker_daemon().await {
+        if let Some(pushed) =
+            by_daemon::push(plan, found, &daemon, selection, compression, printer).await?
+        {
+            return Ok(pushed);
+        }
+        // A Docker daemon's store is its own: only its export remains.
+        return from_engine::push(plan, found, selection, printer).await;
+    }
+    if found.engine != "nerdctl" {
+        if selection.image.is_some() || selection.platform.is_some() {
+            printer.debug(
+                "not reading podman's store: --image and --platform choose inside an export",
+            );
+        } else {
+            match found.store_image() {
+                Ok(store) => return from_store::push(plan, found, &store, printer).await,
+                Err(reason) => {
+                    printer.debug(&format!("not reading podman's store: {reason}; exporting"));
+                }
+            }
+        }
+    }
+    from_engine::push(plan, found, selection, printer).await
+}

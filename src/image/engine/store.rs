@@ -1,0 +1,263 @@
+//! podman's and buildah's image store (containers-storage) read directly, so that only the layers
+//! a registry lacks are read at all: `<driver>-images/images.json` gives the image's top layer,
+//! `<driver>-layers/layers.json` each layer's parent, diff_id and size, the image's directory its
+//! config (named by the image ID), and each layer's tar-split record with its directory (overlay's
+//! `overlay/<id>/diff`, vfs's `vfs/dir/<id>`) rebuilds its exact tar. What cannot be found or
+//! trusted here is a reason to export instead, in words for -v.
+
+mod conf;
+mod tar_split;
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use serde::Deserialize;
+
+pub use tar_split::{LayerReader, store_fault};
+
+use super::endpoint::EngineEnv;
+use super::facts::ImageFacts;
+use crate::image::digest::Digest;
+
+/// `images.json` and `layers.json` list every image and layer: bounded all the same.
+const INDEX_LIMIT: u64 = 256 << 20;
+/// Image configs are a few KiB.
+const CONFIG_LIMIT: u64 = 8 << 20;
+
+/// An image found in the store, its layers base first.
+#[derive(Debug, Clone)]
+pub struct StoreImage {
+    pub config: Vec<u8>,
+    pub layers: Vec<StoreLayer>,
+    /// `the overlay store at /var/lib/containers/storage (the system's storage.conf: ...)`.
+    pub describe: String,
+}
+
+/// One layer and where its bytes are.
+#[derive(Debug, Clone)]
+pub struct StoreLayer {
+    pub id: String,
+    pub diff_id: Digest,
+    pub size: u64,
+    tar_split: PathBuf,
+    files: PathBuf,
+}
+
+impl StoreLayer {
+    /// Its exact tar, verified against its diff_id at the end.
+    pub fn open(&self) -> std::io::Result<LayerReader> {
+        let short: String = self.id.chars().take(12).collect();
+        LayerReader::open(
+            &self.tar_split,
+            &self.files,
+            format!("layer {short} in the store"),
+            self.diff_id.clone(),
+            self.size,
+        )
+    }
+}
+
+#[derive(Deserialize)]
+struct ImageJson {
+    id: String,
+    #[serde(default)]
+    layer: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct LayerJson {
+    id: String,
+    #[serde(default)]
+    parent: Option<String>,
+    #[serde(rename = "diff-digest", default)]
+    diff_digest: Option<Digest>,
+    #[serde(rename = "diff-size", default)]
+    diff_size: Option<i64>,
+}
+
+/// One store root with its driver.
+struct Root {
+    path: PathBuf,
+    driver: String,
+}
+
+/// Finds the image `facts` describes in the store podman would use; its layers must be the ones
+/// the engine names, in order. `Err` is the reason it cannot be read from there.
+pub fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreImage, String> {
+    let conf = conf::locate(env);
+    let hex = facts
+        .id
+        .strip_prefix("sha256:")
+        .ok_or_else(|| format!("the image ID {} is not a sha256 digest", facts.id))?;
+    let roots: Vec<Root> = std::iter::once(&conf.graphroot)
+        .chain(&conf.additional)
+        .filter_map(|path| {
+            let driver = match &conf.driver {
+                Some(driver) => driver.clone(),
+                None => conf::READABLE_DRIVERS
+                    .iter()
+                    .find(|driver| path.join(format!("{driver}-images")).is_dir())?
+                    .to_string(),
+            };
+            Some(Root {
+                path: path.clone(),
+                driver,
+            })
+        })
+        .collect();
+    let main = format!(
+        "the store at {} ({})",
+        conf.graphroot.display(),
+        conf.origin
+    );
+    let Some(first) = roots.first() else {
+        return Err(format!("{main} has no image store podman could use"));
+    };
+    if !conf::READABLE_DRIVERS.contains(&first.driver.as_str()) {
+        return Err(format!(
+            "{main} uses the {} driver, whose layers are not plain directories",
+            first.driver
+        ));
+    }
+    for root in &roots {
+        let index = root.index("images", "images.json");
+        if !index.exists() {
+            continue;
+        }
+        let images: Vec<ImageJson> = match read_json(&index) {
+            Ok(images) => images,
+            Err(said) if root.path == conf.graphroot => return Err(format!("{main}: {said}")),
+            Err(_) => continue,
+        };
+        let Some(image) = images.into_iter().find(|image| image.id == hex) else {
+            continue;
+        };
+        let config = root.config(hex)?;
+        let layers = layer_chain(&roots, image.layer.as_deref())?;
+        let diff_ids: Vec<&Digest> = layers.iter().map(|layer| &layer.diff_id).collect();
+        if diff_ids != facts.diff_ids.iter().collect::<Vec<_>>() {
+            return Err(format!(
+                "its layers in {} are not the ones the engine names",
+                root.path.display()
+            ));
+        }
+        return Ok(StoreImage {
+            config,
+            layers,
+            describe: format!(
+                "the {} store at {} ({})",
+                root.driver,
+                root.path.display(),
+                conf.origin
+            ),
+        });
+    }
+    Err(format!("{main} does not hold image {}", facts.id))
+}
+
+impl Root {
+    fn index(&self, kind: &str, file: &str) -> PathBuf {
+        self.path.join(format!("{}-{kind}", self.driver)).join(file)
+    }
+
+    /// The image's config: the big-data item named by its ID, which must hash to it.
+    fn config(&self, hex: &str) -> Result<Vec<u8>, String> {
+        let key = format!("sha256:{hex}");
+        let name = format!(
+            "={}",
+            base64::engine::general_purpose::STANDARD.encode(&key)
+        );
+        let path = self.index("images", hex).join(name);
+        let bytes = read_bounded(&path, CONFIG_LIMIT)?;
+        if Digest::of_bytes(&bytes).as_str() != key {
+            return Err(format!(
+                "the config at {} is not the image {key}",
+                path.display()
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// Where a layer's files are, by driver.
+    fn files(&self, id: &str) -> PathBuf {
+        match self.driver.as_str() {
+            "vfs" => self.path.join("vfs/dir").join(id),
+            driver => self.path.join(driver).join(id).join("diff"),
+        }
+    }
+}
+
+/// The layers under `top`, base first, each found in the first store that lists it.
+fn layer_chain(roots: &[Root], top: Option<&str>) -> Result<Vec<StoreLayer>, String> {
+    let listed: Vec<(usize, Vec<LayerJson>)> = roots
+        .iter()
+        .enumerate()
+        .filter_map(|(at, root)| {
+            read_json::<Vec<LayerJson>>(&root.index("layers", "layers.json"))
+                .ok()
+                .map(|layers| (at, layers))
+        })
+        .collect();
+    let mut chain = Vec::new();
+    let mut next = top.map(str::to_string);
+    while let Some(id) = next.take() {
+        if chain.len() > 1_000 {
+            return Err("the store's layers form a chain over 1000 long".to_string());
+        }
+        let Some((at, layer)) = listed
+            .iter()
+            .find_map(|(at, layers)| layers.iter().find(|l| l.id == id).map(|l| (*at, l)))
+        else {
+            return Err(format!("layer {id} is not listed in the store"));
+        };
+        let root = &roots[at];
+        let (Some(diff_id), Some(size)) = (&layer.diff_digest, layer.diff_size) else {
+            return Err(format!("layer {id} has no recorded diff digest and size"));
+        };
+        let size = u64::try_from(size).map_err(|_| format!("layer {id} has a negative size"))?;
+        let tar_split = root.index("layers", &format!("{id}.tar-split.gz"));
+        if let Err(err) = std::fs::File::open(&tar_split) {
+            return Err(format!(
+                "layer {id}'s tar-split record cannot be read ({}: {err})",
+                tar_split.display()
+            ));
+        }
+        let files = root.files(&id);
+        if let Err(err) = std::fs::read_dir(&files) {
+            return Err(format!(
+                "layer {id}'s files cannot be read ({}: {err})",
+                files.display()
+            ));
+        }
+        chain.push(StoreLayer {
+            id: id.clone(),
+            diff_id: diff_id.clone(),
+            size,
+            tar_split,
+            files,
+        });
+        next = layer.parent.clone().filter(|parent| !parent.is_empty());
+    }
+    chain.reverse();
+    Ok(chain)
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
+    let bytes = read_bounded(path, INDEX_LIMIT)?;
+    serde_json::from_slice(&bytes)
+        .map_err(|err| format!("{} is not readable: {err}", path.display()))
+}
+
+fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)
+        .map_err(|err| format!("{} cannot be read: {err}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("{} cannot be read: {err}", path.display()))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("{} is over {limit} bytes", path.display()));
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,226 @@
+//! Where podman's image store is, decided as podman decides: `CONTAINERS_STORAGE_CONF`, else the
+//! user's `storage.conf` (rootless) or the system's (`/etc/containers`, then `/usr/share/containers`);
+//! `STORAGE_DRIVER` over the file's `driver`; the rootless and rootful default graphroots; the
+//! file's `additionalimagestores`.
+
+use std::path::{Path, PathBuf};
+
+use super::super::endpoint::EngineEnv;
+
+const SYSTEM_CONFS: [&str; 2] = [
+    "/etc/containers/storage.conf",
+    "/usr/share/containers/storage.conf",
+];
+const ROOTFUL_GRAPHROOT: &str = "/var/lib/containers/storage";
+/// The drivers whose layers we can read as plain directories.
+pub const READABLE_DRIVERS: [&str; 2] = ["overlay", "vfs"];
+
+/// The stores to look in, main one first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConf {
+    /// `None` when neither the environment nor the file names it: found by looking.
+    pub driver: Option<String>,
+    pub graphroot: PathBuf,
+    pub additional: Vec<PathBuf>,
+    /// Where that came from, for -v.
+    pub origin: String,
+}
+
+/// What the settings in `storage.conf` we read say.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct FileSettings {
+    driver: Option<String>,
+    graphroot: Option<String>,
+    rootless_storage_path: Option<String>,
+    additional: Vec<String>,
+}
+
+pub fn locate(env: &EngineEnv) -> StoreConf {
+    let rootless = !is_root();
+    let (file, origin) = match &env.storage_conf {
+        Some(path) => (Some(path.clone()), "CONTAINERS_STORAGE_CONF".to_string()),
+        None => {
+            let user = env
+                .config_home
+                .clone()
+                .or_else(|| env.home.as_ref().map(|home| home.join(".config")))
+                .map(|dir| dir.join("containers/storage.conf"))
+                .filter(|path| rootless && path.is_file());
+            match user {
+                Some(path) => (Some(path), "the user's storage.conf".to_string()),
+                None => match SYSTEM_CONFS.iter().map(PathBuf::from).find(|p| p.is_file()) {
+                    Some(path) => (Some(path), "the system's storage.conf".to_string()),
+                    None => (None, "podman's defaults".to_string()),
+                },
+            }
+        }
+    };
+    let settings = file
+        .as_deref()
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .map(|text| parse(&text))
+        .unwrap_or_default();
+    let rootless_default = || {
+        env.data_home
+            .clone()
+            .or_else(|| env.home.as_ref().map(|home| home.join(".local/share")))
+            .map_or_else(
+                || PathBuf::from(ROOTFUL_GRAPHROOT),
+                |dir| dir.join("containers/storage"),
+            )
+    };
+    // Rootless podman takes only the driver and `rootless_storage_path` from the system's file.
+    let graphroot = if rootless && env.storage_conf.is_none() && is_system(file.as_deref()) {
+        settings
+            .rootless_storage_path
+            .map_or_else(rootless_default, PathBuf::from)
+    } else {
+        match settings.graphroot {
+            Some(root) => PathBuf::from(root),
+            None if rootless => rootless_default(),
+            None => PathBuf::from(ROOTFUL_GRAPHROOT),
+        }
+    };
+    let origin = match &file {
+        Some(path) => format!("{origin}: {}", path.display()),
+        None => origin,
+    };
+    StoreConf {
+        driver: env.storage_driver.clone().or(settings.driver),
+        graphroot,
+        additional: settings.additional.into_iter().map(PathBuf::from).collect(),
+        origin,
+    }
+}
+
+fn is_system(file: Option<&Path>) -> bool {
+    file.is_some_and(|path| SYSTEM_CONFS.iter().any(|system| path == Path::new(system)))
+}
+
+/// Root in the sense podman means (effective uid 0), read from /proc.
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().nth(1).map(|euid| euid == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// The few keys we need from the TOML file: `driver`, `graphroot`, `rootless_storage_path` in
+/// `[storage]`, `additionalimagestores` in `[storage.options]`. Anything else is skipped.
+fn parse(text: &str) -> FileSettings {
+    let mut settings = FileSettings::default();
+    let mut table = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let line = strip_comment(line).trim().to_string();
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            table = name.trim().to_string();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let (key, mut value) = (key.trim(), value.trim().to_string());
+        // An array may run over several lines.
+        if value.starts_with('[') {
+            while !value.contains(']') {
+                match lines.next() {
+                    Some(more) => value.push_str(strip_comment(more)),
+                    None => break,
+                }
+            }
+        }
+        match (table.as_str(), key) {
+            ("storage", "driver") => settings.driver = string(&value).filter(|d| !d.is_empty()),
+            ("storage", "graphroot") => {
+                settings.graphroot = string(&value).filter(|g| !g.is_empty())
+            }
+            ("storage", "rootless_storage_path") => {
+                settings.rootless_storage_path = string(&value).filter(|p| !p.is_empty())
+            }
+            ("storage.options", "additionalimagestores") => settings.additional = strings(&value),
+            _ => {}
+        }
+    }
+    settings
+}
+
+fn strip_comment(line: &str) -> &str {
+    // Good enough for paths and driver names: a `#` inside a quoted value is not expected.
+    line.split_once('#').map_or(line, |(before, _)| before)
+}
+
+fn string(value: &str) -> Option<String> {
+    let value = value.trim();
+    let quoted = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')));
+    quoted.map(str::to_string)
+}
+
+fn strings(value: &str) -> Vec<String> {
+    let inner = value.trim().trim_start_matches('[').trim_end_matches(']');
+    inner.split(',').filter_map(string).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_keys_podman_reads_are_read_and_the_rest_skipped() {
+        let text = r#"
+# a comment
+[storage]
+driver = "overlay"   # the default
+runroot = "/run/containers/storage"
+graphroot = "/srv/containers"
+rootless_storage_path = '/home/$USER/s'
+
+[storage.options]
+additionalimagestores = [
+  "/usr/lib/containers/storage",
+  "/mnt/images",
+]
+mount_program = "/usr/bin/fuse-overlayfs"
+"#;
+        assert_eq!(
+            parse(text),
+            FileSettings {
+                driver: Some("overlay".into()),
+                graphroot: Some("/srv/containers".into()),
+                rootless_storage_path: Some("/home/$USER/s".into()),
+                additional: vec!["/usr/lib/containers/storage".into(), "/mnt/images".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn the_environment_names_the_file_and_the_driver() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("storage.conf");
+        std::fs::write(
+            &conf,
+            "[storage]\ndriver = \"overlay\"\ngraphroot = \"/g\"\n",
+        )
+        .unwrap();
+        let env = EngineEnv {
+            storage_conf: Some(conf.clone()),
+            storage_driver: Some("vfs".into()),
+            ..EngineEnv::default()
+        };
+        let found = locate(&env);
+        assert_eq!(found.driver.as_deref(), Some("vfs"));
+        assert_eq!(found.graphroot, PathBuf::from("/g"));
+        assert_eq!(
+            found.origin,
+            format!("CONTAINERS_STORAGE_CONF: {}", conf.display())
+        );
+    }
+}

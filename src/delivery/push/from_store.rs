@@ -12,15 +12,17 @@ use super::cache::{SentBlob, SentBlobs};
 use super::export_upload::ExportUploader;
 use super::from_engine::{Pushed, repush_unchanged};
 use super::layer_upload::Outcome;
+use super::layer_upload::send_small_blob;
 use super::manifest::Descriptor;
 use super::manifest_record::{SentManifest, SentManifests};
 use super::progress::Progress;
 use super::stream::Encoding;
 use super::summary::Transfer;
-use super::to_registry::{RegistryPush, send_small_blob};
+use super::to_registry::RegistryPush;
 use crate::error::{Error, ExitCode, Result};
-use crate::image::archive::{self, Compression, LargeMember, MemberSink, OCI_CONFIG, RawBlob};
+use crate::image::archive::{self, Compression, LargeMember, MemberSink, RawBlob};
 use crate::image::engine::{Found, StoreImage, StoreLayer, store_fault};
+use crate::image::oci::MediaType;
 use crate::image::registry::RegistryClient;
 use crate::limits::seconds_text;
 use crate::output::Printer;
@@ -88,7 +90,7 @@ pub async fn push(
     for (_, descriptor, outcome) in &sent {
         transfer.count(*outcome, descriptor.size);
     }
-    let config = RawBlob::new(OCI_CONFIG, store.config.clone());
+    let config = RawBlob::new(MediaType::OciConfig.as_str(), store.config.clone());
     let outcome = send_small_blob(&client, printer, repo, &config.digest, &config.bytes).await?;
     transfer.count(outcome, config.bytes.len() as u64);
     let by_diff_id = |layer: &StoreLayer| {
@@ -182,7 +184,7 @@ impl Context<'_> {
     fn known(&self, layer: &StoreLayer) -> Option<Descriptor> {
         match self.encoding {
             Encoding::AsStored => Some(Descriptor::new(
-                archive::OCI_LAYER,
+                MediaType::OciLayer.as_str(),
                 layer.diff_id.clone(),
                 layer.size,
             )),
@@ -279,7 +281,11 @@ impl Context<'_> {
             )
         })?;
         let descriptor = streamed.re_encoded.unwrap_or_else(|| {
-            Descriptor::new(archive::OCI_LAYER, layer.diff_id.clone(), layer.size)
+            Descriptor::new(
+                MediaType::OciLayer.as_str(),
+                layer.diff_id.clone(),
+                layer.size,
+            )
         });
         Ok((descriptor, streamed.outcome))
     }

@@ -8,7 +8,7 @@ use super::from_store;
 use super::to_registry::RegistryPush;
 use crate::cli::Compression;
 use crate::error::Result;
-use crate::image::engine::Found;
+use crate::image::engine::{Engine, Found};
 use crate::output::Printer;
 
 pub async fn push(
@@ -27,7 +27,7 @@ pub async fn push(
         // A Docker daemon's store is its own: only its export remains.
         return from_engine::push(plan, found, selection, printer).await;
     }
-    if found.engine != "nerdctl" {
+    if found.engine != Engine::Nerdctl {
         if selection.image.is_some() || selection.platform.is_some() {
             printer.debug(
                 "not reading podman's store: --image and --platform choose inside an export",

@@ -13,12 +13,16 @@ use super::credentials::Secret;
 use super::request::Request;
 use super::{RegistryClient, check_reference};
 use crate::error::{Error, ExitCode, Result};
+use crate::image::oci::MediaType;
 
 /// distribution refuses manifests over 4 MiB; nothing bigger is read back.
 const MANIFEST_LIMIT: usize = 4 << 20;
 
-/// The manifest types a daemon pushes.
-const PUSHED_TYPES: &str = "application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json";
+/// Every manifest type, as an `Accept` header: a daemon pushes docker's or OCI's.
+fn accept_manifests() -> HeaderValue {
+    HeaderValue::from_str(&MediaType::manifests_accept())
+        .unwrap_or_else(|_| HeaderValue::from_static("*/*"))
+}
 
 /// A manifest as the registry stores it.
 #[derive(Debug, Clone)]
@@ -56,9 +60,7 @@ impl RegistryClient {
             check_reference(digest)?;
             let url = self.repo_url(repo, &format!("manifests/{digest}"))?;
             let mut request = Request::new(Method::GET, url, Scope::push(repo));
-            request
-                .headers
-                .insert(ACCEPT, HeaderValue::from_static(PUSHED_TYPES));
+            request.headers.insert(ACCEPT, accept_manifests());
             let response = self.send(request).await?;
             if response.status() != StatusCode::OK {
                 return Err(self.answer_error(response).await);

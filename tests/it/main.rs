@@ -26,5 +26,6 @@ mod push_memory;
 mod push_multi;
 mod push_nodeload;
 mod push_signals;
+mod push_store;
 mod push_wild;
 mod registry_client;

@@ -1,5 +1,5 @@
-//! A real podman and buildah per test, as root with vfs storage under the test's temp dir
-//! (DESIGN section 9): archives written as podman writes them, images built from real directories
+//! A real podman and buildah per test, as root with vfs storage (or overlay, as workstations have
+//! it) under the test's temp dir (DESIGN section 9): archives written as podman writes them, images built from real directories
 //! with `buildah`, and podman's Docker-compatible API served on a socket (or a loopback port).
 
 use std::ffi::OsString;
@@ -11,10 +11,20 @@ use tempfile::TempDir;
 
 pub struct Podman {
     dir: TempDir,
+    driver: &'static str,
 }
 
 impl Podman {
     pub fn new() -> Self {
+        Self::with_driver("vfs")
+    }
+
+    /// Overlay storage, as podman has it on a workstation.
+    pub fn overlay() -> Self {
+        Self::with_driver("overlay")
+    }
+
+    fn with_driver(driver: &'static str) -> Self {
         // Under /tmp with a short name: the API socket's path must fit in ~108 bytes.
         let dir = tempfile::Builder::new()
             .prefix("pdmn")
@@ -24,7 +34,7 @@ impl Podman {
         std::fs::write(
             root.join("storage.conf"),
             format!(
-                "[storage]\ndriver = \"vfs\"\ngraphroot = \"{}\"\nrunroot = \"{}\"\n",
+                "[storage]\ndriver = \"{driver}\"\ngraphroot = \"{}\"\nrunroot = \"{}\"\n",
                 root.join("storage").display(),
                 root.join("run").display()
             ),
@@ -35,7 +45,7 @@ impl Podman {
             r#"{"default":[{"type":"insecureAcceptAnything"}]}"#,
         )
         .expect("writing policy.json");
-        Self { dir }
+        Self { dir, driver }
     }
 
     /// What podman and buildah need to find this test's storage; give them to the binary too.
@@ -45,7 +55,7 @@ impl Podman {
                 "CONTAINERS_STORAGE_CONF",
                 self.dir.path().join("storage.conf").into_os_string(),
             ),
-            ("STORAGE_DRIVER", "vfs".into()),
+            ("STORAGE_DRIVER", self.driver.into()),
             ("BUILDAH_ISOLATION", "chroot".into()),
         ]
     }
@@ -150,6 +160,44 @@ impl Podman {
             .iter()
             .map(|d| d.as_str().expect("digest").to_string())
             .collect()
+    }
+
+    /// The image's top layer's ID, as the store's `images.json` records it.
+    pub fn top_layer(&self, name: &str) -> String {
+        let id = self.tool("podman", &["image", "inspect", "--format", "{{.Id}}", name]);
+        let images = self
+            .dir
+            .path()
+            .join("storage")
+            .join(format!("{}-images/images.json", self.driver));
+        let images: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(images).expect("images.json")).expect("JSON");
+        images
+            .as_array()
+            .expect("a list of images")
+            .iter()
+            .find(|image| image["id"] == id.as_str())
+            .and_then(|image| image["layer"].as_str())
+            .expect("the image's top layer")
+            .to_string()
+    }
+
+    /// Where the store keeps a layer's files: `overlay/ID/diff`, or vfs's `vfs/dir/ID`.
+    pub fn layer_files(&self, id: &str) -> PathBuf {
+        let storage = self.dir.path().join("storage");
+        match self.driver {
+            "vfs" => storage.join("vfs/dir").join(id),
+            driver => storage.join(driver).join(id).join("diff"),
+        }
+    }
+
+    /// A layer's tar-split record: `<driver>-layers/ID.tar-split.gz`.
+    pub fn tar_split(&self, id: &str) -> PathBuf {
+        self.dir
+            .path()
+            .join("storage")
+            .join(format!("{}-layers", self.driver))
+            .join(format!("{id}.tar-split.gz"))
     }
 
     /// `podman system service` on `address` (`unix://PATH` or `tcp://127.0.0.1:PORT`).

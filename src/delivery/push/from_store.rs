@@ -244,7 +244,7 @@ impl Context<'_> {
         );
         let owned = layer.clone();
         let offset = index as u64;
-        let (uploader, pumped) = tokio::task::spawn_blocking(move || {
+        let (uploader, pumped, fault) = tokio::task::spawn_blocking(move || {
             let member = LargeMember {
                 offset,
                 path: &owned.id,
@@ -252,23 +252,28 @@ impl Context<'_> {
                 named_digest: Some(owned.diff_id.clone()),
                 compression: Compression::None,
             };
-            let pumped = owned
-                .open()
-                .and_then(|mut reader| uploader.large_member(&member, &mut reader));
-            (uploader, pumped)
+            match owned.open() {
+                Ok(mut reader) => {
+                    let pumped = uploader.large_member(&member, &mut reader);
+                    let fault = reader.failure().map(str::to_string);
+                    (uploader, pumped, fault)
+                }
+                Err(err) => {
+                    let fault = store_fault(&err).map(ToString::to_string);
+                    (uploader, Err(err), fault)
+                }
+            }
         })
         .await
         .map_err(|err| Error::new(ExitCode::Failure, "reading a layer").with_source(err))?;
-        if let Err(err) = &pumped
-            && let Some(fault) = store_fault(err)
-        {
+        if let Some(fault) = fault {
             // The store's failure is the reason, whatever became of the upload it fed.
             drop(uploader);
             return Err(Error::new(
                 ExitCode::Input,
                 format!("reading {} from {}", self.found.image, self.store.describe),
             )
-            .with_source(Error::new(ExitCode::Input, fault.to_string())));
+            .with_source(Error::new(ExitCode::Input, fault)));
         }
         let mut done = uploader.finish().await?;
         pumped.map_err(|err| {

@@ -64,6 +64,8 @@ pub struct LayerReader {
     diff_id: Digest,
     size: u64,
     verified: bool,
+    /// The store's failure, once one was returned: whoever the error passed through, it is ours.
+    failed: Option<String>,
 }
 
 enum Current {
@@ -97,6 +99,7 @@ impl LayerReader {
             diff_id,
             size,
             verified: false,
+            failed: None,
         })
     }
 
@@ -245,8 +248,27 @@ fn raw_path(bytes: Vec<u8>) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+impl LayerReader {
+    /// What went wrong reading the store, if something did.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+}
+
 impl Read for LayerReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.read_replayed(buf);
+        if let Err(err) = &read
+            && let Some(fault) = store_fault(err)
+        {
+            self.failed = Some(fault.0.clone());
+        }
+        read
+    }
+}
+
+impl LayerReader {
+    fn read_replayed(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
         }

@@ -1,0 +1,303 @@
+//! `kubectl registry push NAME` reading podman's store (containers-storage) directly, with real
+//! podman and buildah on overlay storage (as workstations have it) and vfs: only the layers the
+//! registry lacks are read, each rebuilt exactly from its tar-split record; a layer without its
+//! record is exported instead; a layer removed while it is read is a clear error, nothing tagged.
+
+use std::io::{BufRead, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::podman::{Podman, layer_dir};
+use crate::support::push::{self, Bench, Node, Outcome, RUNTIME_HOST};
+use serde_json::Value;
+
+/// The binary with the test's podman storage and a podman CLI that logs its calls.
+struct StoreBench {
+    bench: Bench,
+    podman: Podman,
+    bin: PathBuf,
+    calls: PathBuf,
+}
+
+impl StoreBench {
+    fn new(podman: Podman) -> Self {
+        let bench = Bench::new();
+        let bin = bench.path("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let calls = bench.path("podman-calls");
+        let spy = bin.join("podman");
+        std::fs::write(
+            &spy,
+            format!(
+                "#!/bin/sh\necho \"podman $*\" >> '{}'\nexec /usr/bin/podman \"$@\"\n",
+                calls.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&spy, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        Self {
+            bench,
+            podman,
+            bin,
+            calls,
+        }
+    }
+
+    fn cmd(&self) -> assert_cmd::Command {
+        let mut cmd = self.bench.cmd();
+        cmd.envs(self.podman.envs())
+            .env("KUBECTL_REGISTRY_ENGINE", "podman")
+            .env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()));
+        cmd
+    }
+
+    fn push(&self, args: &[&str]) -> Outcome {
+        self.bench.run(self.cmd().arg("push").args(args))
+    }
+
+    /// The podman calls since the last look.
+    fn take_calls(&self) -> Vec<String> {
+        let calls = std::fs::read_to_string(&self.calls).unwrap_or_default();
+        let _ = std::fs::remove_file(&self.calls);
+        calls.lines().map(str::to_string).collect()
+    }
+
+    /// `the overlay store at $DIR/... (CONTAINERS_STORAGE_CONF: ...)` as -v names it.
+    fn store_words(&self, driver: &str) -> String {
+        let dir = self.podman.dir().display().to_string();
+        format!("the {driver} store at {dir}/storage (CONTAINERS_STORAGE_CONF: {dir}/storage.conf)")
+    }
+}
+
+fn counts(report: &Value) -> [u64; 4] {
+    ["blobsPushed", "bytesPushed", "blobsSkipped", "bytesSkipped"]
+        .map(|k| report[k].as_u64().unwrap())
+}
+
+fn blob_sizes(manifest: &Value) -> Vec<u64> {
+    std::iter::once(&manifest["config"])
+        .chain(manifest["layers"].as_array().unwrap())
+        .map(|d| d["size"].as_u64().unwrap())
+        .collect()
+}
+
+fn image_id(podman: &Podman, name: &str) -> String {
+    format!(
+        "sha256:{}",
+        podman.tool("podman", &["image", "inspect", "--format", "{{.Id}}", name])
+    )
+}
+
+#[test]
+fn an_overlay_store_is_read_directly_and_a_rebuild_reads_only_its_new_layer() {
+    let sb = StoreBench::new(Podman::overlay());
+    let dirs = sb.podman.dir();
+    let base = layer_dir(dirs, "base", 61, &[1_500_000, 400_000]);
+    let more = layer_dir(dirs, "more", 62, &[900_000]);
+    let app = layer_dir(dirs, "app", 63, &[700_000]);
+    sb.podman
+        .build("localhost/myimg:dev", &[&base, &more, &app]);
+
+    let first = sb.push(&["myimg:dev", "-v", "-o", "json"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let reading = format!("reading myimg:dev from {}", sb.store_words("overlay"));
+    assert!(
+        first.stderr_lines().contains(&reading.as_str()),
+        "{}",
+        first.stderr
+    );
+    assert_eq!(
+        sb.take_calls(),
+        ["podman image inspect myimg:dev"],
+        "exported"
+    );
+    let (bytes, digest) = sb.bench.landed("myimg:dev");
+    let manifest: Value = serde_json::from_slice(&bytes).unwrap();
+    sb.bench.assert_blobs_present("myimg", &manifest);
+    // The engine's image: its config is the image ID, its layers the engine's, copied back whole.
+    assert_eq!(
+        manifest["config"]["digest"],
+        image_id(&sb.podman, "myimg:dev").as_str()
+    );
+    let report = first.json();
+    let reference = format!("{RUNTIME_HOST}/myimg:dev@{digest}");
+    assert_eq!(report["ref"], reference.as_str());
+    let sizes = blob_sizes(&manifest);
+    assert_eq!(counts(&report), [4, sizes.iter().sum(), 0, 0]);
+    let node = Node::start(&sb.bench.registry);
+    node.pull(&reference, &[]);
+    assert_eq!(
+        node.layer_diff_ids(&digest),
+        sb.podman.diff_ids("localhost/myimg:dev")
+    );
+    assert_eq!(sb.bench.read_back_whole("myimg:dev"), digest);
+
+    // The registry has the base layers now: their files are not read again (gone, they would
+    // fail the push).
+    let base_layer = sb.podman.top_layer("localhost/myimg:dev-base0");
+    for entry in std::fs::read_dir(sb.podman.layer_files(&base_layer)).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(path).unwrap();
+        } else {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let app2 = layer_dir(dirs, "app2", 64, &[800_000]);
+    sb.podman
+        .build_on("localhost/myimg:dev-base1", "localhost/myimg:dev", &[&app2]);
+    let rebuilt = sb.push(&["myimg:dev", "-o", "json"]);
+    assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
+    assert_eq!(
+        sb.take_calls(),
+        ["podman image inspect myimg:dev"],
+        "exported"
+    );
+    let (bytes, new_digest) = sb.bench.landed("myimg:dev");
+    let manifest: Value = serde_json::from_slice(&bytes).unwrap();
+    let sizes = blob_sizes(&manifest);
+    assert_eq!(
+        counts(&rebuilt.json()),
+        [2, sizes[0] + sizes[3], 2, sizes[1] + sizes[2]]
+    );
+    node.pull(&format!("{RUNTIME_HOST}/myimg:dev@{new_digest}"), &[]);
+    assert_eq!(
+        node.layer_diff_ids(&new_digest),
+        sb.podman.diff_ids("localhost/myimg:dev")
+    );
+}
+
+#[test]
+fn a_layer_without_its_tar_split_record_is_left_to_the_export() {
+    let sb = StoreBench::new(Podman::new());
+    let dirs = sb.podman.dir();
+    let base = layer_dir(dirs, "base", 71, &[1_200_000]);
+    let app = layer_dir(dirs, "app", 72, &[600_000]);
+    sb.podman.build("localhost/myimg:dev", &[&base, &app]);
+    let top = sb.podman.top_layer("localhost/myimg:dev");
+    let record = sb.podman.tar_split(&top);
+    std::fs::remove_file(&record).unwrap();
+
+    let run = sb.push(&["myimg:dev", "-v"]);
+    let why = format!(
+        "not reading podman's store: layer {top}'s tar-split record cannot be read ({}: No such file or directory (os error 2)); exporting",
+        record.display()
+    );
+    assert!(run.stderr_lines().contains(&why.as_str()), "{}", run.stderr);
+    assert_eq!(
+        sb.take_calls(),
+        [
+            "podman image inspect myimg:dev",
+            "podman image save myimg:dev"
+        ]
+    );
+    // podman needs the record too: its export cannot rebuild the layer either, and says so.
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    let said = run.stderr_lines();
+    let error = said
+        .iter()
+        .position(|line| line.starts_with("error: "))
+        .unwrap();
+    assert_eq!(
+        said[error],
+        "error: exporting myimg:dev from the podman CLI"
+    );
+    assert!(
+        said[error + 1].starts_with("caused by: `podman image save` failed (exit status: 125): ")
+            && said[error + 1].contains("Digest did not match"),
+        "{}",
+        run.stderr
+    );
+    sb.bench.assert_not_tagged("myimg", "dev");
+}
+
+/// The files a tar-split record reads from the layer's directory, in order.
+fn files_read(record: &Path) -> Vec<String> {
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(record).unwrap());
+    std::io::BufReader::new(gz)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(&line.unwrap()).unwrap())
+        .filter(|entry| entry["type"] == 1 && entry["size"].as_u64().unwrap_or(0) > 0)
+        .map(|entry| entry["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_layer_removed_while_it_is_read_is_a_clear_error_and_nothing_is_tagged() {
+    let sb = StoreBench::new(Podman::new());
+    let dirs = sb.podman.dir();
+    let layer = layer_dir(dirs, "layer", 81, &[1_500_000, 1_500_000]);
+    sb.podman.build("localhost/myimg:dev", &[&layer]);
+    let top = sb.podman.top_layer("localhost/myimg:dev");
+    let files = sb.podman.layer_files(&top);
+    let read = files_read(&sb.podman.tar_split(&top));
+    let [first, second] = read.as_slice() else {
+        panic!("two files expected in the layer: {read:?}");
+    };
+    // The first file becomes a pipe: the push, once it is reading the layer, waits on it.
+    let content = std::fs::read(files.join(first)).unwrap();
+    std::fs::remove_file(files.join(first)).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(files.join(first))
+        .status()
+        .unwrap();
+    assert!(made.success());
+
+    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+    let child = push::clean_std_cmd(binary.as_os_str(), sb.bench.dir.path())
+        .env("KUBECONFIG", &sb.bench.kubeconfig)
+        .envs(sb.podman.envs())
+        .env("KUBECTL_REGISTRY_ENGINE", "podman")
+        .args(["push", "myimg:dev"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // O_NONBLOCK: opening the pipe for writing succeeds once the push has opened it to read.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let waiting = loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(0o4000)
+            .open(files.join(first))
+        {
+            Ok(pipe) => break pipe,
+            Err(_) => {
+                assert!(Instant::now() < deadline, "the push never read the layer");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    // Mid-read, the layer goes: its second file first.
+    std::fs::remove_file(files.join(second)).unwrap();
+    let mut pipe = std::fs::OpenOptions::new()
+        .write(true)
+        .open(files.join(first))
+        .unwrap();
+    drop(waiting);
+    pipe.write_all(&content).unwrap();
+    drop(pipe);
+
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let said: Vec<&str> = stderr.lines().collect();
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert_eq!(
+        said[0],
+        format!("error: reading myimg:dev from {}", sb.store_words("vfs")),
+        "{stderr}"
+    );
+    let short = &top[..12];
+    assert_eq!(
+        said[1],
+        format!(
+            "caused by: layer {short} in the store: {} is gone: the layer was removed from the store while it was read",
+            files.join(second).display()
+        ),
+        "{stderr}"
+    );
+    sb.bench.assert_not_tagged("myimg", "dev");
+}

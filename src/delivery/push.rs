@@ -14,6 +14,7 @@ mod progress;
 mod record_file;
 mod reload;
 mod route;
+mod shared_store;
 mod stream;
 mod summary;
 mod to_nodes;
@@ -450,6 +451,15 @@ async fn load_engine_image(
             .as_deref()
             .unwrap_or(crate::image::reference::DEFAULT_TAG)
     );
+    // A --load-command is the user's own loader; --image and --platform choose inside an export.
+    if args.load_command.is_none()
+        && args.image.is_none()
+        && args.platform.is_none()
+        && let Some(report) =
+            shared_store::tag_in_engine(&target.product, found, &name, printer).await?
+    {
+        return Ok(report);
+    }
     let records = settings.cache_dir.as_deref();
     let key = reload::LoadKey {
         context: discovered.kubeconfig.context.as_deref(),

@@ -3,7 +3,7 @@
 //! engine's names are as they were after, whatever happens; a daemon that cannot reach the
 //! registry leaves the push to the export; its failure midway is the error, named.
 
-use crate::support::apiserver::redact_ports;
+use crate::support::apiserver::{ApiServer, StandInNode, redact_ports};
 use crate::support::dockerd::Dockerd;
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::podman::layer_dir;
@@ -272,4 +272,42 @@ fn ctrl_c_during_a_daemon_push_cancels_it_and_gives_the_engine_its_names_back() 
     );
     assert_eq!(daemon.tags(), names_before, "the temporary name stayed");
     bench.assert_not_tagged("myimg", "dev");
+}
+
+#[test]
+fn a_cluster_on_the_engines_own_store_gets_the_content_tag_set_there_and_nothing_moves() {
+    // Docker Desktop: its node runs on this engine's store, and it advertises no registry.
+    let server = ApiServer::builder()
+        .node(StandInNode::new("docker-desktop"))
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = server.write_kubeconfig(dir.path(), "docker-desktop", "docker-desktop");
+    let daemon = Dockerd::start();
+    let layer = layer_dir(dir.path(), "layer", 50, &[600_000]);
+    let id = daemon.build("scratch", "myimg:dev", &[&layer]);
+    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+    let output = push::clean_std_cmd(binary.as_os_str(), dir.path())
+        .env("KUBECONFIG", &kubeconfig)
+        .env("DOCKER_HOST", daemon.host())
+        // No loader on PATH: a load would fail.
+        .env("PATH", "/nonexistent")
+        .args(["push", "myimg:dev", "-o", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let content_tag = format!("dev-{}", &id["sha256:".len()..][..12]);
+    assert_eq!(report["ref"], format!("myimg:{content_tag}").as_str());
+    assert_eq!(report["method"], "engine-store");
+    assert_eq!(report["digest"], id.as_str());
+    assert_eq!(
+        daemon.image_id(&format!("myimg:{content_tag}")).as_deref(),
+        Some(id.as_str()),
+        "the content tag does not resolve in the engine"
+    );
+    assert_eq!(
+        daemon.tags(),
+        ["myimg:dev".to_string(), format!("myimg:{content_tag}")]
+    );
 }

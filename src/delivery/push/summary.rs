@@ -40,6 +40,8 @@ impl Transfer {
 pub enum Method {
     Registry,
     NodeLoad,
+    /// Tagged in the engine whose image store the nodes use: nothing moved.
+    EngineStore,
 }
 
 /// The result of a push, as `-o json` prints it.
@@ -78,6 +80,9 @@ impl PushReport {
                 blobs(t.blobs_skipped),
             ),
             Method::NodeLoad => format!("loaded into the nodes in {seconds:.1}s"),
+            Method::EngineStore => {
+                format!("tagged in the engine the nodes run on, nothing moved, in {seconds:.1}s")
+            }
         };
         printer.status(&summary);
         match format {

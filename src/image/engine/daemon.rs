@@ -237,6 +237,11 @@ pub struct EngineTag {
 }
 
 impl EngineTag {
+    /// The name stays as it is now, pointing at our image.
+    pub fn keep(mut self) {
+        self.changed = false;
+    }
+
     /// Puts the name back now; what failed, in words.
     pub fn restore(&mut self) -> Result<(), String> {
         if !std::mem::take(&mut self.changed) {

@@ -1,11 +1,13 @@
 //! Which product a cluster is (kind, k3d, minikube, ...) from kubeconfig and node facts, and what
-//! we know of each (its registry guide, its loader CLI). Pure; node-load plans live in `nodeload`.
+//! we know of each (the product table). Pure; node-load plans live in `nodeload`.
+
+mod table;
 
 use std::fmt;
 
 use crate::cluster::client::NodeFacts;
-use crate::cluster::hosting::{KEP_URL, OPENSHIFT_REGISTRY_GUIDE};
 use crate::cluster::kubeconfig::KubeconfigFacts;
+pub use table::{Destination, LoaderFallback, LoaderSpec, PRODUCTS, ProductSpec};
 
 /// The local cluster products we know how to load images into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -36,93 +38,39 @@ pub struct Product {
 }
 
 impl ProductKind {
+    /// Its row in the product table.
+    pub fn spec(self) -> &'static ProductSpec {
+        PRODUCTS
+            .iter()
+            .find(|spec| spec.kind == self)
+            .expect("the product table has a row for every product")
+    }
+
     /// The name used in `-o json` and in messages: `kind`, `docker-desktop`, ...
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Kind => "kind",
-            Self::K3d => "k3d",
-            Self::Minikube => "minikube",
-            Self::Microk8s => "microk8s",
-            Self::K3s => "k3s",
-            Self::DockerDesktop => "docker-desktop",
-            Self::Orbstack => "orbstack",
-            Self::Colima => "colima",
-            Self::RancherDesktop => "rancher-desktop",
-            Self::Openshift => "openshift",
-            Self::OpenshiftLocal => "openshift-local",
-            Self::Unknown => "unknown",
-        }
+        self.spec().name
     }
 
     /// How the product calls itself, for sentences.
     pub fn display_name(self) -> &'static str {
-        match self {
-            Self::Kind => "kind",
-            Self::K3d => "k3d",
-            Self::Minikube => "minikube",
-            Self::Microk8s => "MicroK8s",
-            Self::K3s => "K3s",
-            Self::DockerDesktop => "Docker Desktop",
-            Self::Orbstack => "OrbStack",
-            Self::Colima => "Colima",
-            Self::RancherDesktop => "Rancher Desktop",
-            Self::Openshift => "OpenShift",
-            Self::OpenshiftLocal => "OpenShift Local",
-            Self::Unknown => "an unknown cluster",
-        }
+        self.spec().display_name
     }
 
     /// The product's guide to giving the cluster a local registry (the KEP for unknown clusters).
     pub fn registry_guide(self) -> &'static str {
-        match self {
-            Self::Kind => "https://kind.sigs.k8s.io/docs/user/local-registry/",
-            Self::K3d => "https://k3d.io/stable/usage/registries/",
-            Self::Minikube => "https://minikube.sigs.k8s.io/docs/handbook/registry/",
-            Self::Microk8s => "https://microk8s.io/docs/registry-built-in",
-            Self::K3s => "https://docs.k3s.io/installation/private-registry",
-            Self::DockerDesktop => "https://docs.docker.com/desktop/features/kubernetes/",
-            Self::Orbstack => "https://docs.orbstack.dev/kubernetes/",
-            Self::Colima => "https://github.com/abiosoft/colima#kubernetes",
-            Self::RancherDesktop => "https://docs.rancherdesktop.io/",
-            Self::Openshift | Self::OpenshiftLocal => OPENSHIFT_REGISTRY_GUIDE,
-            Self::Unknown => KEP_URL,
-        }
+        self.spec().registry_guide
     }
 
-    /// The CLI that loads images into this product's nodes, and where to get it.
-    pub fn loader_cli(self) -> Option<LoaderCli> {
-        let (program, install_url) = match self {
-            Self::Kind => (
-                "kind",
-                "https://kind.sigs.k8s.io/docs/user/quick-start/#installation",
-            ),
-            Self::K3d => ("k3d", "https://k3d.io/stable/#installation"),
-            Self::Minikube => ("minikube", "https://minikube.sigs.k8s.io/docs/start/"),
-            Self::Microk8s => ("microk8s", "https://microk8s.io/docs/getting-started"),
-            Self::K3s => ("k3s", "https://docs.k3s.io/quick-start"),
-            Self::DockerDesktop => ("docker", "https://docs.docker.com/desktop/"),
-            Self::Orbstack => ("docker", "https://docs.orbstack.dev/install"),
-            Self::Colima => ("docker", "https://docs.docker.com/engine/install/binaries/"),
-            Self::RancherDesktop => (
-                "docker",
-                "https://docs.rancherdesktop.io/getting-started/installation/",
-            ),
-            // OpenShift's nodes are reached through its registry, never loaded by hand.
-            Self::Openshift | Self::OpenshiftLocal | Self::Unknown => return None,
-        };
-        Some(LoaderCli {
-            program,
-            install_url,
-        })
+    /// The CLI that loads images into this product's nodes, and how.
+    pub fn loader_cli(self) -> Option<LoaderSpec> {
+        self.spec().loader
     }
 
     /// True when the nodes run on the local docker engine's image store, so `docker load` is
     /// all it takes.
     pub fn shares_local_docker_store(self) -> bool {
-        matches!(
-            self,
-            Self::DockerDesktop | Self::Orbstack | Self::Colima | Self::RancherDesktop
-        )
+        self.loader_cli()
+            .is_some_and(|loader| loader.destination == Destination::SharedDockerStore)
     }
 }
 
@@ -130,13 +78,6 @@ impl fmt::Display for ProductKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// A product's node-load CLI and where to install it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LoaderCli {
-    pub program: &'static str,
-    pub install_url: &'static str,
 }
 
 /// The label every OpenShift 4 node carries (`rhcos`, `rhel`, ...).

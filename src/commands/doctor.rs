@@ -486,7 +486,13 @@ async fn loader_check(found: &Discovered, cluster: &Cluster, settings: &Settings
             product.registry_guide()
         ));
     };
-    let version = loader::version(&path, &program).await.map_or_else(
+    // The product's own loader says its version its way; a --load-command program as most do.
+    let version_args = product
+        .kind
+        .loader_cli()
+        .filter(|cli| cli.program == program)
+        .map_or(&["--version"][..], |cli| cli.version_args);
+    let version = loader::version(&path, version_args).await.map_or_else(
         || "version unknown".to_string(),
         |v| format!("version {v:?}"),
     );

@@ -288,22 +288,15 @@ fn failed(plan: &LoadPlan, command: &LoadCommand, finished: Finished) -> Error {
         lines: said.into(),
     });
     match plan.source() {
-        PlanSource::Product(ProductKind::K3s) => product_hints(
-            error.with_hint(format!(
-                "k3s ctr needs root on the node: run as root, or --load-command 'sudo k3s ctr -n k8s.io images import {ARCHIVE_PLACEHOLDER}'"
-            )),
-            ProductKind::K3s,
-        ),
         PlanSource::Product(product) => product_hints(error, product),
         PlanSource::LoadCommandFlag => error,
     }
 }
 
+/// The product's own hint on a failed load (k3s needs root, ...), then its registry guide.
 fn product_hints(mut error: Error, product: ProductKind) -> Error {
-    if matches!(product, ProductKind::RancherDesktop | ProductKind::Colima) {
-        error = error.with_hint(format!(
-            "on the containerd runtime, load with --load-command 'nerdctl -n k8s.io load -i {ARCHIVE_PLACEHOLDER}'"
-        ));
+    if let Some(hint) = product.loader_cli().and_then(|cli| cli.failure_hint) {
+        error = error.with_hint(hint);
     }
     error.with_hint(format!(
         "or give the cluster a registry to push to instead: {}",

@@ -1,6 +1,7 @@
 //! Product detection from what each tool really writes, and every load plan's argv.
 
 use super::*;
+use crate::cluster::hosting::KEP_URL;
 
 fn kubeconfig(context: &str, cluster: &str, server: &str) -> KubeconfigFacts {
     KubeconfigFacts {
@@ -457,4 +458,14 @@ fn serving_openshifts_image_config_makes_an_unsure_product_openshift() {
     assert_eq!(local.clone().on_openshift(true), local);
     let kind = detected(ProductKind::Kind, Some("dev"));
     assert_eq!(kind.clone().on_openshift(false), kind);
+}
+
+#[test]
+fn the_product_table_has_one_row_per_product_and_its_names_are_the_json_names() {
+    let mut names = std::collections::BTreeSet::new();
+    for row in &PRODUCTS {
+        assert!(std::ptr::eq(row.kind.spec(), row), "{} has two rows", row.name);
+        assert!(names.insert(row.name), "{} named twice", row.name);
+        assert_eq!(serde_json::to_value(row.kind).unwrap(), row.name);
+    }
 }

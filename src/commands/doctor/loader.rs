@@ -31,20 +31,10 @@ fn is_executable(path: &Path) -> bool {
     }
 }
 
-/// The arguments that make each product's CLI print its version.
-fn version_args(program: &str) -> &'static [&'static str] {
-    match program {
-        "kind" | "k3d" | "microk8s" => &["version"],
-        "minikube" => &["version", "--short"],
-        "docker" => &["version", "--format", "{{.Client.Version}}"],
-        _ => &["--version"],
-    }
-}
-
 /// The first line the loader prints for its version; `None` when it fails, hangs or says nothing.
-pub async fn version(path: &Path, program: &str) -> Option<String> {
+pub async fn version(path: &Path, version_args: &[&str]) -> Option<String> {
     let run = tokio::process::Command::new(path)
-        .args(version_args(program))
+        .args(version_args)
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true)

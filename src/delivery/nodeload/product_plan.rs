@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use super::plan::{Fallback, LoadCommand, LoadPlan, PlanSource};
-use crate::cluster::product::{Product, ProductKind};
+use crate::cluster::product::{Destination, Product};
 
 impl LoadPlan {
     /// How `product`'s own CLI loads `archive` into its nodes; `None` for an unknown cluster.
@@ -18,59 +18,27 @@ impl LoadPlan {
             args.extend(after.iter().map(OsString::from));
             LoadCommand::new(cli.program, args)
         };
-        let name_flag = |flag: &'static str| name.map_or(vec![], |name| vec![flag, name]);
-        let target = product.target_phrase();
-        let nodes_of_target = format!("the nodes of {target}");
-        let (primary, fallback, destination) = match product.kind {
-            ProductKind::Kind => (
-                command(&["load", "image-archive"], &name_flag("--name")),
-                None,
-                nodes_of_target,
-            ),
-            ProductKind::K3d => (
-                command(&["image", "import"], &name_flag("-c")),
-                None,
-                nodes_of_target,
-            ),
-            ProductKind::Minikube => (
-                command(&["image", "load"], &name_flag("-p")),
-                None,
-                nodes_of_target,
-            ),
-            ProductKind::Microk8s => (
-                command(&["images", "import"], &[]),
-                Some(Fallback {
-                    command: command(&["ctr", "image", "import"], &[]),
-                    when_output_contains: MICROK8S_UNKNOWN_SUBCOMMAND,
-                }),
-                "every MicroK8s node".to_string(),
-            ),
-            ProductKind::K3s => (
-                command(&["ctr", "-n", "k8s.io", "images", "import"], &[]),
-                None,
-                "this K3s node's containerd".to_string(),
-            ),
-            ProductKind::DockerDesktop
-            | ProductKind::Orbstack
-            | ProductKind::Colima
-            | ProductKind::RancherDesktop => (
-                command(&["load", "-i"], &[]),
-                None,
-                format!(
-                    "the local docker image store (docker's current context), which the {} nodes share",
-                    product.kind.display_name()
-                ),
-            ),
-            ProductKind::Openshift | ProductKind::OpenshiftLocal | ProductKind::Unknown => {
-                return None;
-            }
+        let cluster_args: Vec<&str> = match (cli.cluster_flag, name) {
+            (Some(flag), Some(name)) => vec![flag, name],
+            _ => Vec::new(),
         };
+        let target = product.target_phrase();
+        let destination = match cli.destination {
+            Destination::ClusterNodes => format!("the nodes of {target}"),
+            Destination::SharedDockerStore => format!(
+                "the local docker image store (docker's current context), which the {} nodes share",
+                product.kind.display_name()
+            ),
+            Destination::Phrase(phrase) => phrase.to_string(),
+        };
+        let primary = command(cli.load_args, &cluster_args);
+        let fallback = cli.fallback.map(|fallback| Fallback {
+            command: command(fallback.load_args, &[]),
+            when_output_contains: fallback.when_output_contains,
+        });
         let mut description = format!("load the image into {destination}: `{primary}`");
-        if let Some(fallback) = &fallback {
-            description.push_str(&format!(
-                ", or `{}` where MicroK8s is older than 1.25",
-                fallback.command
-            ));
+        if let (Some(fallback), Some(spec)) = (&fallback, cli.fallback) {
+            description.push_str(&format!(", or `{}` {}", fallback.command, spec.releases));
         }
         Some(Self::new(
             primary,
@@ -82,12 +50,10 @@ impl LoadPlan {
     }
 }
 
-/// What `microk8s` before 1.25 prints (on stdout, exit 1) for `microk8s images`.
-const MICROK8S_UNKNOWN_SUBCOMMAND: &str = "is not a valid MicroK8s subcommand";
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::product::ProductKind;
 
     fn product(kind: ProductKind, cluster_name: Option<&str>) -> Product {
         Product {

@@ -26,7 +26,7 @@ use crate::image::reference::RegistryHost;
 use crate::image::registry::{ClusterLogin, Deletion, RegistryClient, TransportOptions};
 use crate::output::Printer;
 use crate::settings::{REGISTRY_HOST_ENV, Settings};
-use report::{Check, Report};
+use report::{Check, CheckId, Report};
 
 /// Stands for the archive in the loader command shown.
 const ARCHIVE_SHOWN: &str = "<archive>";
@@ -51,7 +51,7 @@ pub async fn run(
             let pod = check_registry(args, settings, &target, cluster.as_ref(), &mut report).await;
             report.add(nodes_check(registry, &target, args.pod));
             report.add(Check::skipped(
-                "node-load",
+                CheckId::NodeLoad,
                 "not needed: push uses the registry",
             ));
             if let Some(pod) = pod {
@@ -61,24 +61,29 @@ pub async fn run(
         Finding::Nothing => {
             let none = "no registry is advertised";
             report.add(Check::skipped(
-                "registry",
+                CheckId::Registry,
                 format!("{none}, so there is none to reach"),
             ));
             report.add(Check::skipped(
-                "round-trip",
+                CheckId::RoundTrip,
                 format!("{none}, so there is none to push the probe image to"),
             ));
             report.add(Check::skipped(
-                "nodes",
+                CheckId::Nodes,
                 "push loads images into the nodes instead of a registry",
             ));
             report.add(match (&discovered, cluster.as_ref()) {
                 (Ok(found), Some(cluster)) => loader_check(found, cluster, settings).await,
-                _ => Check::skipped("node-load", "skipped: the cluster could not be read"),
+                _ => Check::skipped(CheckId::NodeLoad, "skipped: the cluster could not be read"),
             });
         }
         Finding::Unknown => {
-            for name in ["registry", "round-trip", "nodes", "node-load"] {
+            for name in [
+                CheckId::Registry,
+                CheckId::RoundTrip,
+                CheckId::Nodes,
+                CheckId::NodeLoad,
+            ] {
                 report.add(Check::skipped(
                     name,
                     "skipped: what the cluster advertises is not known",
@@ -89,7 +94,7 @@ pub async fn run(
 
     if args.pod && !matches!(finding, Finding::Registry(..)) {
         report.add(Check::skipped(
-            "pod",
+            CheckId::Pod,
             "skipped: no registry to pull the probe image from",
         ));
     }
@@ -120,24 +125,24 @@ async fn check_cluster(
         "not needed to push: the registry is named by --registry or KUBECTL_REGISTRY_HOST";
     match kubeconfig::choose(cluster_args, settings, printer) {
         Ok(Choice::Context(selected)) => report.add(Check::passed(
-            "kubeconfig",
+            CheckId::Kubeconfig,
             format!("{}, context {}", selected.source, selected.context),
         )),
         Ok(Choice::InCluster) => report.add(Check::passed(
-            "kubeconfig",
+            CheckId::Kubeconfig,
             "none: in a pod, with its service account (in-cluster config)",
         )),
         Err(error) if overridden => {
             report.add(Check::skipped(
-                "kubeconfig",
+                CheckId::Kubeconfig,
                 format!("{}; {not_needed}", error.message()),
             ));
-            report.add(Check::skipped("api-server", "skipped: no kubeconfig"));
+            report.add(Check::skipped(CheckId::ApiServer, "skipped: no kubeconfig"));
             return None;
         }
         Err(error) => {
-            report.add(Check::from_error("kubeconfig", &error));
-            report.add(Check::skipped("api-server", "skipped: no kubeconfig"));
+            report.add(Check::from_error(CheckId::Kubeconfig, &error));
+            report.add(Check::skipped(CheckId::ApiServer, "skipped: no kubeconfig"));
             return None;
         }
     }
@@ -153,7 +158,7 @@ async fn check_cluster(
         Ok((cluster, version)) => {
             let server = cluster.facts().server.clone().unwrap_or_default();
             report.add(Check::passed(
-                "api-server",
+                CheckId::ApiServer,
                 format!(
                     "{server} answered in {} ms (Kubernetes {version})",
                     started.elapsed().as_millis()
@@ -162,7 +167,7 @@ async fn check_cluster(
             Some(cluster)
         }
         Err(error) if overridden => {
-            let mut skipped = Check::from_error("api-server", &error);
+            let mut skipped = Check::from_error(CheckId::ApiServer, &error);
             skipped.ok = None;
             skipped.exit = None;
             skipped.detail = format!("{}; {not_needed}", skipped.detail);
@@ -170,7 +175,7 @@ async fn check_cluster(
             None
         }
         Err(error) => {
-            report.add(Check::from_error("api-server", &error));
+            report.add(Check::from_error(CheckId::ApiServer, &error));
             None
         }
     }
@@ -194,13 +199,13 @@ async fn check_discovery<'a>(
         Ok(found) => found,
         Err(_) if cluster.is_none() => {
             report.add(Check::skipped(
-                "discovery",
+                CheckId::Discovery,
                 "skipped: the cluster could not be read",
             ));
             return Finding::Unknown;
         }
         Err(error) => {
-            report.add(Check::from_error("discovery", error));
+            report.add(Check::from_error(CheckId::Discovery, error));
             return Finding::Unknown;
         }
     };
@@ -209,7 +214,7 @@ async fn check_discovery<'a>(
         return Finding::Nothing;
     };
     report.add(Check::passed(
-        "discovery",
+        CheckId::Discovery,
         format!(
             "{}: host {}, hostFromContainerRuntime {}, hostFromClusterNetwork {}, help {}",
             source_phrase(registry.source),
@@ -230,11 +235,11 @@ async fn nothing_advertised(cluster: Option<&Cluster>) -> Check {
     let elsewhere = "and neither OpenShift's image config, a node annotation nor a microk8s registry Service names one";
     let lookup = match cluster {
         Some(cluster) => cluster.hosting_configmap().await,
-        None => return Check::skipped("discovery", "nothing advertised"),
+        None => return Check::skipped(CheckId::Discovery, "nothing advertised"),
     };
     match lookup {
         Ok(Lookup::Forbidden) => Check::skipped(
-            "discovery",
+            CheckId::Discovery,
             format!(
                 "nothing advertised: reading ConfigMap {HOSTING_CONFIGMAP} is forbidden for these credentials, so it counts as absent, {elsewhere}"
             ),
@@ -243,13 +248,13 @@ async fn nothing_advertised(cluster: Option<&Cluster>) -> Check {
             "if the cluster has a registry, push needs get on configmaps in {HOSTING_NAMESPACE}: `kubectl auth can-i get configmaps -n {HOSTING_NAMESPACE}` checks it"
         )),
         Ok(Lookup::Found(_)) => Check::skipped(
-            "discovery",
+            CheckId::Discovery,
             format!(
                 "nothing advertised: ConfigMap {HOSTING_CONFIGMAP} names no registry this version reads (see the warning above), {elsewhere}"
             ),
         ),
         Ok(Lookup::NotFound) | Err(_) => Check::skipped(
-            "discovery",
+            CheckId::Discovery,
             format!("nothing advertised: no ConfigMap {HOSTING_CONFIGMAP}, {elsewhere}"),
         ),
     }
@@ -321,15 +326,15 @@ async fn check_registry(
 ) -> Option<Check> {
     let pod_skipped = |why: &str| {
         args.pod
-            .then(|| Check::skipped("pod", format!("skipped: {why}")))
+            .then(|| Check::skipped(CheckId::Pod, format!("skipped: {why}")))
     };
     let registry = target.registry;
     let host = match &target.host {
         Ok(host) => *host,
         Err(error) => {
-            report.add(Check::from_error("registry", error));
+            report.add(Check::from_error(CheckId::Registry, error));
             report.add(Check::skipped(
-                "round-trip",
+                CheckId::RoundTrip,
                 "skipped: no host to reach the registry at from here",
             ));
             return pod_skipped("no host to reach the registry at from here");
@@ -345,30 +350,30 @@ async fn check_registry(
     let client = match RegistryClient::new(host, &options) {
         Ok(client) => client,
         Err(error) => {
-            report.add(Check::from_error("registry", &error));
+            report.add(Check::from_error(CheckId::Registry, &error));
             report.add(Check::skipped(
-                "round-trip",
+                CheckId::RoundTrip,
                 "skipped: no client for the registry",
             ));
             return pod_skipped("no client for the registry");
         }
     };
     if let Err(error) = client.ping().await {
-        report.add(Check::from_error("registry", &error));
+        report.add(Check::from_error(CheckId::Registry, &error));
         report.add(Check::skipped(
-            "round-trip",
+            CheckId::RoundTrip,
             "skipped: the registry does not answer",
         ));
         return pod_skipped("the registry does not answer");
     }
     report.add(Check::passed(
-        "registry",
+        CheckId::Registry,
         target.answered(host, client.scheme_name()),
     ));
     let repository = match &target.repository {
         Ok(repository) => repository.as_str(),
         Err(error) => {
-            report.add(Check::from_error("round-trip", error));
+            report.add(Check::from_error(CheckId::RoundTrip, error));
             return pod_skipped("the probe image could not be pushed");
         }
     };
@@ -381,7 +386,7 @@ async fn check_registry(
     let (digest, size) = match pushed {
         Ok(pushed) => pushed,
         Err(error) => {
-            report.add(Check::from_error("round-trip", &error));
+            report.add(Check::from_error(CheckId::RoundTrip, &error));
             return pod_skipped("the probe image could not be pushed");
         }
     };
@@ -406,7 +411,7 @@ async fn check_registry(
         Err(error) => format!("left in place: deleting it failed ({})", error.message()),
     };
     report.add(Check::passed(
-        "round-trip",
+        CheckId::RoundTrip,
         format!(
             "pushed the probe image ({size} bytes) to {probe}:{}, read it back by digest {}, {cleanup}",
             probe::PROBE_TAG,
@@ -427,19 +432,19 @@ fn nodes_check(registry: &LocalRegistry, target: &ProbeTarget, pod: bool) -> Che
     };
     let check = if registry.source == RegistrySource::Openshift {
         Check::skipped(
-            "nodes",
+            CheckId::Nodes,
             format!(
                 "pods will pull from {runtime}, the registry's service name, which OpenShift's nodes resolve themselves; {checked}"
             ),
         )
     } else if runtime == pushed_to {
         Check::skipped(
-            "nodes",
+            CheckId::Nodes,
             format!("pods will pull from {runtime}, the host pushed to; {checked}"),
         )
     } else {
         Check::skipped(
-            "nodes",
+            CheckId::Nodes,
             format!(
                 "pods will pull from {runtime}, not {pushed_to}: each node's containerd must map {runtime} to the registry (kind: /etc/containerd/certs.d/{runtime}/hosts.toml); {checked}"
             ),
@@ -460,17 +465,17 @@ fn nodes_check(registry: &LocalRegistry, target: &ProbeTarget, pod: bool) -> Che
 async fn loader_check(found: &Discovered, cluster: &Cluster, settings: &Settings) -> Check {
     let nodes = match cluster.nodes().await {
         Ok(nodes) => nodes,
-        Err(error) => return Check::from_error("node-load", &error),
+        Err(error) => return Check::from_error(CheckId::NodeLoad, &error),
     };
     let product = product::detect(&found.kubeconfig, &nodes);
     let Some(plan) = LoadPlan::for_product(&product, Path::new(ARCHIVE_SHOWN)) else {
         let error = nodeload::nothing_advertised(found.kubeconfig.context.as_deref());
-        return Check::from_error("node-load", &error);
+        return Check::from_error(CheckId::NodeLoad, &error);
     };
     let program = plan.command().program().to_string_lossy().into_owned();
     let Some(path) = loader::find_on_path(Path::new(&program), settings.path.as_deref()) else {
         let check = Check::failed(
-            "node-load",
+            CheckId::NodeLoad,
             ExitCode::Load,
             format!(
                 "{} needs `{program}` to load images into its nodes, and it is not on PATH",
@@ -497,7 +502,7 @@ async fn loader_check(found: &Discovered, cluster: &Cluster, settings: &Settings
         |v| format!("version {v:?}"),
     );
     Check::passed(
-        "node-load",
+        CheckId::NodeLoad,
         format!(
             "{}: `{program}` is on PATH ({}, {version})",
             product.target_phrase(),

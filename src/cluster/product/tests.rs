@@ -464,7 +464,11 @@ fn serving_openshifts_image_config_makes_an_unsure_product_openshift() {
 fn the_product_table_has_one_row_per_product_and_its_names_are_the_json_names() {
     let mut names = std::collections::BTreeSet::new();
     for row in &PRODUCTS {
-        assert!(std::ptr::eq(row.kind.spec(), row), "{} has two rows", row.name);
+        assert!(
+            std::ptr::eq(row.kind.spec(), row),
+            "{} has two rows",
+            row.name
+        );
         assert!(names.insert(row.name), "{} named twice", row.name);
         assert_eq!(serde_json::to_value(row.kind).unwrap(), row.name);
     }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::report::Check;
+use super::report::{Check, CheckId};
 use crate::cluster::client::{Cluster, PullState};
 use crate::cluster::hosting::LocalRegistry;
 use crate::error::ExitCode;
@@ -16,7 +16,7 @@ const POLLS: u32 = 120;
 pub async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &str) -> Check {
     let pod = match cluster.start_probe_pod(image).await {
         Ok(pod) => pod,
-        Err(error) => return Check::from_error("pod", &error),
+        Err(error) => return Check::from_error(CheckId::Pod, &error),
     };
     let mut state = Ok(PullState::Pending);
     for _ in 0..POLLS {
@@ -33,11 +33,11 @@ pub async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &str) -> 
         Ok(PullState::Pulled) => {
             return match removed {
                 Ok(()) => Check::passed(
-                    "pod",
+                    CheckId::Pod,
                     format!("{named} pulled {image} on its node, and was deleted"),
                 ),
                 Err(error) => Check::passed(
-                    "pod",
+                    CheckId::Pod,
                     format!(
                         "{named} pulled {image} on its node, but deleting it failed: {}",
                         error.message()
@@ -50,7 +50,7 @@ pub async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &str) -> 
             };
         }
         Ok(PullState::Failed { reason, message }) => Check::failed(
-            "pod",
+            CheckId::Pod,
             ExitCode::Registry,
             format!(
                 "{named} could not pull {image}: {reason}: {message}{}",
@@ -58,7 +58,7 @@ pub async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &str) -> 
             ),
         ),
         Ok(PullState::Pending) => Check::failed(
-            "pod",
+            CheckId::Pod,
             ExitCode::Registry,
             format!(
                 "{named} had not pulled {image} after {} s{}",
@@ -66,7 +66,7 @@ pub async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &str) -> 
                 kubelet_said(&events)
             ),
         ),
-        Err(error) => return Check::from_error("pod", &error),
+        Err(error) => return Check::from_error(CheckId::Pod, &error),
     };
     let runtime = &registry.host_from_container_runtime;
     let check = check.with_hint(format!(

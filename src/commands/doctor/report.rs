@@ -5,10 +5,39 @@ use serde::Serialize;
 
 use crate::error::{Error, ExitCode};
 
+/// Which check: the name it goes by on its line and in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckId {
+    Kubeconfig,
+    ApiServer,
+    Discovery,
+    Registry,
+    RoundTrip,
+    Nodes,
+    NodeLoad,
+    Pod,
+}
+
+impl CheckId {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Kubeconfig => "kubeconfig",
+            Self::ApiServer => "api-server",
+            Self::Discovery => "discovery",
+            Self::Registry => "registry",
+            Self::RoundTrip => "round-trip",
+            Self::Nodes => "nodes",
+            Self::NodeLoad => "node-load",
+            Self::Pod => "pod",
+        }
+    }
+}
+
 /// One check's outcome. `ok` is null in JSON for a check that does not apply or could not run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
-    pub check: &'static str,
+    pub check: CheckId,
     pub ok: Option<bool>,
     pub detail: String,
     /// What to do about it, one thing per hint (joined with "; " in JSON, null when none).
@@ -20,7 +49,7 @@ pub struct Check {
 }
 
 impl Check {
-    pub fn passed(check: &'static str, detail: impl Into<String>) -> Self {
+    pub fn passed(check: CheckId, detail: impl Into<String>) -> Self {
         Self {
             check,
             ok: Some(true),
@@ -31,7 +60,7 @@ impl Check {
     }
 
     /// A check that does not apply here, or that an earlier failure kept from running.
-    pub fn skipped(check: &'static str, detail: impl Into<String>) -> Self {
+    pub fn skipped(check: CheckId, detail: impl Into<String>) -> Self {
         Self {
             check,
             ok: None,
@@ -41,7 +70,7 @@ impl Check {
         }
     }
 
-    pub fn failed(check: &'static str, exit: ExitCode, detail: impl Into<String>) -> Self {
+    pub fn failed(check: CheckId, exit: ExitCode, detail: impl Into<String>) -> Self {
         Self {
             check,
             ok: Some(false),
@@ -52,7 +81,7 @@ impl Check {
     }
 
     /// A failed check from an error: its message and causes as the detail, its hints as the hint.
-    pub fn from_error(check: &'static str, error: &Error) -> Self {
+    pub fn from_error(check: CheckId, error: &Error) -> Self {
         let mut detail = vec![error.message().to_string()];
         detail.extend(error.causes());
         let failed = Self::failed(check, error.exit_code(), detail.join(": "));
@@ -102,7 +131,7 @@ impl Report {
             } else {
                 mark.to_string()
             };
-            lines.push(format!("{mark} {}: {}", check.check, check.detail));
+            lines.push(format!("{mark} {}: {}", check.check.as_str(), check.detail));
             for hint in &check.hints {
                 lines.push(format!("    hint: {hint}"));
             }
@@ -118,7 +147,7 @@ impl Report {
             .filter(|check| check.ok == Some(false))
             .collect();
         let first = failed.first()?;
-        let names: Vec<&str> = failed.iter().map(|check| check.check).collect();
+        let names: Vec<&str> = failed.iter().map(|check| check.check.as_str()).collect();
         Some(Error::new(
             first.exit.unwrap_or(ExitCode::Failure),
             format!(
@@ -142,12 +171,12 @@ mod tests {
     fn text_marks_each_check_and_puts_each_hint_on_its_own_line() {
         let mut report = Report::default();
         report.add(Check::passed(
-            "kubeconfig",
+            CheckId::Kubeconfig,
             "/home/me/.kube/config, context kind-dev",
         ));
-        report.add(Check::skipped("node-load", "not needed"));
+        report.add(Check::skipped(CheckId::NodeLoad, "not needed"));
         report.add(
-            Check::failed("registry", ExitCode::Registry, "down")
+            Check::failed(CheckId::Registry, ExitCode::Registry, "down")
                 .with_hint("start it")
                 .with_hint("see the guide"),
         );
@@ -164,10 +193,10 @@ mod tests {
     #[test]
     fn the_verdict_takes_its_exit_code_from_the_first_failure() {
         let mut report = Report::default();
-        report.add(Check::passed("kubeconfig", "fine"));
+        report.add(Check::passed(CheckId::Kubeconfig, "fine"));
         assert!(report.verdict().is_none());
-        report.add(Check::failed("registry", ExitCode::Registry, "down"));
-        report.add(Check::failed("round-trip", ExitCode::Load, "no"));
+        report.add(Check::failed(CheckId::Registry, ExitCode::Registry, "down"));
+        report.add(Check::failed(CheckId::RoundTrip, ExitCode::Load, "no"));
         let verdict = report.verdict().unwrap();
         assert_eq!(verdict.exit_code(), ExitCode::Registry);
         assert_eq!(

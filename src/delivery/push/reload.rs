@@ -3,11 +3,11 @@
 //! tag printed), confirmed by asking every node what it holds. Without that confirmation (a
 //! product whose nodes cannot be asked, a node that does not answer), the image is loaded again.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::record_file::RecordFile;
 use super::summary::{Method, PushReport, Transfer};
 use crate::cluster::client::NodeFacts;
 use crate::cluster::product::Product;
@@ -65,12 +65,6 @@ impl Loaded {
     }
 }
 
-#[derive(Default, Serialize, Deserialize)]
-struct RecordFile {
-    /// Oldest first.
-    entries: Vec<(String, Loaded)>,
-}
-
 /// The report of the load recorded under `key`, when every node of the cluster confirms it
 /// still holds that manifest.
 pub async fn still_loaded(
@@ -80,12 +74,7 @@ pub async fn still_loaded(
     nodes: &[NodeFacts],
     printer: &Printer,
 ) -> Option<PushReport> {
-    let loaded = read(&path(records)?)
-        .entries
-        .into_iter()
-        .rev()
-        .find(|(k, _)| *k == key.text())?
-        .1;
+    let loaded = load(records).get(&key.text())?.clone();
     let cluster = NodeCluster::of(product, nodes)?;
     let surveyed = match nodeload::survey(&cluster).await {
         Ok(surveyed) => surveyed,
@@ -112,14 +101,9 @@ pub async fn still_loaded(
 
 /// Remembers a load of an engine's image; a failure to write only costs a later re-load.
 pub fn record(records: Option<&Path>, key: &LoadKey<'_>, report: &PushReport, printer: &Printer) {
-    let Some(path) = path(records) else {
-        return;
-    };
-    let mut file = read(&path);
-    let key = key.text();
-    file.entries.retain(|(k, _)| *k != key);
-    file.entries.push((
-        key,
+    let mut file = load(records);
+    file.record(
+        key.text(),
         Loaded {
             reference: report.reference.clone(),
             manifest: report.digest.clone(),
@@ -127,35 +111,18 @@ pub fn record(records: Option<&Path>, key: &LoadKey<'_>, report: &PushReport, pr
             tag: report.tag.clone(),
             platforms: report.platforms.clone(),
         },
-    ));
-    if file.entries.len() > MAX_ENTRIES {
-        file.entries.drain(..file.entries.len() - MAX_ENTRIES);
-    }
-    if let Err(err) = write(&path, &file) {
+    );
+    if let Err(err) = file.save() {
         printer.debug(&format!(
             "could not save the record of loaded images: {err}"
         ));
     }
 }
 
-/// The record's file in the settings' cache directory; no directory means no record.
-fn path(records: Option<&Path>) -> Option<PathBuf> {
-    records.map(|dir| dir.join(FILE_NAME))
-}
-
-fn read(path: &Path) -> RecordFile {
-    std::fs::read(path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default()
-}
-
-/// Atomically (temp file, then rename): a crash never leaves half a file.
-fn write(path: &Path, file: &RecordFile) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
-    temp.write_all(&serde_json::to_vec(file).map_err(std::io::Error::other)?)?;
-    temp.persist(path).map_err(|err| err.error)?;
-    Ok(())
+/// The record in the settings' cache directory (merged under its lock when saved); no directory
+/// means no record.
+fn load(records: Option<&Path>) -> RecordFile<Loaded> {
+    RecordFile::load(records.map(|dir| dir.join(FILE_NAME)), MAX_ENTRIES, |_| {
+        true
+    })
 }

@@ -10,7 +10,7 @@ use futures_util::stream;
 
 use crate::error::{Context, ExitCode, Result};
 use crate::image::digest::Digest;
-use crate::image::oci::MediaType;
+use crate::image::oci::{MediaType, Platform};
 use crate::image::registry::{Deletion, RegistryClient};
 
 /// The probe's own repository, so that nothing of the user's is touched (in the project, on
@@ -41,7 +41,7 @@ impl ProbeImage {
         );
         let config = Bytes::from(
             serde_json::json!({
-                "architecture": go_arch(),
+                "architecture": Platform::host().architecture,
                 "os": "linux",
                 "config": {},
                 "rootfs": {"type": "layers", "diff_ids": [diff_id.as_str()]},
@@ -141,17 +141,6 @@ fn layer_tar() -> std::io::Result<Vec<u8>> {
     header.set_gid(0);
     builder.append_data(&mut header, PROBE_FILE, PROBE_TEXT)?;
     builder.into_inner()
-}
-
-/// The platform's architecture as images name it.
-fn go_arch() -> &'static str {
-    match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        "x86" => "386",
-        "powerpc64" => "ppc64le",
-        other => other,
-    }
 }
 
 #[cfg(test)]

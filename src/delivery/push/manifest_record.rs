@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::record_file::RecordFile;
 use super::stream::Encoding;
 use crate::image::digest::Digest;
+use crate::image::oci;
 use crate::image::reference::RegistryHost;
 
 const FILE_NAME: &str = "sent-manifests-v1.json";
@@ -36,28 +37,16 @@ pub struct NamedBlob {
     pub size: u64,
 }
 
-#[derive(Deserialize)]
-struct ManifestShape {
-    config: DescriptorShape,
-    #[serde(default)]
-    layers: Vec<DescriptorShape>,
-}
-
-#[derive(Deserialize)]
-struct DescriptorShape {
-    digest: Digest,
-    size: u64,
-}
-
 impl SentManifest {
     /// The config then the layers it names; `None` when it is not an image manifest.
     pub fn blobs(&self) -> Option<Vec<NamedBlob>> {
-        let shape: ManifestShape = serde_json::from_str(&self.manifest).ok()?;
+        let manifest = oci::parse_manifest(self.manifest.as_bytes()).ok()?;
+        let config = manifest.config.as_ref()?;
         Some(
-            std::iter::once(shape.config)
-                .chain(shape.layers)
+            std::iter::once(config)
+                .chain(manifest.layers())
                 .map(|d| NamedBlob {
-                    digest: d.digest,
+                    digest: d.digest.clone(),
                     size: d.size,
                 })
                 .collect(),

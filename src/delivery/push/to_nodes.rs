@@ -140,7 +140,7 @@ fn platform_for_nodes(
     let (wanted, whose) = match node_platform {
         Some(platform) => (platform, "the one the nodes run"),
         None => (
-            host_platform(),
+            Platform::host(),
             "this machine's, as the nodes do not say theirs",
         ),
     };
@@ -160,19 +160,6 @@ fn platform_for_nodes(
         })?;
     printer.status(&format!("loading the {wanted} platform, {whose}"));
     Ok(chosen)
-}
-
-fn host_platform() -> Platform {
-    let architecture = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    Platform {
-        os: "linux".to_string(),
-        architecture: architecture.to_string(),
-        variant: None,
-    }
 }
 
 /// Writes `platform` as a single-platform archive at `out` carrying `names`; returns the

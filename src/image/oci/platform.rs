@@ -29,6 +29,23 @@ impl Platform {
         }
     }
 
+    /// The platform this binary runs on as images name it (Go's names): what a node-load picks
+    /// when the nodes do not say theirs, and what doctor's probe image declares.
+    pub fn host() -> Self {
+        let architecture = match std::env::consts::ARCH {
+            "x86_64" => "amd64",
+            "aarch64" => "arm64",
+            "x86" => "386",
+            "powerpc64" => "ppc64le",
+            other => other,
+        };
+        Self {
+            os: "linux".to_string(),
+            architecture: architecture.to_string(),
+            variant: None,
+        }
+    }
+
     /// Whether an image of this platform is what `wanted` asks for, both normalised as
     /// containerd does. A wanted platform without a variant takes any variant.
     pub fn satisfies(&self, wanted: &Platform) -> bool {

@@ -87,10 +87,10 @@ impl PushReport {
         printer.status(&summary);
         match format {
             OutputFormat::Text => printer.result(&self.reference),
-            // A struct of strings and numbers always serialises.
-            OutputFormat::Json => {
-                printer.result(&serde_json::to_string_pretty(self).unwrap_or_default())
-            }
+            OutputFormat::Json => printer.result(
+                &serde_json::to_string_pretty(self)
+                    .expect("a report of strings and numbers serialises"),
+            ),
         }
     }
 }

@@ -19,7 +19,8 @@ pub use daemon::{Daemon, DaemonFailure, DaemonPushed, EngineTag, LayerEnd, PushE
 pub use endpoint::{Endpoint, EngineEnv};
 pub use facts::ImageFacts;
 pub use kind::Engine;
-pub use store::{StoreImage, StoreLayer, store_fault};
+pub(crate) use store::store_fault;
+pub use store::{StoreImage, StoreLayer};
 
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::registry::{Stalled, Watchdog};

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 /// What the stand-in serves; build with [`ApiServer::builder`].
 #[derive(Debug, Clone, Default)]
-pub struct ApiServerBuilder {
+pub(crate) struct ApiServerBuilder {
     hosting_configmap: Option<BTreeMap<String, String>>,
     nodes: Vec<StandInNode>,
     microk8s_node_port: Option<i32>,
@@ -37,7 +37,7 @@ pub struct ApiServerBuilder {
 
 /// OpenShift's `images.config.openshift.io/cluster` status.
 #[derive(Debug, Clone)]
-pub struct OpenshiftImageConfig {
+pub(crate) struct OpenshiftImageConfig {
     pub internal: String,
     pub external: Vec<String>,
 }
@@ -45,7 +45,7 @@ pub struct OpenshiftImageConfig {
 /// What pulls a pod's image: the test's real containerd, as a node's kubelet would ask it.
 /// `Err` carries the runtime's own words.
 #[derive(Clone)]
-pub struct Kubelet(Arc<PullFn>);
+pub(crate) struct Kubelet(Arc<PullFn>);
 
 type PullFn = dyn Fn(&str) -> Result<(), String> + Send + Sync;
 
@@ -57,7 +57,7 @@ impl std::fmt::Debug for Kubelet {
 
 /// One node, with the labels a kubelet sets by itself.
 #[derive(Debug, Clone)]
-pub struct StandInNode {
+pub(crate) struct StandInNode {
     name: String,
     labels: BTreeMap<String, String>,
     annotations: BTreeMap<String, String>,
@@ -65,7 +65,7 @@ pub struct StandInNode {
 }
 
 impl StandInNode {
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         let labels = [
             ("beta.kubernetes.io/arch", "amd64"),
             ("beta.kubernetes.io/os", "linux"),
@@ -84,17 +84,17 @@ impl StandInNode {
         }
     }
 
-    pub fn label(mut self, key: &str, value: &str) -> Self {
+    pub(crate) fn label(mut self, key: &str, value: &str) -> Self {
         self.labels.insert(key.into(), value.into());
         self
     }
 
-    pub fn annotation(mut self, key: &str, value: &str) -> Self {
+    pub(crate) fn annotation(mut self, key: &str, value: &str) -> Self {
         self.annotations.insert(key.into(), value.into());
         self
     }
 
-    pub fn provider_id(mut self, id: &str) -> Self {
+    pub(crate) fn provider_id(mut self, id: &str) -> Self {
         self.provider_id = Some(id.into());
         self
     }
@@ -102,7 +102,7 @@ impl StandInNode {
 
 impl ApiServerBuilder {
     /// ConfigMap `kube-public/local-registry-hosting` with this data (absent: 404).
-    pub fn hosting_configmap(mut self, data: &[(&str, &str)]) -> Self {
+    pub(crate) fn hosting_configmap(mut self, data: &[(&str, &str)]) -> Self {
         self.hosting_configmap = Some(
             data.iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -112,29 +112,29 @@ impl ApiServerBuilder {
     }
 
     /// The ConfigMap with one `localRegistryHosting.v1` key holding `yaml`.
-    pub fn hosting_v1(self, yaml: &str) -> Self {
+    pub(crate) fn hosting_v1(self, yaml: &str) -> Self {
         self.hosting_configmap(&[("localRegistryHosting.v1", yaml)])
     }
 
-    pub fn node(mut self, node: StandInNode) -> Self {
+    pub(crate) fn node(mut self, node: StandInNode) -> Self {
         self.nodes.push(node);
         self
     }
 
     /// microk8s's registry addon: Service `container-registry/registry` of type NodePort.
-    pub fn microk8s_registry_service(mut self, node_port: i32) -> Self {
+    pub(crate) fn microk8s_registry_service(mut self, node_port: i32) -> Self {
         self.microk8s_node_port = Some(node_port);
         self
     }
 
     /// Answer 403 Forbidden for every request on this resource (`configmaps`, `nodes`, `services`).
-    pub fn forbid(mut self, resource: &str) -> Self {
+    pub(crate) fn forbid(mut self, resource: &str) -> Self {
         self.forbidden.insert(resource.to_string());
         self
     }
 
     /// Answer 403 Forbidden for this verb (`get`, `create`, `update`, `patch`, `delete`) only.
-    pub fn forbid_verb(mut self, resource: &str, verb: &str) -> Self {
+    pub(crate) fn forbid_verb(mut self, resource: &str, verb: &str) -> Self {
         self.forbidden.insert(format!("{resource}/{verb}"));
         self
     }
@@ -142,7 +142,7 @@ impl ApiServerBuilder {
     /// Pods get their image from `pull` when created: their container then waits with
     /// CreateContainerError (the image is there, with nothing to run) or ErrImagePull, and the
     /// kubelet's events say so, as a real node reports it.
-    pub fn kubelet(
+    pub(crate) fn kubelet(
         mut self,
         pull: impl Fn(&str) -> Result<(), String> + Send + Sync + 'static,
     ) -> Self {
@@ -152,21 +152,21 @@ impl ApiServerBuilder {
 
     /// Another writer updates the hosting ConfigMap (adding a key of its own) just before each
     /// of the next `count` updates arrives, so each of them carries a stale resourceVersion.
-    pub fn concurrent_writes(mut self, count: usize) -> Self {
+    pub(crate) fn concurrent_writes(mut self, count: usize) -> Self {
         self.concurrent_writes = count;
         self
     }
 
     /// Answer every request on this resource with a Status of `code` carrying `message`
     /// (which may hold any text a broken or hostile server sends).
-    pub fn fail(mut self, resource: &str, code: u16, message: &str) -> Self {
+    pub(crate) fn fail(mut self, resource: &str, code: u16, message: &str) -> Self {
         self.failing
             .insert(resource.to_string(), (code, message.to_string()));
         self
     }
 
     /// Serve `config.openshift.io/v1` and its cluster-scoped `images/cluster`, as OpenShift 4 does.
-    pub fn openshift(mut self, internal: &str, external: &[&str]) -> Self {
+    pub(crate) fn openshift(mut self, internal: &str, external: &[&str]) -> Self {
         self.openshift = Some(OpenshiftImageConfig {
             internal: internal.to_string(),
             external: external.iter().map(|h| h.to_string()).collect(),
@@ -175,18 +175,18 @@ impl ApiServerBuilder {
     }
 
     /// Answer 401 to every request without `Authorization: Bearer <token>`.
-    pub fn require_token(mut self, token: &str) -> Self {
+    pub(crate) fn require_token(mut self, token: &str) -> Self {
         self.token = Some(token.to_string());
         self
     }
 
     /// Serve HTTPS with this PEM certificate chain and key (see `registry::make_certificates`).
-    pub fn tls(mut self, certificate: &Path, key: &Path) -> Self {
+    pub(crate) fn tls(mut self, certificate: &Path, key: &Path) -> Self {
         self.tls = Some((certificate.to_path_buf(), key.to_path_buf()));
         self
     }
 
-    pub fn start(self) -> ApiServer {
+    pub(crate) fn start(self) -> ApiServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
         let port = listener.local_addr().expect("local address").port();
         let scheme = if self.tls.is_some() { "https" } else { "http" };
@@ -255,7 +255,7 @@ impl ApiServerBuilder {
 }
 
 /// A running stand-in; stops when dropped.
-pub struct ApiServer {
+pub(crate) struct ApiServer {
     port: u16,
     scheme: &'static str,
     served: Arc<Served>,
@@ -265,37 +265,37 @@ pub struct ApiServer {
 }
 
 impl ApiServer {
-    pub fn builder() -> ApiServerBuilder {
+    pub(crate) fn builder() -> ApiServerBuilder {
         ApiServerBuilder::default()
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("{}://127.0.0.1:{}", self.scheme, self.port)
     }
 
     /// Every request served so far, as `METHOD /path` (query dropped), in arrival order.
-    pub fn requests(&self) -> Vec<String> {
+    pub(crate) fn requests(&self) -> Vec<String> {
         let log = self.requests.lock().expect("request log");
         log.iter().map(|r| r.request.clone()).collect()
     }
 
     /// The hosting ConfigMap as the server holds it now (None when absent).
-    pub fn hosting_configmap(&self) -> Option<Value> {
+    pub(crate) fn hosting_configmap(&self) -> Option<Value> {
         self.served.store.lock().expect("store").hosting.clone()
     }
 
     /// The `Authorization` header of every request, in arrival order (None when absent).
-    pub fn authorizations(&self) -> Vec<Option<String>> {
+    pub(crate) fn authorizations(&self) -> Vec<Option<String>> {
         let log = self.requests.lock().expect("request log");
         log.iter().map(|r| r.authorization.clone()).collect()
     }
 
     /// Writes `dir/kubeconfig` whose only (and current) context points at this server.
-    pub fn write_kubeconfig(&self, dir: &Path, context: &str, cluster: &str) -> PathBuf {
+    pub(crate) fn write_kubeconfig(&self, dir: &Path, context: &str, cluster: &str) -> PathBuf {
         let path = dir.join("kubeconfig");
         std::fs::write(&path, kubeconfig_yaml(&self.url(), context, cluster))
             .expect("writing kubeconfig");
@@ -315,7 +315,7 @@ impl Drop for ApiServer {
 }
 
 /// A kubeconfig as `kind create cluster` writes it (user named after the context), for any server.
-pub fn kubeconfig_yaml(server: &str, context: &str, cluster: &str) -> String {
+pub(crate) fn kubeconfig_yaml(server: &str, context: &str, cluster: &str) -> String {
     format!(
         "apiVersion: v1
 kind: Config
@@ -339,13 +339,13 @@ users:
 }
 
 /// A loopback port nothing listens on (bound, then released).
-pub fn unused_port() -> u16 {
+pub(crate) fn unused_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
     listener.local_addr().expect("local address").port()
 }
 
 /// Replaces every `127.0.0.1:<digits>` with `127.0.0.1:PORT`, so outputs can be pinned whole.
-pub fn redact_ports(text: &str) -> String {
+pub(crate) fn redact_ports(text: &str) -> String {
     const LOOPBACK: &str = "127.0.0.1:";
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -468,7 +468,7 @@ fn serve_connection(stream: impl Read + Write, state: &Served, requests: &Mutex<
 }
 
 /// A rustls server config for the PEM chain and key.
-pub fn tls_config(certificate: &Path, key: &Path) -> Arc<rustls::ServerConfig> {
+pub(crate) fn tls_config(certificate: &Path, key: &Path) -> Arc<rustls::ServerConfig> {
     let chain = CertificateDer::pem_file_iter(certificate)
         .expect("reading the certificate")
         .collect::<Result<Vec<_>, _>>()

@@ -6,9 +6,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The containerd namespace the kubelet's CRI uses; what node-load tools import into.
-pub const K8S_NAMESPACE: &str = "k8s.io";
+pub(crate) const K8S_NAMESPACE: &str = "k8s.io";
 
-pub struct Containerd {
+pub(crate) struct Containerd {
     child: Child,
     socket: PathBuf,
     dir: tempfile::TempDir,
@@ -16,7 +16,7 @@ pub struct Containerd {
 
 impl Containerd {
     /// Starts containerd and waits until it answers on its socket.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         // Under /tmp with a short name: a unix socket path must fit in ~108 bytes.
         let dir = tempfile::Builder::new()
             .prefix("ctrd")
@@ -66,21 +66,21 @@ impl Containerd {
         }
     }
 
-    pub fn socket(&self) -> &Path {
+    pub(crate) fn socket(&self) -> &Path {
         &self.socket
     }
 
     /// The config it was started with, for `containerd --config ... config dump`.
-    pub fn config(&self) -> PathBuf {
+    pub(crate) fn config(&self) -> PathBuf {
         self.dir.path().join("config.toml")
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("containerd.log")).unwrap_or_default()
     }
 
     /// `ctr -a SOCKET -n k8s.io ARGS...`
-    pub fn ctr(&self, args: &[&str]) -> std::process::Output {
+    pub(crate) fn ctr(&self, args: &[&str]) -> std::process::Output {
         Command::new("ctr")
             .arg("-a")
             .arg(&self.socket)
@@ -92,7 +92,7 @@ impl Containerd {
     }
 
     /// Imports an archive exactly as `kind load` and `k3d image import` do inside each node.
-    pub fn import(&self, archive: &Path) {
+    pub(crate) fn import(&self, archive: &Path) {
         let archive = archive.to_str().expect("UTF-8 archive path");
         let out = self.ctr(&["images", "import", "--all-platforms", "--digests", archive]);
         assert!(
@@ -103,7 +103,7 @@ impl Containerd {
     }
 
     /// The image names in the k8s.io namespace.
-    pub fn images(&self) -> Vec<String> {
+    pub(crate) fn images(&self) -> Vec<String> {
         let out = self.ctr(&["images", "ls", "-q"]);
         assert!(
             out.status.success(),
@@ -117,7 +117,7 @@ impl Containerd {
     }
 
     /// Pulls `reference` as a node would, registries mapped by `hosts_dir` (`HOST/hosts.toml`).
-    pub fn pull(&self, reference: &str, hosts_dir: &Path) -> Result<(), String> {
+    pub(crate) fn pull(&self, reference: &str, hosts_dir: &Path) -> Result<(), String> {
         let hosts_dir = hosts_dir.to_str().expect("UTF-8 hosts dir");
         let out = self.ctr(&["images", "pull", "--hosts-dir", hosts_dir, reference]);
         if out.status.success() {

@@ -9,18 +9,18 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-pub struct Dockerd {
+pub(crate) struct Dockerd {
     dir: TempDir,
     child: Child,
 }
 
 impl Dockerd {
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self::start_in(false)
     }
 
     /// In its own network namespace (`unshare --net`): it cannot reach our loopback.
-    pub fn isolated() -> Self {
+    pub(crate) fn isolated() -> Self {
         Self::start_in(true)
     }
 
@@ -87,12 +87,12 @@ impl Dockerd {
         }
     }
 
-    pub fn socket(&self) -> PathBuf {
+    pub(crate) fn socket(&self) -> PathBuf {
         self.dir.path().join("docker.sock")
     }
 
     /// `unix://SOCKET`, for DOCKER_HOST.
-    pub fn host(&self) -> String {
+    pub(crate) fn host(&self) -> String {
         format!("unix://{}", self.socket().display())
     }
 
@@ -108,7 +108,7 @@ impl Dockerd {
     }
 
     /// `docker ARGS` against this daemon; its stdout, or a panic with its stderr.
-    pub fn docker(&self, args: &[&str]) -> String {
+    pub(crate) fn docker(&self, args: &[&str]) -> String {
         let out = self.try_docker(args);
         assert!(
             out.status.success(),
@@ -123,7 +123,7 @@ impl Dockerd {
 
     /// `DOCKER_BUILDKIT=0 docker build` of `FROM from` plus one `COPY` per directory (each one
     /// layer), tagged `name`; returns the image ID. No network is needed.
-    pub fn build(&self, from: &str, name: &str, dirs: &[&Path]) -> String {
+    pub(crate) fn build(&self, from: &str, name: &str, dirs: &[&Path]) -> String {
         let context = tempfile::tempdir_in(self.dir.path()).expect("a build context");
         let mut dockerfile = format!("FROM {from}\n");
         for (index, dir) in dirs.iter().enumerate() {
@@ -142,7 +142,7 @@ impl Dockerd {
     }
 
     /// The image ID `name` points at, `None` when it names no image.
-    pub fn image_id(&self, name: &str) -> Option<String> {
+    pub(crate) fn image_id(&self, name: &str) -> Option<String> {
         let out = self.try_docker(&["image", "inspect", "--format", "{{.Id}}", name]);
         out.status
             .success()
@@ -150,7 +150,7 @@ impl Dockerd {
     }
 
     /// The image's layers' diff_ids, as the daemon reports them.
-    pub fn diff_ids(&self, name: &str) -> Vec<String> {
+    pub(crate) fn diff_ids(&self, name: &str) -> Vec<String> {
         let json = self.docker(&["image", "inspect", name]);
         let value: serde_json::Value = serde_json::from_str(&json).expect("inspect JSON");
         value[0]["RootFS"]["Layers"]
@@ -162,7 +162,7 @@ impl Dockerd {
     }
 
     /// Every name the daemon knows, sorted.
-    pub fn tags(&self) -> Vec<String> {
+    pub(crate) fn tags(&self) -> Vec<String> {
         let mut tags: Vec<String> = self
             .docker(&["image", "ls", "--format", "{{.Repository}}:{{.Tag}}"])
             .lines()

@@ -2,7 +2,7 @@
 
 /// `answered in 12 ms` -> `answered in N ms`, `sha256:96e66b1e3211…` -> `sha256:DIGEST…`: the
 /// time changes between runs, the probe's digest with the machine's architecture.
-pub fn redact_timing(text: &str) -> String {
+pub(crate) fn redact_timing(text: &str) -> String {
     let mut text = text.to_string();
     for (mark, len, with) in [
         ("answered in ", None, "N"),

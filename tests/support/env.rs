@@ -39,7 +39,7 @@ const SCRUBBED: [&str; 30] = [
 ];
 
 /// Scrubs `cmd`'s environment and gives it `home` as HOME; `NO_COLOR` is set.
-pub fn clean_env<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
+pub(crate) fn clean_env<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
     for var in SCRUBBED {
         cmd.env_remove(var);
     }
@@ -47,7 +47,7 @@ pub fn clean_env<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
 }
 
 /// The built `kubectl-registry` with a clean environment.
-pub fn plugin_cmd(home: &Path) -> assert_cmd::Command {
+pub(crate) fn plugin_cmd(home: &Path) -> assert_cmd::Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-registry"));
     clean_env(&mut cmd, home);
     assert_cmd::Command::from_std(cmd)

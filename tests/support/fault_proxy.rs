@@ -17,18 +17,18 @@ const LIFETIME: Duration = Duration::from_secs(600);
 
 /// The registry's answer as a rewrite rule sees it.
 #[derive(Debug, Clone)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: u16,
     pub reason: String,
     pub headers: Vec<(String, String)>,
 }
 
 /// Rewrites the registry's answer head in place.
-pub type Rewriter = Arc<dyn Fn(&mut Answer) + Send + Sync>;
+pub(crate) type Rewriter = Arc<dyn Fn(&mut Answer) + Send + Sync>;
 
 /// What a rule does to a request it matches.
 #[derive(Clone)]
-pub enum Action {
+pub(crate) enum Action {
     /// Reads the request's body, then answers this status, extra headers and body, never
     /// forwarding it.
     Status {
@@ -46,7 +46,7 @@ pub enum Action {
 
 /// Applies `action` to the first `times` requests of `method` whose path and query contain `path`.
 #[derive(Clone)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub method: &'static str,
     pub path: String,
     pub times: usize,
@@ -54,7 +54,7 @@ pub struct Rule {
 }
 
 impl Rule {
-    pub fn new(method: &'static str, path: &str, times: usize, action: Action) -> Self {
+    pub(crate) fn new(method: &'static str, path: &str, times: usize, action: Action) -> Self {
         Self {
             method,
             path: path.to_string(),
@@ -64,7 +64,7 @@ impl Rule {
     }
 
     /// Answers `status` with an empty body.
-    pub fn status(method: &'static str, path: &str, times: usize, status: u16) -> Self {
+    pub(crate) fn status(method: &'static str, path: &str, times: usize, status: u16) -> Self {
         Self::new(
             method,
             path,
@@ -80,7 +80,7 @@ impl Rule {
 
 /// One request as the proxy saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub method: String,
     /// Path and query.
     pub target: String,
@@ -91,7 +91,7 @@ pub struct Seen {
 
 impl Seen {
     /// `PUT /v2/app/blobs/uploads/<id>` without the id and query: what tests compare.
-    pub fn short(&self) -> String {
+    pub(crate) fn short(&self) -> String {
         let path = self.target.split('?').next().unwrap_or_default();
         let path = match path.find("/blobs/uploads/") {
             Some(at) => &path[..at + "/blobs/uploads/".len()],
@@ -120,14 +120,14 @@ struct Shared {
     port: u16,
 }
 
-pub struct FaultProxy {
+pub(crate) struct FaultProxy {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl FaultProxy {
     /// A proxy in front of `upstream` (`127.0.0.1:PORT`) applying `rules` in order.
-    pub fn start(upstream: &str, rules: Vec<Rule>) -> Self {
+    pub(crate) fn start(upstream: &str, rules: Vec<Rule>) -> Self {
         assert!(
             upstream.starts_with("127.0.0.1:"),
             "the fault proxy only forwards to loopback"
@@ -156,7 +156,7 @@ impl FaultProxy {
 
     /// Also demands a Bearer token on every request, handing them out at `/token`, each
     /// accepted for `uses` requests (then refused, as an expired token is).
-    pub fn demanding_bearer(self, uses: usize) -> Self {
+    pub(crate) fn demanding_bearer(self, uses: usize) -> Self {
         *self.shared.bearer.lock().unwrap() = Some(Bearer {
             uses,
             tokens: std::collections::HashMap::new(),
@@ -165,21 +165,21 @@ impl FaultProxy {
         self
     }
 
-    pub fn host(&self) -> String {
+    pub(crate) fn host(&self) -> String {
         format!("127.0.0.1:{}", self.shared.port)
     }
 
     /// Every request so far, in arrival order.
-    pub fn seen(&self) -> Vec<Seen> {
+    pub(crate) fn seen(&self) -> Vec<Seen> {
         self.shared.seen.lock().unwrap().clone()
     }
 
     /// The requests so far as `METHOD /path` (see [`Seen::short`]).
-    pub fn seen_short(&self) -> Vec<String> {
+    pub(crate) fn seen_short(&self) -> Vec<String> {
         self.seen().iter().map(Seen::short).collect()
     }
 
-    pub fn tokens_issued(&self) -> usize {
+    pub(crate) fn tokens_issued(&self) -> usize {
         self.shared
             .bearer
             .lock()
@@ -189,7 +189,7 @@ impl FaultProxy {
     }
 
     /// Waits (at most `limit`) until a stall rule holds a request; false if none came.
-    pub fn wait_for_stall(&self, limit: Duration) -> bool {
+    pub(crate) fn wait_for_stall(&self, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
             if *self.shared.stalled.lock().unwrap() > 0 {

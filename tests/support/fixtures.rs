@@ -16,19 +16,20 @@ use std::process::Command;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
-pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
-pub const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
-pub const OCI_LAYER: &str = "application/vnd.oci.image.layer.v1.tar";
-pub const OCI_LAYER_GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
-pub const OCI_LAYER_ZSTD: &str = "application/vnd.oci.image.layer.v1.tar+zstd";
-pub const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
-pub const DOCKER_MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
-pub const DOCKER_CONFIG: &str = "application/vnd.docker.container.image.v1+json";
-pub const DOCKER_LAYER_GZIP: &str = "application/vnd.docker.image.rootfs.diff.tar.gzip";
+pub(crate) const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub(crate) const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+pub(crate) const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+pub(crate) const OCI_LAYER: &str = "application/vnd.oci.image.layer.v1.tar";
+pub(crate) const OCI_LAYER_GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+pub(crate) const OCI_LAYER_ZSTD: &str = "application/vnd.oci.image.layer.v1.tar+zstd";
+pub(crate) const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+pub(crate) const DOCKER_MANIFEST_LIST: &str =
+    "application/vnd.docker.distribution.manifest.list.v2+json";
+pub(crate) const DOCKER_CONFIG: &str = "application/vnd.docker.container.image.v1+json";
+pub(crate) const DOCKER_LAYER_GZIP: &str = "application/vnd.docker.image.rootfs.diff.tar.gzip";
 
 /// `sha256:<hex>` of some bytes.
-pub fn sha256(bytes: &[u8]) -> String {
+pub(crate) fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
@@ -37,14 +38,14 @@ fn hex_of(digest: &str) -> &str {
 }
 
 /// splitmix64: a tiny seeded generator, so fixtures are the same on every run.
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x1234_5678)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -52,7 +53,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    pub fn fill(&mut self, buf: &mut [u8]) {
+    pub(crate) fn fill(&mut self, buf: &mut [u8]) {
         for chunk in buf.chunks_mut(8) {
             let bytes = self.next_u64().to_le_bytes();
             chunk.copy_from_slice(&bytes[..chunk.len()]);
@@ -62,7 +63,7 @@ impl Rng {
 
 /// How a layer is stored in an archive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LayerCompression {
+pub(crate) enum LayerCompression {
     None,
     Gzip,
     Zstd,
@@ -70,7 +71,7 @@ pub enum LayerCompression {
 
 /// The archive formats the writers produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// docker save up to 24: `<id>/layer.tar`, `<hex>.json`, `repositories`; a repeated layer
     /// is a symlink to the first one's file.
     DockerLegacy,
@@ -96,7 +97,7 @@ pub enum Format {
 
 /// A test image: uncompressed layer tars and a config naming their diff_ids.
 #[derive(Debug, Clone)]
-pub struct Image {
+pub(crate) struct Image {
     pub os: String,
     pub architecture: String,
     pub variant: Option<String>,
@@ -106,18 +107,18 @@ pub struct Image {
 
 impl Image {
     /// linux/amd64, three layers of a few hundred KiB.
-    pub fn sample(seed: u64) -> Self {
+    pub(crate) fn sample(seed: u64) -> Self {
         Self::with_layers(seed, "linux/amd64", &[300 << 10, 200 << 10, 120 << 10])
     }
 
     /// Like `sample` for another platform (`os/arch[/variant]`).
-    pub fn sample_for(seed: u64, platform: &str) -> Self {
+    pub(crate) fn sample_for(seed: u64, platform: &str) -> Self {
         Self::with_layers(seed, platform, &[260 << 10, 150 << 10])
     }
 
     /// Four layers where the third repeats the first (same content, same diff_id), which
     /// docker save writes as a link.
-    pub fn with_repeated_layer(seed: u64) -> Self {
+    pub(crate) fn with_repeated_layer(seed: u64) -> Self {
         let mut image = Self::with_layers(seed, "linux/amd64", &[200 << 10, 100 << 10, 80 << 10]);
         let first = image.layers[0].clone();
         image.layers.insert(2, first);
@@ -126,7 +127,7 @@ impl Image {
     }
 
     /// Layers holding files of about these sizes, half random, half text (so they compress).
-    pub fn with_layers(seed: u64, platform: &str, sizes: &[usize]) -> Self {
+    pub(crate) fn with_layers(seed: u64, platform: &str, sizes: &[usize]) -> Self {
         let mut rng = Rng::new(seed);
         let layers = sizes
             .iter()
@@ -160,41 +161,41 @@ impl Image {
         self.config = serde_json::to_vec(&config).unwrap();
     }
 
-    pub fn platform(&self) -> String {
+    pub(crate) fn platform(&self) -> String {
         match &self.variant {
             Some(variant) => format!("{}/{}/{variant}", self.os, self.architecture),
             None => format!("{}/{}", self.os, self.architecture),
         }
     }
 
-    pub fn config_bytes(&self) -> &[u8] {
+    pub(crate) fn config_bytes(&self) -> &[u8] {
         &self.config
     }
 
-    pub fn config_digest(&self) -> String {
+    pub(crate) fn config_digest(&self) -> String {
         sha256(&self.config)
     }
 
-    pub fn layer_count(&self) -> usize {
+    pub(crate) fn layer_count(&self) -> usize {
         self.layers.len()
     }
 
     /// The uncompressed tar of layer `index`.
-    pub fn layer(&self, index: usize) -> &[u8] {
+    pub(crate) fn layer(&self, index: usize) -> &[u8] {
         &self.layers[index]
     }
 
-    pub fn diff_ids(&self) -> Vec<String> {
+    pub(crate) fn diff_ids(&self) -> Vec<String> {
         self.layers.iter().map(|layer| sha256(layer)).collect()
     }
 
     /// Layer `index` as stored with `compression` (deterministic: gzip level 1, zstd level 1).
-    pub fn stored_layer(&self, index: usize, compression: LayerCompression) -> Vec<u8> {
+    pub(crate) fn stored_layer(&self, index: usize, compression: LayerCompression) -> Vec<u8> {
         compress(&self.layers[index], compression)
     }
 
     /// The digests of the layers as stored with `compression`.
-    pub fn layer_digests(&self, compression: LayerCompression) -> Vec<String> {
+    pub(crate) fn layer_digests(&self, compression: LayerCompression) -> Vec<String> {
         (0..self.layers.len())
             .map(|i| sha256(&self.stored_layer(i, compression)))
             .collect()
@@ -202,7 +203,7 @@ impl Image {
 
     /// The manifest an OCI layout of this image holds with `compression` (docker media types
     /// for gzip, as `Format::ContainerdExport` writes; OCI ones otherwise).
-    pub fn manifest(&self, compression: LayerCompression) -> Vec<u8> {
+    pub(crate) fn manifest(&self, compression: LayerCompression) -> Vec<u8> {
         let docker_types = compression == LayerCompression::Gzip;
         self.manifest_with(compression, docker_types)
     }
@@ -235,7 +236,7 @@ impl Image {
     }
 
     /// The manifest's media type in an OCI layout written with `compression`.
-    pub fn manifest_media_type(&self, compression: LayerCompression) -> &'static str {
+    pub(crate) fn manifest_media_type(&self, compression: LayerCompression) -> &'static str {
         if compression == LayerCompression::Gzip {
             DOCKER_MANIFEST
         } else {
@@ -244,12 +245,12 @@ impl Image {
     }
 
     /// Writes this image alone in `format` at `path`, named `tags`.
-    pub fn write(&self, format: Format, path: &Path, tags: &[&str]) {
+    pub(crate) fn write(&self, format: Format, path: &Path, tags: &[&str]) {
         write_images(format, path, &[(self, tags)]);
     }
 
     /// Writes an OCI layout directory (uncompressed OCI layers); each tag becomes a `ref.name`.
-    pub fn layout_dir(&self, dir: &Path, tags: &[&str]) {
+    pub(crate) fn layout_dir(&self, dir: &Path, tags: &[&str]) {
         let entries = oci_layout_entries(
             &[(self, tags)],
             LayerCompression::None,
@@ -305,7 +306,7 @@ fn layer_tar(rng: &mut Rng, seed: u64, index: usize, size: usize) -> Vec<u8> {
     builder.into_inner().unwrap()
 }
 
-pub fn compress(bytes: &[u8], compression: LayerCompression) -> Vec<u8> {
+pub(crate) fn compress(bytes: &[u8], compression: LayerCompression) -> Vec<u8> {
     match compression {
         LayerCompression::None => bytes.to_vec(),
         LayerCompression::Gzip => {
@@ -320,7 +321,7 @@ pub fn compress(bytes: &[u8], compression: LayerCompression) -> Vec<u8> {
 
 /// The full name containerd records for a docker-style name: `myimg:dev` is
 /// `docker.io/library/myimg:dev`.
-pub fn full_name(name: &str) -> String {
+pub(crate) fn full_name(name: &str) -> String {
     let (first, rest) = name.split_once('/').unwrap_or(("", name));
     let has_domain = first.contains(['.', ':']) || first == "localhost";
     let mut full = if has_domain {
@@ -343,12 +344,12 @@ fn tag_of(name: &str) -> &str {
 }
 
 /// One member of an archive being written.
-pub struct Entry {
+pub(crate) struct Entry {
     pub path: String,
     pub kind: Kind,
 }
 
-pub enum Kind {
+pub(crate) enum Kind {
     File(Vec<u8>),
     Symlink(String),
     Hardlink(String),
@@ -362,7 +363,7 @@ fn file(path: impl Into<String>, bytes: Vec<u8>) -> Entry {
 }
 
 /// Writes entries as a tar, in order.
-pub fn write_tar(path: &Path, entries: &[Entry]) {
+pub(crate) fn write_tar(path: &Path, entries: &[Entry]) {
     let mut builder = tar::Builder::new(BufWriter::new(File::create(path).unwrap()));
     for entry in entries {
         let mut header = tar::Header::new_ustar();
@@ -393,7 +394,7 @@ pub fn write_tar(path: &Path, entries: &[Entry]) {
 }
 
 /// Writes several images into one archive of `format`, each with its tags.
-pub fn write_images(format: Format, path: &Path, images: &[(&Image, &[&str])]) {
+pub(crate) fn write_images(format: Format, path: &Path, images: &[(&Image, &[&str])]) {
     let entries = match format {
         Format::DockerLegacy => docker_legacy_entries(images, false),
         Format::DockerLegacyHardlinks => docker_legacy_entries(images, true),
@@ -639,7 +640,7 @@ fn named_layer_entries(images: &[(&Image, &[&str])], style: NamedLayers) -> Vec<
 /// A containerd export of a multi-platform image named `name`: an index naming every
 /// platform in `present` and `absent`, with blobs only for `present` (as `ctr export
 /// --platform` writes when the store holds only some platforms).
-pub fn write_multi_platform(
+pub(crate) fn write_multi_platform(
     path: &Path,
     name: &str,
     present: &[&Image],
@@ -683,7 +684,7 @@ pub fn write_multi_platform(
 }
 
 /// The multi-platform index `write_multi_platform` stores, byte for byte.
-pub fn multi_platform_index(
+pub(crate) fn multi_platform_index(
     present: &[&Image],
     absent: &[&Image],
     compression: LayerCompression,
@@ -716,13 +717,13 @@ pub fn multi_platform_index(
 }
 
 #[derive(Debug, Clone, Copy)]
-pub enum Wrap {
+pub(crate) enum Wrap {
     Gzip,
     Zstd,
 }
 
 /// Compresses the file `from` into `to`, streaming.
-pub fn wrap(from: &Path, wrap: Wrap, to: &Path) {
+pub(crate) fn wrap(from: &Path, wrap: Wrap, to: &Path) {
     let mut input = File::open(from).unwrap();
     let output = BufWriter::new(File::create(to).unwrap());
     match wrap {
@@ -740,7 +741,7 @@ pub fn wrap(from: &Path, wrap: Wrap, to: &Path) {
 }
 
 /// Runs the real skopeo: `skopeo copy oci:LAYOUT:TAG DEST` (e.g. `docker-archive:x.tar:myimg:dev`).
-pub fn skopeo_copy(layout: &Path, tag: &str, dest: &str) {
+pub(crate) fn skopeo_copy(layout: &Path, tag: &str, dest: &str) {
     let output = Command::new("skopeo")
         .args([
             "copy",
@@ -759,7 +760,7 @@ pub fn skopeo_copy(layout: &Path, tag: &str, dest: &str) {
 
 /// A large image written straight to disk, never whole in memory: one layer of `size` bytes
 /// inside a legacy docker archive.
-pub struct BigImage {
+pub(crate) struct BigImage {
     pub archive: PathBuf,
     pub diff_id: String,
     pub layer_size: u64,
@@ -767,7 +768,7 @@ pub struct BigImage {
 
 /// Writes a docker-legacy archive at `path` with one uncompressed layer whose file holds
 /// `size` bytes, streaming (a temporary layer file sits next to `path` while writing).
-pub fn write_big_image(path: &Path, size: u64) -> BigImage {
+pub(crate) fn write_big_image(path: &Path, size: u64) -> BigImage {
     let layer_path = path.with_extension("layer.tar");
     let mut hashing = HashingWriter {
         inner: BufWriter::new(File::create(&layer_path).unwrap()),

@@ -6,13 +6,13 @@ use std::io::{BufRead, Read, Write};
 const MAX_HEADERS: usize = 100;
 
 /// A message head as sent: its start line (request or status line) and header lines.
-pub struct Head {
+pub(crate) struct Head {
     pub start_line: String,
     pub headers: Vec<(String, String)>,
 }
 
 impl Head {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(key, _)| key.eq_ignore_ascii_case(name))
@@ -20,12 +20,12 @@ impl Head {
     }
 
     /// A request's method; a response's protocol version.
-    pub fn method(&self) -> &str {
+    pub(crate) fn method(&self) -> &str {
         self.start_part(0)
     }
 
     /// A request's target; a response's status code.
-    pub fn target(&self) -> &str {
+    pub(crate) fn target(&self) -> &str {
         self.start_part(1)
     }
 
@@ -33,18 +33,18 @@ impl Head {
         self.start_line.split(' ').nth(index).unwrap_or_default()
     }
 
-    pub fn content_length(&self) -> Option<u64> {
+    pub(crate) fn content_length(&self) -> Option<u64> {
         self.header("content-length")?.trim().parse().ok()
     }
 
-    pub fn is_chunked(&self) -> bool {
+    pub(crate) fn is_chunked(&self) -> bool {
         self.header("transfer-encoding")
             .is_some_and(|value| value.to_ascii_lowercase().contains("chunked"))
     }
 }
 
 /// Reads a head up to its blank line.
-pub fn read_head(reader: &mut impl BufRead) -> std::io::Result<Head> {
+pub(crate) fn read_head(reader: &mut impl BufRead) -> std::io::Result<Head> {
     let mut start_line = String::new();
     if reader.read_line(&mut start_line)? == 0 {
         return Err(std::io::Error::other("no request head"));
@@ -70,7 +70,11 @@ pub fn read_head(reader: &mut impl BufRead) -> std::io::Result<Head> {
 }
 
 /// Copies a body framed by Content-Length or chunked encoding, framing included.
-pub fn copy_body(head: &Head, from: &mut impl BufRead, to: &mut impl Write) -> std::io::Result<()> {
+pub(crate) fn copy_body(
+    head: &Head,
+    from: &mut impl BufRead,
+    to: &mut impl Write,
+) -> std::io::Result<()> {
     if !head.is_chunked() {
         let length = head.content_length().unwrap_or(0);
         let copied = std::io::copy(&mut from.take(length), to)?;

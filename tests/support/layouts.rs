@@ -10,27 +10,27 @@ use serde_json::{Value, json};
 
 use super::fixtures::{self, Entry, Image, Kind, LayerCompression, OCI_CONFIG, OCI_INDEX, sha256};
 
-pub const OCI_EMPTY: &str = "application/vnd.oci.empty.v1+json";
-pub const COSIGN_SIGNATURE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
-pub const IN_TOTO: &str = "application/vnd.in-toto+json";
-pub const SPDX: &str = "application/spdx+json";
-pub const HELM_CONFIG: &str = "application/vnd.cncf.helm.config.v1+json";
-pub const HELM_CHART: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
+pub(crate) const OCI_EMPTY: &str = "application/vnd.oci.empty.v1+json";
+pub(crate) const COSIGN_SIGNATURE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
+pub(crate) const IN_TOTO: &str = "application/vnd.in-toto+json";
+pub(crate) const SPDX: &str = "application/spdx+json";
+pub(crate) const HELM_CONFIG: &str = "application/vnd.cncf.helm.config.v1+json";
+pub(crate) const HELM_CHART: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
 
 /// An OCI layout being assembled: blobs by digest, and the entries of `index.json`.
 #[derive(Default)]
-pub struct Layout {
+pub(crate) struct Layout {
     blobs: Vec<(String, Vec<u8>)>,
     entries: Vec<Value>,
 }
 
 impl Layout {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Stores `bytes` as a blob; returns its descriptor (`mediaType`, `digest`, `size`).
-    pub fn blob(&mut self, media_type: &str, bytes: &[u8]) -> Value {
+    pub(crate) fn blob(&mut self, media_type: &str, bytes: &[u8]) -> Value {
         let digest = sha256(bytes);
         if !self.blobs.iter().any(|(known, _)| *known == digest) {
             self.blobs.push((digest.clone(), bytes.to_vec()));
@@ -40,7 +40,7 @@ impl Layout {
 
     /// Stores `image` (uncompressed OCI layers, its config, its OCI manifest); returns the
     /// manifest's descriptor with the image's platform.
-    pub fn image(&mut self, image: &Image) -> Value {
+    pub(crate) fn image(&mut self, image: &Image) -> Value {
         for index in 0..image.layer_count() {
             self.blob(fixtures::OCI_LAYER, image.layer(index));
         }
@@ -57,7 +57,7 @@ impl Layout {
 
     /// An artifact manifest: `config` (media type, bytes) and one layer (media type, bytes),
     /// with `artifactType` when given (image-spec 1.1, as oras writes).
-    pub fn artifact(
+    pub(crate) fn artifact(
         &mut self,
         config: (&str, &[u8]),
         layer: (&str, &[u8]),
@@ -83,14 +83,14 @@ impl Layout {
     }
 
     /// An SPDX SBOM as `oras push --artifact-type` writes it: the empty config.
-    pub fn sbom(&mut self, seed: u8) -> Value {
+    pub(crate) fn sbom(&mut self, seed: u8) -> Value {
         let document = format!("{{\"spdxVersion\":\"SPDX-2.3\",\"name\":\"sbom-{seed}\"}}");
         self.artifact((OCI_EMPTY, b"{}"), (SPDX, document.as_bytes()), Some(SPDX))
     }
 
     /// A cosign signature as cosign before 2.0 writes it: an image config type over a
     /// simple-signing payload layer.
-    pub fn cosign_signature(&mut self, signed: &Value) -> Value {
+    pub(crate) fn cosign_signature(&mut self, signed: &Value) -> Value {
         let payload = json!({"critical": {"image": {"docker-manifest-digest": signed["digest"]}}});
         let payload = serde_json::to_vec(&payload).unwrap();
         let config = json!({"architecture": "", "os": "", "config": {},
@@ -100,7 +100,7 @@ impl Layout {
     }
 
     /// A Helm chart as `helm push` writes it.
-    pub fn helm_chart(&mut self) -> Value {
+    pub(crate) fn helm_chart(&mut self) -> Value {
         let chart = fixtures::compress(b"apiVersion: v2\nname: demo\n", LayerCompression::Gzip);
         self.artifact(
             (HELM_CONFIG, br#"{"name":"demo","version":"0.1.0"}"#),
@@ -110,7 +110,7 @@ impl Layout {
     }
 
     /// An entry regclient writes for a bare artifact: an image config type holding `{}`.
-    pub fn bare_config_artifact(&mut self) -> Value {
+    pub(crate) fn bare_config_artifact(&mut self) -> Value {
         self.artifact(
             (OCI_CONFIG, b"{}"),
             (fixtures::OCI_LAYER, b"not a tar, just notes"),
@@ -119,7 +119,7 @@ impl Layout {
     }
 
     /// A buildx attestation manifest for the platform manifest `subject`.
-    pub fn attestation(&mut self, subject: &Value) -> Value {
+    pub(crate) fn attestation(&mut self, subject: &Value) -> Value {
         let statement = json!({"_type": "https://in-toto.io/Statement/v0.1",
             "subject": [{"digest": {"sha256": subject["digest"].as_str().unwrap().trim_start_matches("sha256:")}}]});
         let statement = serde_json::to_vec(&statement).unwrap();
@@ -136,14 +136,14 @@ impl Layout {
     }
 
     /// An OCI image index over `children`; returns its descriptor and bytes.
-    pub fn index(&mut self, children: &[Value]) -> (Value, Vec<u8>) {
+    pub(crate) fn index(&mut self, children: &[Value]) -> (Value, Vec<u8>) {
         let index = json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": children});
         let bytes = serde_json::to_vec(&index).unwrap();
         (self.blob(OCI_INDEX, &bytes), bytes)
     }
 
     /// Lists `descriptor` in `index.json`, named `ref_name` when given.
-    pub fn entry(&mut self, descriptor: &Value, ref_name: Option<&str>) {
+    pub(crate) fn entry(&mut self, descriptor: &Value, ref_name: Option<&str>) {
         let mut entry = descriptor.clone();
         if let Some(name) = ref_name {
             entry["annotations"] = json!({"org.opencontainers.image.ref.name": name});
@@ -152,7 +152,7 @@ impl Layout {
     }
 
     /// A stored blob's bytes.
-    pub fn blob_bytes(&self, digest: &str) -> &[u8] {
+    pub(crate) fn blob_bytes(&self, digest: &str) -> &[u8] {
         let (_, bytes) = self
             .blobs
             .iter()
@@ -162,12 +162,12 @@ impl Layout {
     }
 
     /// Removes a blob, as an export of only some platforms leaves it out.
-    pub fn remove_blob(&mut self, digest: &str) {
+    pub(crate) fn remove_blob(&mut self, digest: &str) {
         self.blobs.retain(|(known, _)| known != digest);
     }
 
     /// Replaces a blob's bytes with others of another size (a damaged blob).
-    pub fn damage_blob(&mut self, digest: &str) {
+    pub(crate) fn damage_blob(&mut self, digest: &str) {
         for (known, bytes) in &mut self.blobs {
             if known == digest {
                 bytes.extend_from_slice(b"damaged");
@@ -192,7 +192,7 @@ impl Layout {
         members
     }
 
-    pub fn write_dir(&self, dir: &Path) {
+    pub(crate) fn write_dir(&self, dir: &Path) {
         for (path, bytes) in self.members() {
             let target = dir.join(path);
             std::fs::create_dir_all(target.parent().unwrap()).unwrap();
@@ -200,7 +200,7 @@ impl Layout {
         }
     }
 
-    pub fn write_tar(&self, path: &Path) {
+    pub(crate) fn write_tar(&self, path: &Path) {
         let entries: Vec<Entry> = self
             .members()
             .into_iter()
@@ -214,7 +214,7 @@ impl Layout {
 }
 
 /// Rewrites the tar at `path` with `member`'s bytes replaced by `edit(old bytes)`.
-pub fn rewrite_member(path: &Path, member: &str, edit: impl Fn(&[u8]) -> Vec<u8>) {
+pub(crate) fn rewrite_member(path: &Path, member: &str, edit: impl Fn(&[u8]) -> Vec<u8>) {
     let mut archive = tar::Archive::new(std::fs::File::open(path).unwrap());
     let mut entries = Vec::new();
     for entry in archive.entries().unwrap() {

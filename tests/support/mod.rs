@@ -1,17 +1,17 @@
 //! Test support shared by the integration tests.
 
-pub mod apiserver;
-pub mod containerd;
-pub mod dockerd;
-pub mod doctor_output;
-pub mod env;
-pub mod fault_proxy;
-pub mod fixtures;
-pub mod http1;
-pub mod layouts;
-pub mod openshift_registry;
-pub mod podman;
-pub mod push;
-pub mod registry;
-pub mod standins;
-pub mod token_server;
+pub(crate) mod apiserver;
+pub(crate) mod containerd;
+pub(crate) mod dockerd;
+pub(crate) mod doctor_output;
+pub(crate) mod env;
+pub(crate) mod fault_proxy;
+pub(crate) mod fixtures;
+pub(crate) mod http1;
+pub(crate) mod layouts;
+pub(crate) mod openshift_registry;
+pub(crate) mod podman;
+pub(crate) mod push;
+pub(crate) mod registry;
+pub(crate) mod standins;
+pub(crate) mod token_server;

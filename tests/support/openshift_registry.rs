@@ -24,14 +24,14 @@ const IDLE: Duration = Duration::from_secs(30);
 
 /// One request to `/openshift/token`, as the front saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TokenRequest {
+pub(crate) struct TokenRequest {
     /// The Basic password (the cluster token offered), or None without Basic credentials.
     pub password: Option<String>,
     pub granted: bool,
 }
 
 /// The front and the registry behind it; both stop on Drop.
-pub struct OpenshiftRegistry {
+pub(crate) struct OpenshiftRegistry {
     pub registry: TestRegistry,
     port: u16,
     stop: Arc<AtomicBool>,
@@ -53,13 +53,13 @@ struct Front {
 
 impl OpenshiftRegistry {
     /// Starts a registry whose token endpoint accepts any of `accepted_tokens`.
-    pub fn start(accepted_tokens: &[&str]) -> Self {
+    pub(crate) fn start(accepted_tokens: &[&str]) -> Self {
         Self::start_with(accepted_tokens, None)
     }
 
     /// Like [`Self::start`], serving HTTPS with a certificate made in `certs` (as a route
     /// signed by the cluster's ingress CA).
-    pub fn start_tls(accepted_tokens: &[&str], certs: &Path) -> Self {
+    pub(crate) fn start_tls(accepted_tokens: &[&str], certs: &Path) -> Self {
         Self::start_with(accepted_tokens, Some(certs))
     }
 
@@ -120,21 +120,21 @@ impl OpenshiftRegistry {
     }
 
     /// The CA of an HTTPS front.
-    pub fn ca_file(&self) -> PathBuf {
+    pub(crate) fn ca_file(&self) -> PathBuf {
         self.ca_file.clone().expect("an HTTPS front")
     }
 
     /// `127.0.0.1:PORT`: the route users push to.
-    pub fn host(&self) -> String {
+    pub(crate) fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
-    pub fn token_requests(&self) -> Vec<TokenRequest> {
+    pub(crate) fn token_requests(&self) -> Vec<TokenRequest> {
         self.token_requests.lock().expect("token log").clone()
     }
 
     /// `METHOD /path` of every request let through to the registry.
-    pub fn proxied(&self) -> Vec<String> {
+    pub(crate) fn proxied(&self) -> Vec<String> {
         self.proxied.lock().expect("proxy log").clone()
     }
 }

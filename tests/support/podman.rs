@@ -9,18 +9,18 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-pub struct Podman {
+pub(crate) struct Podman {
     dir: TempDir,
     driver: &'static str,
 }
 
 impl Podman {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_driver("vfs")
     }
 
     /// Overlay storage, as podman has it on a workstation.
-    pub fn overlay() -> Self {
+    pub(crate) fn overlay() -> Self {
         Self::with_driver("overlay")
     }
 
@@ -49,7 +49,7 @@ impl Podman {
     }
 
     /// What podman and buildah need to find this test's storage; give them to the binary too.
-    pub fn envs(&self) -> Vec<(&'static str, OsString)> {
+    pub(crate) fn envs(&self) -> Vec<(&'static str, OsString)> {
         vec![
             (
                 "CONTAINERS_STORAGE_CONF",
@@ -60,12 +60,12 @@ impl Podman {
         ]
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.dir.path()
     }
 
     /// `podman ARGS` against the private store; panics with podman's words on failure.
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         let output = Command::new("podman")
             .envs(self.envs())
             .args(["--events-backend", "none"])
@@ -81,18 +81,18 @@ impl Podman {
     }
 
     /// `podman load -i ARCHIVE`
-    pub fn load(&self, archive: &Path) {
+    pub(crate) fn load(&self, archive: &Path) {
         self.run(&["load", "-q", "-i", archive.to_str().expect("UTF-8 path")]);
     }
 
     /// `podman save --format FORMAT -o OUT NAME` (`docker-dir`, `oci-dir`, `docker-archive`...)
-    pub fn save(&self, format: &str, name: &str, out: &Path) {
+    pub(crate) fn save(&self, format: &str, name: &str, out: &Path) {
         let out = out.to_str().expect("UTF-8 path");
         self.run(&["save", "--format", format, "-o", out, name]);
     }
 
     /// Runs `program args...` with this storage; returns stdout, panics with stderr on failure.
-    pub fn tool(&self, program: &str, args: &[&str]) -> String {
+    pub(crate) fn tool(&self, program: &str, args: &[&str]) -> String {
         let out = Command::new(program)
             .args(args)
             .envs(self.envs())
@@ -112,13 +112,13 @@ impl Podman {
 
     /// Builds `name` with buildah from scratch, one layer per directory (each committed on top
     /// of the last, as a Containerfile's COPY lines would); returns the image ID.
-    pub fn build(&self, name: &str, dirs: &[&Path]) -> String {
+    pub(crate) fn build(&self, name: &str, dirs: &[&Path]) -> String {
         self.build_on("scratch", name, dirs)
     }
 
     /// Like `build`, on top of the image `from`. The layers under `name` are tagged
     /// `NAME-base0`, `NAME-base1`, ... so that a later build can start from one of them.
-    pub fn build_on(&self, from: &str, name: &str, dirs: &[&Path]) -> String {
+    pub(crate) fn build_on(&self, from: &str, name: &str, dirs: &[&Path]) -> String {
         let policy = self.dir.path().join("policy.json");
         let policy = policy.to_str().expect("UTF-8 path");
         let mut base = from.to_string();
@@ -151,7 +151,7 @@ impl Podman {
     }
 
     /// The image's layers' diff_ids, as podman reports them.
-    pub fn diff_ids(&self, name: &str) -> Vec<String> {
+    pub(crate) fn diff_ids(&self, name: &str) -> Vec<String> {
         let json = self.tool("podman", &["image", "inspect", name]);
         let value: serde_json::Value = serde_json::from_str(&json).expect("inspect JSON");
         value[0]["RootFS"]["Layers"]
@@ -163,7 +163,7 @@ impl Podman {
     }
 
     /// The image's top layer's ID, as the store's `images.json` records it.
-    pub fn top_layer(&self, name: &str) -> String {
+    pub(crate) fn top_layer(&self, name: &str) -> String {
         let id = self.tool("podman", &["image", "inspect", "--format", "{{.Id}}", name]);
         let images = self
             .dir
@@ -183,7 +183,7 @@ impl Podman {
     }
 
     /// Where the store keeps a layer's files: `overlay/ID/diff`, or vfs's `vfs/dir/ID`.
-    pub fn layer_files(&self, id: &str) -> PathBuf {
+    pub(crate) fn layer_files(&self, id: &str) -> PathBuf {
         let storage = self.dir.path().join("storage");
         match self.driver {
             "vfs" => storage.join("vfs/dir").join(id),
@@ -192,7 +192,7 @@ impl Podman {
     }
 
     /// A layer's tar-split record: `<driver>-layers/ID.tar-split.gz`.
-    pub fn tar_split(&self, id: &str) -> PathBuf {
+    pub(crate) fn tar_split(&self, id: &str) -> PathBuf {
         self.dir
             .path()
             .join("storage")
@@ -201,7 +201,7 @@ impl Podman {
     }
 
     /// `podman system service` on `address` (`unix://PATH` or `tcp://127.0.0.1:PORT`).
-    pub fn serve(&self, address: &str) -> Service {
+    pub(crate) fn serve(&self, address: &str) -> Service {
         let child = Command::new("podman")
             .args(["system", "service", "--time=0", address])
             .envs(self.envs())
@@ -215,14 +215,14 @@ impl Podman {
         service
     }
 
-    pub fn socket_path(&self) -> PathBuf {
+    pub(crate) fn socket_path(&self) -> PathBuf {
         self.dir.path().join("docker.sock")
     }
 }
 
 /// Directories of real files to build layers from: `sizes` files of about these many bytes,
 /// their content from `seed` (random, so that they neither compress nor repeat).
-pub fn layer_dir(parent: &Path, name: &str, seed: u64, sizes: &[usize]) -> PathBuf {
+pub(crate) fn layer_dir(parent: &Path, name: &str, seed: u64, sizes: &[usize]) -> PathBuf {
     let dir = parent.join(name);
     std::fs::create_dir_all(&dir).expect("creating a layer dir");
     let mut rng = crate::support::fixtures::Rng::new(seed);
@@ -235,7 +235,7 @@ pub fn layer_dir(parent: &Path, name: &str, seed: u64, sizes: &[usize]) -> PathB
 }
 
 /// A running `podman system service`, stopped on drop.
-pub struct Service {
+pub(crate) struct Service {
     child: Child,
 }
 

@@ -17,30 +17,30 @@ use crate::support::fixtures::{self, Image};
 use crate::support::registry::TestRegistry;
 
 /// The name pods use for the registry, as kind's script advertises it.
-pub const RUNTIME_HOST: &str = "kind-registry:5000";
-pub const HELP: &str = "https://kind.sigs.k8s.io/docs/user/local-registry/";
-pub const CONTEXT: &str = "kind-dev";
+pub(crate) const RUNTIME_HOST: &str = "kind-registry:5000";
+pub(crate) const HELP: &str = "https://kind.sigs.k8s.io/docs/user/local-registry/";
+pub(crate) const CONTEXT: &str = "kind-dev";
 
 /// What a run printed; loopback ports and the bench's temp dir redacted.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
 }
 
 impl Outcome {
-    pub fn stderr_lines(&self) -> Vec<&str> {
+    pub(crate) fn stderr_lines(&self) -> Vec<&str> {
         self.stderr.lines().collect()
     }
 
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|err| panic!("stdout is not JSON ({err}): {:?}", self.stdout))
     }
 
     /// Asserts a clean success: exit 0 and nothing at all on stderr.
-    pub fn assert_clean_success(&self) {
+    pub(crate) fn assert_clean_success(&self) {
         assert_eq!(
             (self.code, self.stderr.as_str()),
             (0, ""),
@@ -51,7 +51,7 @@ impl Outcome {
 }
 
 /// A registry advertised by a cluster through the KEP-1755 ConfigMap, and a temp dir for archives.
-pub struct Bench {
+pub(crate) struct Bench {
     pub registry: TestRegistry,
     pub api: ApiServer,
     pub dir: TempDir,
@@ -59,17 +59,17 @@ pub struct Bench {
 }
 
 impl Bench {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_registry(TestRegistry::start())
     }
 
-    pub fn with_registry(registry: TestRegistry) -> Self {
+    pub(crate) fn with_registry(registry: TestRegistry) -> Self {
         let host = registry.host();
         Self::advertising(registry, &host)
     }
 
     /// The ConfigMap advertises `host` as where to push, whatever the registry's own address.
-    pub fn advertising(registry: TestRegistry, host: &str) -> Self {
+    pub(crate) fn advertising(registry: TestRegistry, host: &str) -> Self {
         let api = ApiServer::builder().hosting_v1(&hosting_yaml(host)).start();
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = api.write_kubeconfig(dir.path(), CONTEXT, CONTEXT);
@@ -81,24 +81,24 @@ impl Bench {
         }
     }
 
-    pub fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
     /// The binary, clean environment, pointed at the bench's kubeconfig.
-    pub fn cmd(&self) -> Command {
+    pub(crate) fn cmd(&self) -> Command {
         let mut cmd = clean_cmd(self.dir.path());
         cmd.env("KUBECONFIG", &self.kubeconfig);
         cmd
     }
 
     /// `kubectl registry push ARGS...`
-    pub fn push(&self, args: &[&str]) -> Outcome {
+    pub(crate) fn push(&self, args: &[&str]) -> Outcome {
         self.run(self.cmd().arg("push").args(args))
     }
 
     /// Runs `cmd` and redacts what it printed.
-    pub fn run(&self, cmd: &mut Command) -> Outcome {
+    pub(crate) fn run(&self, cmd: &mut Command) -> Outcome {
         let output = cmd.output().expect("running kubectl-registry");
         let redact = |bytes: Vec<u8>| {
             let text = String::from_utf8(bytes).expect("UTF-8 output");
@@ -115,7 +115,7 @@ impl Bench {
     }
 
     /// The manifest stored under `repo:tag`, as skopeo reads it back, and its digest.
-    pub fn landed(&self, repo_and_tag: &str) -> (Vec<u8>, String) {
+    pub(crate) fn landed(&self, repo_and_tag: &str) -> (Vec<u8>, String) {
         let bytes = self.registry.skopeo_raw_manifest(repo_and_tag);
         let digest = fixtures::sha256(&bytes);
         (bytes, digest)
@@ -124,7 +124,12 @@ impl Bench {
     /// Asserts `outcome` is a clean push whose stdout is exactly the runtime ref of what
     /// landed under `repo:tag`, that every blob the manifest names is there, and returns the
     /// manifest as JSON.
-    pub fn assert_pushed(&self, outcome: &Outcome, repo: &str, tag: &str) -> (String, Value) {
+    pub(crate) fn assert_pushed(
+        &self,
+        outcome: &Outcome,
+        repo: &str,
+        tag: &str,
+    ) -> (String, Value) {
         outcome.assert_clean_success();
         let (bytes, digest) = self.landed(&format!("{repo}:{tag}"));
         let reference = format!("{RUNTIME_HOST}/{repo}:{tag}@{digest}");
@@ -135,7 +140,7 @@ impl Bench {
     }
 
     /// Every blob a manifest (or, for an index, each child manifest) names is in `repo`.
-    pub fn assert_blobs_present(&self, repo: &str, manifest: &Value) {
+    pub(crate) fn assert_blobs_present(&self, repo: &str, manifest: &Value) {
         if let Some(children) = manifest["manifests"].as_array() {
             for child in children {
                 let digest = child["digest"].as_str().expect("child digest");
@@ -161,7 +166,7 @@ impl Bench {
     }
 
     /// `GET /v2/<repo>/manifests/<digest>` accepting every manifest type.
-    pub fn manifest_by_digest(&self, repo: &str, digest: &str) -> Vec<u8> {
+    pub(crate) fn manifest_by_digest(&self, repo: &str, digest: &str) -> Vec<u8> {
         let answer = self.registry.request_with(
             "GET",
             &format!("/v2/{repo}/manifests/{digest}"),
@@ -172,7 +177,7 @@ impl Bench {
     }
 
     /// The HTTP status of `GET /v2/<repo>/manifests/<tag>`: 404 once nothing was tagged.
-    pub fn tag_status(&self, repo: &str, tag: &str) -> u16 {
+    pub(crate) fn tag_status(&self, repo: &str, tag: &str) -> u16 {
         self.registry
             .request_with(
                 "GET",
@@ -183,7 +188,7 @@ impl Bench {
     }
 
     /// Asserts that `repo:tag` is not in the registry, by our own GET and by skopeo.
-    pub fn assert_not_tagged(&self, repo: &str, tag: &str) {
+    pub(crate) fn assert_not_tagged(&self, repo: &str, tag: &str) {
         assert_eq!(self.tag_status(repo, tag), 404, "{repo}:{tag} was tagged");
         let inspect = std::process::Command::new("skopeo")
             .args(["inspect", "--raw", "--tls-verify=false"])
@@ -195,7 +200,7 @@ impl Bench {
 
     /// Every blob file in the registry's storage, as its bytes' sha256 and, when it is gzip or
     /// zstd, its uncompressed content's sha256.
-    pub fn stored_blob_contents(&self) -> Vec<(String, Option<String>)> {
+    pub(crate) fn stored_blob_contents(&self) -> Vec<(String, Option<String>)> {
         let mut found = Vec::new();
         let root = self.registry.data_dir().join("docker/registry/v2/blobs");
         walk(&root, &mut |path| {
@@ -223,7 +228,7 @@ fn walk(dir: &Path, visit: &mut dyn FnMut(&Path)) {
 }
 
 /// The sha256 of `bytes` decompressed, when they are gzip or zstd.
-pub fn uncompressed_sha256(bytes: &[u8]) -> Option<String> {
+pub(crate) fn uncompressed_sha256(bytes: &[u8]) -> Option<String> {
     let mut out = Vec::new();
     match bytes {
         [0x1f, 0x8b, ..] => flate2::read::GzDecoder::new(bytes)
@@ -238,13 +243,13 @@ pub fn uncompressed_sha256(bytes: &[u8]) -> Option<String> {
     Some(fixtures::sha256(&out))
 }
 
-pub const ACCEPT_MANIFESTS: &str = "application/vnd.oci.image.manifest.v1+json, \
+pub(crate) const ACCEPT_MANIFESTS: &str = "application/vnd.oci.image.manifest.v1+json, \
      application/vnd.oci.image.index.v1+json, \
      application/vnd.docker.distribution.manifest.v2+json, \
      application/vnd.docker.distribution.manifest.list.v2+json";
 
 /// `localRegistryHosting.v1` as kind's local-registry script writes it, pushing to `host`.
-pub fn hosting_yaml(host: &str) -> String {
+pub(crate) fn hosting_yaml(host: &str) -> String {
     format!(
         "host: \"{host}\"\nhostFromContainerRuntime: \"{RUNTIME_HOST}\"\n\
          hostFromClusterNetwork: \"{RUNTIME_HOST}\"\nhelp: \"{HELP}\"\n"
@@ -252,7 +257,12 @@ pub fn hosting_yaml(host: &str) -> String {
 }
 
 /// A `DOCKER_CONFIG` dir whose config.json holds `user:password` for `host`.
-pub fn docker_config(bench: &Bench, host: &str, user: &str, password: &str) -> std::path::PathBuf {
+pub(crate) fn docker_config(
+    bench: &Bench,
+    host: &str,
+    user: &str,
+    password: &str,
+) -> std::path::PathBuf {
     let dir = bench.path("docker-config");
     std::fs::create_dir_all(&dir).unwrap();
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
@@ -266,13 +276,13 @@ pub fn docker_config(bench: &Bench, host: &str, user: &str, password: &str) -> s
 
 /// The binary with a clean environment: its own HOME and DOCKER_CONFIG, no proxies, no
 /// registry or cluster variables.
-pub fn clean_cmd(home: &Path) -> Command {
+pub(crate) fn clean_cmd(home: &Path) -> Command {
     let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
     Command::from_std(clean_std_cmd(binary.as_os_str(), home))
 }
 
 /// `program` with the clean environment `clean_cmd` gives the binary (to wrap it in a tool).
-pub fn clean_std_cmd(program: &std::ffi::OsStr, home: &Path) -> std::process::Command {
+pub(crate) fn clean_std_cmd(program: &std::ffi::OsStr, home: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(program);
     clean_env(&mut cmd, home).env("DOCKER_CONFIG", home.join("no-docker-config"));
     cmd
@@ -280,18 +290,18 @@ pub fn clean_std_cmd(program: &std::ffi::OsStr, home: &Path) -> std::process::Co
 
 /// A node's container runtime: a real containerd that reaches `kind-registry:5000` through a
 /// `hosts.toml` mirror onto the loopback registry (DESIGN section 8).
-pub struct Node {
+pub(crate) struct Node {
     pub containerd: Containerd,
     hosts: TempDir,
 }
 
 impl Node {
-    pub fn start(registry: &TestRegistry) -> Self {
+    pub(crate) fn start(registry: &TestRegistry) -> Self {
         Self::start_mirroring(registry, RUNTIME_HOST)
     }
 
     /// A node whose runtime reaches `registry` as `runtime_host`.
-    pub fn start_mirroring(registry: &TestRegistry, runtime_host: &str) -> Self {
+    pub(crate) fn start_mirroring(registry: &TestRegistry, runtime_host: &str) -> Self {
         let hosts = tempfile::tempdir().expect("hosts dir");
         let mirror = hosts.path().join(runtime_host);
         std::fs::create_dir_all(&mirror).expect("creating the mirror dir");
@@ -310,7 +320,7 @@ impl Node {
     }
 
     /// `ctr images pull [extra] REF` through the mirror; panics with ctr's words on failure.
-    pub fn pull(&self, reference: &str, extra: &[&str]) {
+    pub(crate) fn pull(&self, reference: &str, extra: &[&str]) {
         let hosts = self.hosts.path().to_str().expect("UTF-8 hosts dir");
         let mut args = vec!["images", "pull", "--hosts-dir", hosts];
         args.extend_from_slice(extra);
@@ -324,7 +334,7 @@ impl Node {
     }
 
     /// A blob from containerd's content store.
-    pub fn content(&self, digest: &str) -> Vec<u8> {
+    pub(crate) fn content(&self, digest: &str) -> Vec<u8> {
         let out = self.containerd.ctr(&["content", "get", digest]);
         assert!(
             out.status.success(),
@@ -341,7 +351,7 @@ impl Node {
 
     /// The uncompressed digests of the layers containerd holds for the single-platform
     /// manifest `digest`, each read from its content store and decompressed here.
-    pub fn layer_diff_ids(&self, manifest_digest: &str) -> Vec<String> {
+    pub(crate) fn layer_diff_ids(&self, manifest_digest: &str) -> Vec<String> {
         let manifest: Value =
             serde_json::from_slice(&self.content(manifest_digest)).expect("manifest JSON");
         manifest["layers"]
@@ -358,7 +368,7 @@ impl Node {
 
     /// Pulls a single-platform `reference` (`...@sha256:d`) and asserts its layers are
     /// `image`'s, by content.
-    pub fn assert_pulls(&self, reference: &str, image: &Image) {
+    pub(crate) fn assert_pulls(&self, reference: &str, image: &Image) {
         self.pull(reference, &[]);
         let digest = reference.rsplit_once('@').expect("a pinned reference").1;
         assert_eq!(self.layer_diff_ids(digest), image.diff_ids());
@@ -375,7 +385,7 @@ impl Bench {
     /// and blob the tag reaches, verifying each digest, and writes them as an OCI layout.
     /// Returns the digest the layout's `index.json` names: for OCI types, the tag's own digest
     /// (`--preserve-digests`); docker types skopeo must rewrite as OCI for that layout.
-    pub fn read_back_whole(&self, repo_and_tag: &str) -> String {
+    pub(crate) fn read_back_whole(&self, repo_and_tag: &str) -> String {
         let layout = self.path(&format!(
             "read-back-{}",
             repo_and_tag.replace([':', '/'], "-")

@@ -13,7 +13,7 @@ use super::token_server::{self, TokenAuth, TokenServer};
 
 /// What the registry is started with.
 #[derive(Debug, Clone, Default)]
-pub struct RegistryConfig {
+pub(crate) struct RegistryConfig {
     /// htpasswd Basic auth with this one user.
     pub basic_auth: Option<(String, String)>,
     /// Serve HTTPS with a certificate signed by a CA made for this registry.
@@ -28,7 +28,7 @@ pub struct RegistryConfig {
 }
 
 /// A running registry; killed and its files removed on Drop.
-pub struct TestRegistry {
+pub(crate) struct TestRegistry {
     child: Child,
     dir: tempfile::TempDir,
     port: u16,
@@ -38,14 +38,14 @@ pub struct TestRegistry {
 
 /// A plain HTTP answer.
 #[derive(Debug)]
-pub struct HttpAnswer {
+pub(crate) struct HttpAnswer {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl HttpAnswer {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(key, _)| key.eq_ignore_ascii_case(name))
@@ -54,32 +54,32 @@ impl HttpAnswer {
 }
 
 impl TestRegistry {
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self::start_with(RegistryConfig::default())
     }
 
-    pub fn with_basic_auth(user: &str, password: &str) -> Self {
+    pub(crate) fn with_basic_auth(user: &str, password: &str) -> Self {
         Self::start_with(RegistryConfig {
             basic_auth: Some((user.to_string(), password.to_string())),
             ..RegistryConfig::default()
         })
     }
 
-    pub fn with_tls() -> Self {
+    pub(crate) fn with_tls() -> Self {
         Self::start_with(RegistryConfig {
             tls: true,
             ..RegistryConfig::default()
         })
     }
 
-    pub fn with_token_auth(auth: TokenAuth) -> Self {
+    pub(crate) fn with_token_auth(auth: TokenAuth) -> Self {
         Self::start_with(RegistryConfig {
             token_auth: Some(auth),
             ..RegistryConfig::default()
         })
     }
 
-    pub fn start_with(config: RegistryConfig) -> Self {
+    pub(crate) fn start_with(config: RegistryConfig) -> Self {
         let dir = tempfile::tempdir().expect("temp dir for the registry");
         let mut extra = String::new();
         if let Some((user, password)) = &config.basic_auth {
@@ -162,21 +162,21 @@ impl TestRegistry {
     }
 
     /// The registry's process id (to kill it in the middle of something).
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// `127.0.0.1:PORT`.
-    pub fn host(&self) -> String {
+    pub(crate) fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
-    pub fn data_dir(&self) -> PathBuf {
+    pub(crate) fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
     }
 
     /// What the token server was asked, in order.
-    pub fn token_requests(&self) -> Vec<token_server::TokenRequest> {
+    pub(crate) fn token_requests(&self) -> Vec<token_server::TokenRequest> {
         self.token_server
             .as_ref()
             .expect("a token-auth registry")
@@ -184,18 +184,23 @@ impl TestRegistry {
     }
 
     /// The PEM CA that signed a TLS registry's certificate.
-    pub fn ca_file(&self) -> PathBuf {
+    pub(crate) fn ca_file(&self) -> PathBuf {
         assert!(self.config.tls, "only a TLS registry has a CA");
         self.dir.path().join("certs/ca.crt")
     }
 
     /// A plain HTTP request without a body, with the registry's own credentials when it has auth.
-    pub fn request(&self, method: &str, path: &str) -> HttpAnswer {
+    pub(crate) fn request(&self, method: &str, path: &str) -> HttpAnswer {
         self.request_with(method, path, &[])
     }
 
     /// Like [`Self::request`], with extra headers (`Accept` for OCI manifests).
-    pub fn request_with(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> HttpAnswer {
+    pub(crate) fn request_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> HttpAnswer {
         assert!(
             !self.config.tls,
             "raw HTTP requests only for plain-HTTP registries"
@@ -203,18 +208,18 @@ impl TestRegistry {
         raw_request(self.port, &self.config, method, path, headers)
     }
 
-    pub fn get(&self, path: &str) -> HttpAnswer {
+    pub(crate) fn get(&self, path: &str) -> HttpAnswer {
         self.request("GET", path)
     }
 
     /// The HTTP status of `HEAD /v2/<repo>/blobs/<digest>`.
-    pub fn blob_status(&self, repo: &str, digest: &str) -> u16 {
+    pub(crate) fn blob_status(&self, repo: &str, digest: &str) -> u16 {
         self.request("HEAD", &format!("/v2/{repo}/blobs/{digest}"))
             .status
     }
 
     /// `skopeo inspect --raw`: the manifest bytes stored under `repo:tag`, as another client sees them.
-    pub fn skopeo_raw_manifest(&self, repo_and_tag: &str) -> Vec<u8> {
+    pub(crate) fn skopeo_raw_manifest(&self, repo_and_tag: &str) -> Vec<u8> {
         let mut command = Command::new("skopeo");
         command.args(["inspect", "--raw"]);
         if self.config.tls {
@@ -331,7 +336,7 @@ fn write_htpasswd(path: &Path, user: &str, password: &str) {
 }
 
 /// A CA, and a server certificate it signs for 127.0.0.1 and localhost, made with openssl.
-pub fn make_certificates(dir: &Path) {
+pub(crate) fn make_certificates(dir: &Path) {
     let certs = dir.join("certs");
     std::fs::create_dir_all(&certs).expect("certs dir");
     let run = |args: &[&str]| {

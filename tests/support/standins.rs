@@ -26,9 +26,9 @@ const LOADERS: &[(&str, &[&str])] = &[
 const PIPE_BUF: usize = 4096;
 
 /// What `microk8s` before 1.25 says about `images` (then its list of subcommands), on stdout.
-pub const OLD_MICROK8S_SAYS: &str = "'images' is not a valid MicroK8s subcommand.";
+pub(crate) const OLD_MICROK8S_SAYS: &str = "'images' is not a valid MicroK8s subcommand.";
 
-pub struct StandIns {
+pub(crate) struct StandIns {
     dir: tempfile::TempDir,
     ctr: PathBuf,
     socket: PathBuf,
@@ -36,7 +36,7 @@ pub struct StandIns {
 
 impl StandIns {
     /// Writes every stand-in into a fresh bin dir, importing into `runtime`.
-    pub fn new(runtime: &Containerd) -> Self {
+    pub(crate) fn new(runtime: &Containerd) -> Self {
         let dir = tempfile::tempdir().expect("creating the stand-ins' dir");
         std::fs::create_dir(dir.path().join("bin")).expect("creating bin dir");
         let standins = Self {
@@ -55,16 +55,16 @@ impl StandIns {
     }
 
     /// The PATH a child should get: the stand-ins alone, so that no real CLI is found instead.
-    pub fn path(&self) -> OsString {
+    pub(crate) fn path(&self) -> OsString {
         self.bin_dir().into_os_string()
     }
 
-    pub fn bin_dir(&self) -> PathBuf {
+    pub(crate) fn bin_dir(&self) -> PathBuf {
         self.dir.path().join("bin")
     }
 
     /// Makes `program` fail: prints `stdout` and `stderr`, exits 1.
-    pub fn fail(&self, program: &str, stdout: &str, stderr: &str) {
+    pub(crate) fn fail(&self, program: &str, stdout: &str, stderr: &str) {
         let body = format!(
             "printf '%s' {} \nprintf '%s' {} >&2\nexit 1\n",
             quote(stdout),
@@ -74,12 +74,12 @@ impl StandIns {
     }
 
     /// Takes `program` off PATH.
-    pub fn remove(&self, program: &str) {
+    pub(crate) fn remove(&self, program: &str) {
         std::fs::remove_file(self.bin_dir().join(program)).expect("removing a stand-in");
     }
 
     /// Makes `microk8s` behave as before 1.25: no `images` subcommand, only `ctr image import`.
-    pub fn old_microk8s(&self) {
+    pub(crate) fn old_microk8s(&self) {
         let mut help = String::from("Available subcommands are:\n");
         for sub in [
             "add-node",
@@ -122,7 +122,7 @@ impl StandIns {
     /// Makes `name` a node container whose containerd is `runtime`, its CRI unpacking into the
     /// `native` snapshotter (so an import that does not name it leaves the image unpacked for
     /// the kubelet). Nodes are listed in name order.
-    pub fn add_node(&self, name: &str, runtime: &Containerd) {
+    pub(crate) fn add_node(&self, name: &str, runtime: &Containerd) {
         let facts = format!(
             "sock={}\nconf={}\nsnap=native\n",
             quote(&runtime.socket().to_string_lossy()),
@@ -133,7 +133,7 @@ impl StandIns {
     }
 
     /// Takes every node away: `kind get nodes` lists none.
-    pub fn remove_nodes(&self) {
+    pub(crate) fn remove_nodes(&self) {
         for entry in std::fs::read_dir(self.nodes_dir()).expect("reading the nodes dir") {
             std::fs::remove_file(entry.expect("a node entry").path()).expect("removing a node");
         }
@@ -141,14 +141,14 @@ impl StandIns {
 
     /// Makes `ctr` queries of the node's content fail as when its containerd does not answer;
     /// imports still work.
-    pub fn unqueryable(&self, node: &str) {
+    pub(crate) fn unqueryable(&self, node: &str) {
         std::fs::write(self.nodes_dir().join(format!(".{node}.unqueryable")), "")
             .expect("marking a node");
     }
 
     /// Makes the node's `ctr content ls -q` also name `digest`, which its store does not hold:
     /// a listing gone stale (containerd's garbage collector removed the blob since).
-    pub fn stale_listing(&self, node: &str, digest: &str) {
+    pub(crate) fn stale_listing(&self, node: &str, digest: &str) {
         std::fs::write(
             self.nodes_dir().join(format!(".{node}.stale")),
             format!("{digest}\n"),
@@ -157,13 +157,13 @@ impl StandIns {
     }
 
     /// Makes every import into the node fail, ctr saying `says` (a full disk, say).
-    pub fn failing_import(&self, node: &str, says: &str) {
+    pub(crate) fn failing_import(&self, node: &str, says: &str) {
         std::fs::write(self.nodes_dir().join(format!(".{node}.import-fails")), says)
             .expect("marking a node");
     }
 
     /// Every archive streamed into `docker exec -i NODE ctr ... import -`, in order.
-    pub fn received(&self, node: &str) -> Vec<PathBuf> {
+    pub(crate) fn received(&self, node: &str) -> Vec<PathBuf> {
         let mut files: Vec<(u32, PathBuf)> = std::fs::read_dir(self.received_dir().join(node))
             .map(|dir| {
                 dir.map(|entry| entry.unwrap().path())
@@ -312,7 +312,7 @@ fi
     }
 
     /// Every recorded invocation, in order, program first.
-    pub fn calls(&self) -> Vec<Vec<String>> {
+    pub(crate) fn calls(&self) -> Vec<Vec<String>> {
         let log = std::fs::read_to_string(self.log()).unwrap_or_default();
         log.lines()
             .map(|line| {
@@ -373,7 +373,7 @@ fn quote(text: &str) -> String {
 }
 
 /// The first executable `name` on this process's PATH.
-pub fn find_on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))

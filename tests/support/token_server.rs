@@ -14,12 +14,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 
-pub const ISSUER: &str = "kubectl-registry-test-issuer";
-pub const SERVICE: &str = "kubectl-registry-test";
+pub(crate) const ISSUER: &str = "kubectl-registry-test-issuer";
+pub(crate) const SERVICE: &str = "kubectl-registry-test";
 
 /// Who may get a token.
 #[derive(Debug, Clone)]
-pub struct TokenAuth {
+pub(crate) struct TokenAuth {
     pub user: String,
     pub password: String,
     /// Accepted as `refresh_token` in the OAuth2 POST (docker's identity token).
@@ -28,13 +28,13 @@ pub struct TokenAuth {
 
 /// One token request as the server saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TokenRequest {
+pub(crate) struct TokenRequest {
     pub method: String,
     pub scopes: Vec<String>,
     pub granted: bool,
 }
 
-pub struct TokenServer {
+pub(crate) struct TokenServer {
     port: u16,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -43,7 +43,7 @@ pub struct TokenServer {
 
 impl TokenServer {
     /// Makes the signing key and certificate in `dir` and starts serving `/token`.
-    pub fn start(dir: &Path, auth: TokenAuth) -> Self {
+    pub(crate) fn start(dir: &Path, auth: TokenAuth) -> Self {
         let key = dir.join("token.key");
         let cert = dir.join("token.crt");
         let output = Command::new("openssl")
@@ -101,16 +101,16 @@ impl TokenServer {
         }
     }
 
-    pub fn realm(&self) -> String {
+    pub(crate) fn realm(&self) -> String {
         format!("http://127.0.0.1:{}/token", self.port)
     }
 
     /// The certificate distribution trusts for tokens.
-    pub fn certificate(dir: &Path) -> PathBuf {
+    pub(crate) fn certificate(dir: &Path) -> PathBuf {
         dir.join("token.crt")
     }
 
-    pub fn requests(&self) -> Vec<TokenRequest> {
+    pub(crate) fn requests(&self) -> Vec<TokenRequest> {
         self.seen.lock().expect("token log").clone()
     }
 }

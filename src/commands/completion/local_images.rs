@@ -10,7 +10,7 @@ const MAX_OUTPUT_BYTES: u64 = 1 << 20;
 
 /// `NAME:TAG` of each tagged image. Empty when docker is missing, fails (no daemon), or takes
 /// longer than `timeout`: completion must never hang or complain at a prompt.
-pub fn list(timeout: Duration) -> Vec<String> {
+pub(super) fn list(timeout: Duration) -> Vec<String> {
     let deadline = Instant::now() + timeout;
     let Ok(mut child) = Command::new("docker")
         .args(["image", "ls", "--format", "{{.Repository}}:{{.Tag}}"])

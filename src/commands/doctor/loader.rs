@@ -9,7 +9,7 @@ use std::time::Duration;
 const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where `program` is on `path` (the settings' PATH), as the shell would find it.
-pub fn find_on_path(program: &Path, path: Option<&OsStr>) -> Option<PathBuf> {
+pub(super) fn find_on_path(program: &Path, path: Option<&OsStr>) -> Option<PathBuf> {
     if program.components().count() > 1 {
         return is_executable(program).then(|| program.to_path_buf());
     }
@@ -32,7 +32,7 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// The first line the loader prints for its version; `None` when it fails, hangs or says nothing.
-pub async fn version(path: &Path, version_args: &[&str]) -> Option<String> {
+pub(super) async fn version(path: &Path, version_args: &[&str]) -> Option<String> {
     let run = tokio::process::Command::new(path)
         .args(version_args)
         .stdin(Stdio::null())

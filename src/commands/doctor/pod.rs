@@ -13,7 +13,7 @@ const POLL_EVERY: Duration = Duration::from_millis(500);
 const POLLS: u32 = 120;
 
 /// Runs the pod, waits for its pull, and removes it whatever happened.
-pub async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &str) -> Check {
+pub(super) async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &str) -> Check {
     let pod = match cluster.start_probe_pod(image).await {
         Ok(pod) => pod,
         Err(error) => return Check::from_error(CheckId::Pod, &error),

@@ -15,13 +15,13 @@ use crate::image::registry::{Deletion, RegistryClient};
 
 /// The probe's own repository, so that nothing of the user's is touched (in the project, on
 /// OpenShift).
-pub const PROBE_REPOSITORY: &str = "kubectl-registry-probe";
-pub const PROBE_TAG: &str = "doctor";
+pub(super) const PROBE_REPOSITORY: &str = "kubectl-registry-probe";
+pub(super) const PROBE_TAG: &str = "doctor";
 const PROBE_FILE: &str = "kubectl-registry-probe";
 const PROBE_TEXT: &[u8] = b"written by kubectl registry doctor to check that this registry works\n";
 
 /// A whole image: its blobs and the manifest that names them.
-pub struct ProbeImage {
+pub(super) struct ProbeImage {
     config: Bytes,
     layer: Bytes,
     pub manifest: Bytes,
@@ -29,7 +29,7 @@ pub struct ProbeImage {
 
 impl ProbeImage {
     /// One layer holding one small file; a config for the platform this binary runs on.
-    pub fn build() -> Result<Self> {
+    pub(super) fn build() -> Result<Self> {
         let tar = layer_tar().context(ExitCode::Failure, || "building the probe image's layer")?;
         let diff_id = Digest::of_bytes(&tar);
         let mut gzip = GzEncoder::new(Vec::new(), Compression::best());
@@ -65,14 +65,14 @@ impl ProbeImage {
     }
 
     /// Bytes in all: config, layer and manifest.
-    pub fn size(&self) -> usize {
+    pub(super) fn size(&self) -> usize {
         self.config.len() + self.layer.len() + self.manifest.len()
     }
 }
 
 /// Pushes the probe (blobs, then the manifest under [`PROBE_TAG`]) and HEADs it back by digest.
 /// Its digest; [`remove`] deletes it once nothing needs it.
-pub async fn push_and_read_back(
+pub(super) async fn push_and_read_back(
     client: &RegistryClient,
     repository: &str,
     image: &ProbeImage,
@@ -111,7 +111,7 @@ pub async fn push_and_read_back(
 }
 
 /// Deletes the probe's tag when the registry allows it, else its manifest (only the probe uses it).
-pub async fn remove(
+pub(super) async fn remove(
     client: &RegistryClient,
     repository: &str,
     digest: &Digest,

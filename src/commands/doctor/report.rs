@@ -8,7 +8,7 @@ use crate::error::{Error, ExitCode};
 /// Which check: the name it goes by on its line and in JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum CheckId {
+pub(super) enum CheckId {
     Kubeconfig,
     ApiServer,
     Discovery,
@@ -20,7 +20,7 @@ pub enum CheckId {
 }
 
 impl CheckId {
-    pub fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Self::Kubeconfig => "kubeconfig",
             Self::ApiServer => "api-server",
@@ -36,7 +36,7 @@ impl CheckId {
 
 /// One check's outcome. `ok` is null in JSON for a check that does not apply or could not run.
 #[derive(Debug, Clone, Serialize)]
-pub struct Check {
+pub(super) struct Check {
     pub check: CheckId,
     pub ok: Option<bool>,
     pub detail: String,
@@ -49,7 +49,7 @@ pub struct Check {
 }
 
 impl Check {
-    pub fn passed(check: CheckId, detail: impl Into<String>) -> Self {
+    pub(super) fn passed(check: CheckId, detail: impl Into<String>) -> Self {
         Self {
             check,
             ok: Some(true),
@@ -60,7 +60,7 @@ impl Check {
     }
 
     /// A check that does not apply here, or that an earlier failure kept from running.
-    pub fn skipped(check: CheckId, detail: impl Into<String>) -> Self {
+    pub(super) fn skipped(check: CheckId, detail: impl Into<String>) -> Self {
         Self {
             check,
             ok: None,
@@ -70,7 +70,7 @@ impl Check {
         }
     }
 
-    pub fn failed(check: CheckId, exit: ExitCode, detail: impl Into<String>) -> Self {
+    pub(super) fn failed(check: CheckId, exit: ExitCode, detail: impl Into<String>) -> Self {
         Self {
             check,
             ok: Some(false),
@@ -81,14 +81,14 @@ impl Check {
     }
 
     /// A failed check from an error: its message and causes as the detail, its hints as the hint.
-    pub fn from_error(check: CheckId, error: &Error) -> Self {
+    pub(super) fn from_error(check: CheckId, error: &Error) -> Self {
         let mut detail = vec![error.message().to_string()];
         detail.extend(error.causes());
         let failed = Self::failed(check, error.exit_code(), detail.join(": "));
         failed.with_hints(error.hints().iter().map(|hint| hint.to_string()))
     }
 
-    pub fn with_hint(self, hint: impl Into<String>) -> Self {
+    pub(super) fn with_hint(self, hint: impl Into<String>) -> Self {
         self.with_hints([hint.into()])
     }
 
@@ -108,17 +108,17 @@ fn joined<S: serde::Serializer>(hints: &[String], s: S) -> Result<S::Ok, S::Erro
 
 /// Every check, in the order they ran.
 #[derive(Debug, Default)]
-pub struct Report {
+pub(super) struct Report {
     pub checks: Vec<Check>,
 }
 
 impl Report {
-    pub fn add(&mut self, check: Check) {
+    pub(super) fn add(&mut self, check: Check) {
         self.checks.push(check);
     }
 
     /// `✓ kubeconfig: ...` lines, each hint on an indented line of its own.
-    pub fn text(&self, color: bool) -> String {
+    pub(super) fn text(&self, color: bool) -> String {
         let mut lines = Vec::new();
         for check in &self.checks {
             let (mark, ansi) = match check.ok {
@@ -140,7 +140,7 @@ impl Report {
     }
 
     /// `None` when push would work; else the error to exit with, coded after the first failure.
-    pub fn verdict(&self) -> Option<Error> {
+    pub(super) fn verdict(&self) -> Option<Error> {
         let failed: Vec<&Check> = self
             .checks
             .iter()

@@ -5,7 +5,7 @@ use crate::image::digest::Digest;
 
 /// True when `output` (`ctr images check` with name filters) lists every one of `names`
 /// pointing at `manifest`, complete and unpacked.
-pub fn image_ready(output: &str, names: &[String], manifest: &Digest) -> bool {
+pub(super) fn image_ready(output: &str, names: &[String], manifest: &Digest) -> bool {
     names.iter().all(|name| {
         output
             .lines()

@@ -14,17 +14,17 @@ const MAX_OUTPUT: usize = 16 << 20;
 
 /// What a command that ran and succeeded printed on stdout.
 #[derive(Debug)]
-pub struct Succeeded {
+pub(super) struct Succeeded {
     pub stdout: String,
     /// Bytes written to its stdin.
     pub bytes_in: u64,
 }
 
 /// Why a node command did not do its job, in one sentence for `-v` and errors.
-pub type Failure = String;
+pub(super) type Failure = String;
 
 /// Runs `command` with no stdin.
-pub async fn capture(command: &LoadCommand) -> Result<Succeeded, Failure> {
+pub(super) async fn capture(command: &LoadCommand) -> Result<Succeeded, Failure> {
     let command = command.clone();
     let ran = tokio::task::spawn_blocking(move || run(&command, None::<fn(&mut dyn Write) -> _>))
         .await
@@ -34,7 +34,7 @@ pub async fn capture(command: &LoadCommand) -> Result<Succeeded, Failure> {
 
 /// Runs `command`, `write` streaming the archive into its stdin. The outer error is ours
 /// (reading the input archive failed: no node is to blame); the inner one is the command's.
-pub async fn stream_into<W>(
+pub(super) async fn stream_into<W>(
     command: &LoadCommand,
     write: W,
 ) -> io::Result<Result<Succeeded, Failure>>
@@ -124,7 +124,7 @@ fn last_line(text: &str) -> Option<&str> {
 }
 
 /// Text from a tool, with control characters escaped so it cannot drive the terminal.
-pub fn printable(text: &str) -> String {
+pub(super) fn printable(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_control() {

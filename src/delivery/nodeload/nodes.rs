@@ -147,7 +147,7 @@ struct K3dLabels {
 /// The snapshotter the node's CRI unpacks into, from `containerd config dump`: containerd 1.x
 /// (`[plugins."io.containerd.grpc.v1.cri".containerd]`) or 2.x
 /// (`[plugins.'io.containerd.cri.v1.images']`).
-pub fn snapshotter_in_config(dump: &str) -> Option<String> {
+pub(super) fn snapshotter_in_config(dump: &str) -> Option<String> {
     let mut in_cri_section = false;
     for line in dump.lines().map(str::trim) {
         if line.starts_with('[') {

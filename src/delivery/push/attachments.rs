@@ -10,7 +10,7 @@ use crate::image::archive::Attachment;
 use crate::image::registry::RegistryClient;
 use crate::output::Printer;
 
-pub async fn push(
+pub(super) async fn push(
     client: &RegistryClient,
     printer: &Printer,
     repo: &str,

@@ -26,7 +26,7 @@ use crate::output::Printer;
 const DAEMON_ENCODING: Encoding = Encoding::Gzip;
 
 /// The daemon's own push of `found`; `None` (the reason said with -v) when the export must go.
-pub async fn push(
+pub(super) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     daemon: &Daemon,

@@ -21,20 +21,20 @@ const MAX_ENTRIES: usize = 20_000;
 /// A blob as a registry holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SentBlob {
+pub(super) struct SentBlob {
     pub digest: Digest,
     pub size: u64,
     pub media_type: String,
     pub repository: String,
 }
 
-pub struct SentBlobs {
+pub(super) struct SentBlobs {
     record: RecordFile<SentBlob>,
 }
 
 impl SentBlobs {
     /// The record kept in `dir` (the settings' cache directory); no directory means no record.
-    pub fn load_in(dir: Option<&Path>) -> Self {
+    pub(super) fn load_in(dir: Option<&Path>) -> Self {
         Self::load(dir.map(|dir| dir.join(FILE_NAME)))
     }
 
@@ -46,7 +46,7 @@ impl SentBlobs {
         }
     }
 
-    pub fn get(
+    pub(super) fn get(
         &self,
         host: &RegistryHost,
         diff_id: &Digest,
@@ -55,7 +55,7 @@ impl SentBlobs {
         self.record.get(&key(host, diff_id, encoding))
     }
 
-    pub fn record(
+    pub(super) fn record(
         &mut self,
         host: &RegistryHost,
         diff_id: &Digest,
@@ -66,7 +66,7 @@ impl SentBlobs {
     }
 
     /// Merges this run's entries into the file (see `RecordFile::save`).
-    pub fn save(&self) -> std::io::Result<()> {
+    pub(super) fn save(&self) -> std::io::Result<()> {
         self.record.save()
     }
 }

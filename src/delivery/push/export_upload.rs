@@ -21,7 +21,7 @@ use crate::output::Printer;
 
 /// What became of one large member.
 #[derive(Debug, Clone)]
-pub struct StreamedLayer {
+pub(super) struct StreamedLayer {
     pub outcome: Outcome,
     pub encoding: Encoding,
     /// The blob as sent when it differs from the stored bytes (re-encoded on the way).
@@ -30,7 +30,7 @@ pub struct StreamedLayer {
 
 /// The sink the one-pass reader hands large members to; runs on its blocking thread and reaches
 /// the registry through the runtime's handle.
-pub struct ExportUploader {
+pub(super) struct ExportUploader {
     handle: Handle,
     client: RegistryClient,
     repo: String,
@@ -50,7 +50,7 @@ enum Pending {
 }
 
 impl ExportUploader {
-    pub fn new(
+    pub(super) fn new(
         client: RegistryClient,
         repo: &str,
         encoding: Encoding,
@@ -72,7 +72,7 @@ impl ExportUploader {
     }
 
     /// Waits for every upload; the first registry failure wins over whatever the pass said.
-    pub async fn finish(self) -> Result<HashMap<u64, StreamedLayer>> {
+    pub(super) async fn finish(self) -> Result<HashMap<u64, StreamedLayer>> {
         if let Some(failure) = self.failure {
             return Err(failure);
         }

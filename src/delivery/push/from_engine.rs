@@ -27,19 +27,19 @@ use crate::limits::seconds_text;
 use crate::output::Printer;
 
 /// What the user picked inside the image (`--image`, `--platform`).
-pub struct Selection<'a> {
+pub(super) struct Selection<'a> {
     pub image: Option<&'a str>,
     pub platform: Option<&'a str>,
 }
 
 /// What a push of an engine's image did.
-pub struct Pushed {
+pub(super) struct Pushed {
     pub digest: Digest,
     pub transfer: Transfer,
     pub platforms: Vec<String>,
 }
 
-pub async fn push(
+pub(super) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     selection: &Selection<'_>,

@@ -39,7 +39,7 @@ struct Context<'a> {
     store: &'a StoreImage,
 }
 
-pub async fn push(
+pub(super) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     store: &StoreImage,

@@ -17,7 +17,7 @@ use crate::output::Printer;
 
 /// What happened to one blob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Pushed,
     AlreadyThere,
     /// Linked from another repository of the same registry: no bytes sent.
@@ -25,7 +25,7 @@ pub enum Outcome {
 }
 
 /// Everything a layer upload needs besides the layer.
-pub struct Uploader<'a> {
+pub(super) struct Uploader<'a> {
     pub client: &'a RegistryClient,
     pub repo: &'a str,
     pub archive: &'a Archive,
@@ -36,7 +36,7 @@ pub struct Uploader<'a> {
 }
 
 /// A layer as it now is in the registry.
-pub struct SentLayer {
+pub(super) struct SentLayer {
     /// The layer's stored digest, as the manifest builder looks it up.
     pub key: Digest,
     pub descriptor: Descriptor,
@@ -44,7 +44,7 @@ pub struct SentLayer {
 }
 
 impl Uploader<'_> {
-    pub async fn send(&self, layer: Layer, bar: BlobProgress) -> Result<SentLayer> {
+    pub(super) async fn send(&self, layer: Layer, bar: BlobProgress) -> Result<SentLayer> {
         let key = layer.stored_digest().clone();
         let encoding = if layer.compression == Compression::None {
             self.encoding
@@ -194,7 +194,7 @@ impl Uploader<'_> {
 
     /// Records a layer the registry now holds, and saves the record at once: a push that fails
     /// later (or is interrupted) must not cost this layer's upload again.
-    pub fn remember(&self, diff_id: &Digest, encoding: Encoding, descriptor: &Descriptor) {
+    pub(super) fn remember(&self, diff_id: &Digest, encoding: Encoding, descriptor: &Descriptor) {
         let blob = SentBlob {
             digest: descriptor.digest.clone(),
             size: descriptor.size,
@@ -213,7 +213,7 @@ impl Uploader<'_> {
 /// Runs `attempt` until it succeeds or fails for good: a transient failure (a dropped
 /// connection, 408, 429, 5xx, an expired token) is tried again from the start after a backoff,
 /// within the client's attempts and the upload's no-progress bound, which spans every attempt.
-pub async fn retrying<T, F, Fut>(
+pub(super) async fn retrying<T, F, Fut>(
     client: &RegistryClient,
     printer: &Printer,
     what: &str,

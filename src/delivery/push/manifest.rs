@@ -12,14 +12,14 @@ use crate::image::oci::MediaType;
 
 /// A layer as the pushed manifest describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Descriptor {
+pub(super) struct Descriptor {
     pub media_type: String,
     pub digest: Digest,
     pub size: u64,
 }
 
 impl Descriptor {
-    pub fn new(media_type: &str, digest: Digest, size: u64) -> Self {
+    pub(super) fn new(media_type: &str, digest: Digest, size: u64) -> Self {
         Self {
             media_type: media_type.to_string(),
             digest,
@@ -29,7 +29,7 @@ impl Descriptor {
 }
 
 /// The manifest for `platform`, given each layer's descriptor as sent (keyed by stored digest).
-pub fn manifest_for(
+pub(super) fn manifest_for(
     archive: &Archive,
     platform: &PlatformImage,
     sent: &HashMap<Digest, Descriptor>,
@@ -64,7 +64,7 @@ pub fn manifest_for(
 
 /// The index to tag for a multi-platform image: the archive's own when every manifest went
 /// unchanged, else a new OCI index of the platforms pushed.
-pub fn index_for(image: &Image, manifests: &[RawBlob]) -> RawBlob {
+pub(super) fn index_for(image: &Image, manifests: &[RawBlob]) -> RawBlob {
     let unchanged = image
         .platforms
         .iter()

@@ -23,7 +23,7 @@ const MAX_ENTRIES: usize = 1_000;
 /// A manifest as it was tagged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SentManifest {
+pub(super) struct SentManifest {
     pub media_type: String,
     /// The bytes, exactly as sent (manifests are JSON, so UTF-8).
     pub manifest: String,
@@ -32,14 +32,14 @@ pub struct SentManifest {
 
 /// A blob a manifest names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NamedBlob {
+pub(super) struct NamedBlob {
     pub digest: Digest,
     pub size: u64,
 }
 
 impl SentManifest {
     /// The config then the layers it names; `None` when it is not an image manifest.
-    pub fn blobs(&self) -> Option<Vec<NamedBlob>> {
+    pub(super) fn blobs(&self) -> Option<Vec<NamedBlob>> {
         let manifest = oci::parse_manifest(self.manifest.as_bytes()).ok()?;
         let config = manifest.config.as_ref()?;
         Some(
@@ -54,13 +54,13 @@ impl SentManifest {
     }
 }
 
-pub struct SentManifests {
+pub(super) struct SentManifests {
     record: RecordFile<SentManifest>,
 }
 
 impl SentManifests {
     /// The record kept in `dir` (the settings' cache directory); no directory means no record.
-    pub fn load_in(dir: Option<&Path>) -> Self {
+    pub(super) fn load_in(dir: Option<&Path>) -> Self {
         Self::load(dir.map(|dir| dir.join(FILE_NAME)))
     }
 
@@ -70,7 +70,7 @@ impl SentManifests {
         }
     }
 
-    pub fn get(
+    pub(super) fn get(
         &self,
         host: &RegistryHost,
         image_id: &str,
@@ -79,7 +79,7 @@ impl SentManifests {
         self.record.get(&key(host, image_id, encoding))
     }
 
-    pub fn record(
+    pub(super) fn record(
         &mut self,
         host: &RegistryHost,
         image_id: &str,
@@ -90,7 +90,7 @@ impl SentManifests {
     }
 
     /// Merges this run's entries into the file (see `RecordFile::save`).
-    pub fn save(&self) -> std::io::Result<()> {
+    pub(super) fn save(&self) -> std::io::Result<()> {
         self.record.save()
     }
 }

@@ -17,7 +17,7 @@ struct OnDisk<V> {
     entries: Vec<(String, V)>,
 }
 
-pub struct RecordFile<V> {
+pub(super) struct RecordFile<V> {
     /// `None`: nothing is read or saved.
     path: Option<PathBuf>,
     cap: usize,
@@ -29,7 +29,7 @@ pub struct RecordFile<V> {
 }
 
 impl<V: Clone + Serialize + DeserializeOwned> RecordFile<V> {
-    pub fn load(path: Option<PathBuf>, cap: usize, keep: fn(&V) -> bool) -> Self {
+    pub(super) fn load(path: Option<PathBuf>, cap: usize, keep: fn(&V) -> bool) -> Self {
         let on_disk: Option<OnDisk<V>> = path
             .as_deref()
             .and_then(|path| std::fs::read(path).ok())
@@ -50,12 +50,12 @@ impl<V: Clone + Serialize + DeserializeOwned> RecordFile<V> {
         record
     }
 
-    pub fn get(&self, key: &str) -> Option<&V> {
+    pub(super) fn get(&self, key: &str) -> Option<&V> {
         self.entries.get(key)
     }
 
     /// Sets `key` for this run; a save writes it.
-    pub fn record(&mut self, key: String, value: V) {
+    pub(super) fn record(&mut self, key: String, value: V) {
         self.recorded.retain(|k| *k != key);
         self.recorded.push(key.clone());
         self.insert(key, value);
@@ -76,7 +76,7 @@ impl<V: Clone + Serialize + DeserializeOwned> RecordFile<V> {
 
     /// Merges what this run recorded into the file as it is now (other pushes may have saved
     /// since we read it), holding `NAME.lock` beside it meanwhile.
-    pub fn save(&self) -> std::io::Result<()> {
+    pub(super) fn save(&self) -> std::io::Result<()> {
         let Some(path) = &self.path else {
             return Ok(());
         };

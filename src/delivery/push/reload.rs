@@ -20,7 +20,7 @@ const FILE_NAME: &str = "loaded-images-v1.json";
 const MAX_ENTRIES: usize = 1_000;
 
 /// Which load a record is about: the cluster's context, the name loaded and the engine's ID.
-pub struct LoadKey<'a> {
+pub(super) struct LoadKey<'a> {
     pub context: Option<&'a str>,
     pub name: &'a str,
     pub image_id: &'a str,
@@ -67,7 +67,7 @@ impl Loaded {
 
 /// The report of the load recorded under `key`, when every node of the cluster confirms it
 /// still holds that manifest.
-pub async fn still_loaded(
+pub(super) async fn still_loaded(
     records: Option<&Path>,
     key: &LoadKey<'_>,
     product: &Product,
@@ -100,7 +100,12 @@ pub async fn still_loaded(
 }
 
 /// Remembers a load of an engine's image; a failure to write only costs a later re-load.
-pub fn record(records: Option<&Path>, key: &LoadKey<'_>, report: &PushReport, printer: &Printer) {
+pub(super) fn record(
+    records: Option<&Path>,
+    key: &LoadKey<'_>,
+    report: &PushReport,
+    printer: &Printer,
+) {
     let mut file = load(records);
     file.record(
         key.text(),

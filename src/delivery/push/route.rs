@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::image::engine::{Engine, Found};
 use crate::output::Printer;
 
-pub async fn push(
+pub(super) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     selection: &Selection<'_>,

@@ -13,7 +13,7 @@ use crate::output::Printer;
 
 /// The content tag set in the engine; `None` when the nodes do not share this engine's store
 /// (or the engine is not a Docker daemon we can speak to), so a load is needed.
-pub async fn tag_in_engine(
+pub(super) async fn tag_in_engine(
     product: &Product,
     found: &Found,
     name: &ImageName,

@@ -16,7 +16,7 @@ const CHANNEL_DEPTH: usize = 4;
 
 /// How uncompressed layer bytes are re-encoded on the way out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
+pub(super) enum Encoding {
     AsStored,
     Gzip,
     Zstd,
@@ -25,11 +25,11 @@ pub enum Encoding {
 /// Where an upload body's own failure is kept: a failed upload whose source failed is the
 /// archive's fault, whatever the HTTP client made of the aborted request.
 #[derive(Debug, Clone, Default)]
-pub struct SourceFailure(Arc<Mutex<Option<io::Error>>>);
+pub(super) struct SourceFailure(Arc<Mutex<Option<io::Error>>>);
 
 impl SourceFailure {
     /// The error the source ended with, if it failed.
-    pub fn take(&self) -> Option<io::Error> {
+    pub(super) fn take(&self) -> Option<io::Error> {
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -51,7 +51,7 @@ impl SourceFailure {
 /// A read error (a failed verification, a truncated archive) ends the stream with that error,
 /// which aborts the upload before the registry commits it, and is kept in the returned
 /// `SourceFailure`.
-pub fn body(
+pub(super) fn body(
     reader: impl Read + Send + 'static,
     encoding: Encoding,
     progress: BlobProgress,
@@ -69,7 +69,7 @@ pub fn body(
 /// Copies `reader` into `sink`, encoded per `encoding`, and flushes the last chunk. A read error
 /// ends the body with that error (kept in `failure`), which aborts the upload before the
 /// registry commits it; the caller gets its text.
-pub fn encode_into(
+pub(super) fn encode_into(
     reader: impl Read,
     mut sink: ChannelWriter,
     encoding: Encoding,
@@ -101,7 +101,7 @@ pub fn encode_into(
 
 /// A writer whose bytes become an upload body, for content pushed at us (an engine's export)
 /// rather than pulled from a reader. Dropping the writer ends the body.
-pub fn channel() -> (
+pub(super) fn channel() -> (
     ChannelWriter,
     impl Stream<Item = io::Result<Bytes>> + Send + 'static,
 ) {
@@ -134,7 +134,7 @@ fn pump(mut reader: impl Read, out: &mut impl Write, progress: &BlobProgress) ->
 }
 
 /// A `Write` that sends full chunks down the channel (blocking when the upload lags).
-pub struct ChannelWriter {
+pub(super) struct ChannelWriter {
     sender: mpsc::Sender<io::Result<Bytes>>,
     buffer: BytesMut,
 }

@@ -12,7 +12,7 @@ use crate::output::Printer;
 /// Blobs and bytes moved or found already there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Transfer {
+pub(crate) struct Transfer {
     pub blobs_pushed: u32,
     pub blobs_skipped: u32,
     pub bytes_pushed: u64,
@@ -20,7 +20,7 @@ pub struct Transfer {
 }
 
 impl Transfer {
-    pub fn count(&mut self, outcome: Outcome, size: u64) {
+    pub(crate) fn count(&mut self, outcome: Outcome, size: u64) {
         match outcome {
             Outcome::Pushed => {
                 self.blobs_pushed += 1;
@@ -37,7 +37,7 @@ impl Transfer {
 /// How the image reached the cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Method {
+pub(crate) enum Method {
     Registry,
     NodeLoad,
     /// Tagged in the engine whose image store the nodes use: nothing moved.
@@ -47,7 +47,7 @@ pub enum Method {
 /// The result of a push, as `-o json` prints it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PushReport {
+pub(crate) struct PushReport {
     /// What a pod spec uses: the runtime's view, pinned (registry) or content-tagged (node-load).
     #[serde(rename = "ref")]
     pub reference: String,
@@ -70,7 +70,12 @@ pub struct PushReport {
 
 impl PushReport {
     /// stdout: the ref alone, or the JSON object. stderr (terminal or -v): a one-line summary.
-    pub fn print(&self, format: OutputFormat, printer: &Printer, seconds: f64) -> Result<()> {
+    pub(crate) fn print(
+        &self,
+        format: OutputFormat,
+        printer: &Printer,
+        seconds: f64,
+    ) -> Result<()> {
         let t = &self.transfer;
         let summary = match self.method {
             Method::Registry => format!(
@@ -102,7 +107,7 @@ fn blobs(count: u32) -> String {
     }
 }
 
-pub fn human_bytes(bytes: u64) -> String {
+pub(super) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
     let mut value = bytes as f64;
     let mut unit = 0;

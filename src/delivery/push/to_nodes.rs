@@ -20,7 +20,7 @@ const OS_LABEL: &str = "kubernetes.io/os";
 const ARCH_LABEL: &str = "kubernetes.io/arch";
 
 /// What the user asked for, resolved: the repository as the runtime names it and the tag.
-pub struct NodeLoad<'a> {
+pub(super) struct NodeLoad<'a> {
     pub product: &'a Product,
     pub nodes: &'a [NodeFacts],
     /// `myimg`, `someone/app`, `gcr.io/proj/app`: how a pod spec writes it.
@@ -30,7 +30,7 @@ pub struct NodeLoad<'a> {
     pub context: Option<&'a str>,
 }
 
-pub async fn load(
+pub(super) async fn load(
     plan: &NodeLoad<'_>,
     archive: Arc<Archive>,
     image: Image,

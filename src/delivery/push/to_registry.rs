@@ -24,7 +24,7 @@ use crate::image::registry::{RegistryClient, TransportOptions};
 use crate::output::Printer;
 
 /// How the push reaches the registry, resolved from flags and the registry's nature.
-pub struct RegistryPush<'a> {
+pub(super) struct RegistryPush<'a> {
     /// The host we upload to, as seen from where we run.
     pub host: &'a RegistryHost,
     pub target: &'a Target,
@@ -36,7 +36,7 @@ pub struct RegistryPush<'a> {
 }
 
 /// Pushes `image` and returns the digest the tag now points to, with what moved.
-pub async fn push(
+pub(super) async fn push(
     plan: &RegistryPush<'_>,
     archive: Arc<Archive>,
     mut image: Image,

@@ -16,20 +16,20 @@ use crate::limits::{STALL_TIMEOUT_ENV, seconds_text};
 const INSPECT_LIMIT: usize = 4 << 20;
 
 /// What asking an engine API for an image gave.
-pub enum Answer<T> {
+pub(super) enum Answer<T> {
     Found(T),
     /// The engine answered that it has no such image, in its own words.
     NoSuchImage(String),
 }
 
 /// An Engine API client bound to one socket.
-pub struct EngineApi {
+pub(super) struct EngineApi {
     pub(super) client: reqwest::Client,
 }
 
 impl EngineApi {
     #[cfg(unix)]
-    pub fn new(socket: &Path) -> Result<Self, String> {
+    pub(super) fn new(socket: &Path) -> Result<Self, String> {
         let client = reqwest::Client::builder()
             .unix_socket(socket)
             .no_proxy()
@@ -48,7 +48,7 @@ impl EngineApi {
         ))
     }
 
-    pub async fn inspect(&self, image: &str) -> Result<Answer<ImageFacts>, String> {
+    pub(super) async fn inspect(&self, image: &str) -> Result<Answer<ImageFacts>, String> {
         let response = self.get(image, "json").await?;
         if response.status() == StatusCode::NOT_FOUND {
             return Ok(Answer::NoSuchImage(message_of(response).await));
@@ -68,7 +68,11 @@ impl EngineApi {
     /// Starts the export; its body is read as it arrives, from a blocking thread. podman's
     /// service writes the whole archive before it answers, so the wait for the answer is bounded
     /// by `watchdog` (no progress for the stall bound), like the body after it.
-    pub async fn export(&self, image: &str, watchdog: Watchdog) -> Result<Answer<Export>, String> {
+    pub(super) async fn export(
+        &self,
+        image: &str,
+        watchdog: Watchdog,
+    ) -> Result<Answer<Export>, String> {
         let response = match watchdog.bound(self.get(image, "get")).await {
             Ok(response) => response?,
             Err(Stalled(limit)) => {

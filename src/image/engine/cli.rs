@@ -12,7 +12,7 @@ use crate::image::registry::Watchdog;
 use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
 
 /// What running an engine's CLI gave.
-pub enum Outcome<T> {
+pub(super) enum Outcome<T> {
     Found(T),
     /// The CLI is not on PATH.
     NotInstalled,
@@ -21,7 +21,7 @@ pub enum Outcome<T> {
 }
 
 /// `PROGRAM image inspect IMAGE`, killed when it takes longer than `limit`.
-pub async fn inspect(program: &str, image: &str, limit: Duration) -> Outcome<ImageFacts> {
+pub(super) async fn inspect(program: &str, image: &str, limit: Duration) -> Outcome<ImageFacts> {
     let run = tokio::process::Command::new(program)
         .args(["image", "inspect", image])
         .stdin(Stdio::null())
@@ -54,7 +54,7 @@ pub async fn inspect(program: &str, image: &str, limit: Duration) -> Outcome<Ima
 /// Starts `PROGRAM image save IMAGE` with its stdout as the export. Its TMPDIR is a directory of
 /// ours under `big_files_dir` (where it would spool anyway): podman writes each layer there
 /// before sending it, and leaves those files behind when it is stopped, so we remove them.
-pub fn export(
+pub(super) fn export(
     program: &str,
     image: &str,
     big_files_dir: &Path,

@@ -73,7 +73,7 @@ pub enum DaemonFailure {
 
 /// The Docker daemon at `endpoint`, when it is one. podman's compatible service answers
 /// `Server: Libpod/...` and reads its own store instead.
-pub async fn connect(endpoint: &Endpoint, limits: &Limits) -> Option<Daemon> {
+pub(super) async fn connect(endpoint: &Endpoint, limits: &Limits) -> Option<Daemon> {
     let Endpoint::Socket { path, .. } = endpoint else {
         return None;
     };

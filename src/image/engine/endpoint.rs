@@ -53,7 +53,7 @@ impl EngineEnv {
 }
 
 /// Where docker's API is, as the docker CLI would decide.
-pub fn docker(env: &EngineEnv) -> Endpoint {
+pub(super) fn docker(env: &EngineEnv) -> Endpoint {
     if let Some(host) = &env.docker_host {
         return from_host(host, "DOCKER_HOST");
     }
@@ -73,7 +73,7 @@ pub fn docker(env: &EngineEnv) -> Endpoint {
 }
 
 /// Where podman's API is: `CONTAINER_HOST`, else the rootless socket, else the rootful one.
-pub fn podman(env: &EngineEnv) -> Endpoint {
+pub(super) fn podman(env: &EngineEnv) -> Endpoint {
     if let Some(host) = &env.container_host {
         return from_host(host, "CONTAINER_HOST");
     }

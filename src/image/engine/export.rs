@@ -23,13 +23,13 @@ const CHANNEL_DEPTH: usize = 8;
 const EXIT_POLL: Duration = Duration::from_millis(5);
 
 /// A started export: `reader` goes to a blocking thread, `running` stays with the caller.
-pub struct Export {
+pub(super) struct Export {
     pub reader: ExportReader,
     pub running: Running,
 }
 
 /// The export's bytes; every read that brings some is progress for the watchdog.
-pub struct ExportReader {
+pub(super) struct ExportReader {
     source: ReaderSource,
     watchdog: Watchdog,
     waiting: Arc<AtomicBool>,
@@ -56,7 +56,7 @@ impl Read for ExportReader {
 }
 
 /// The engine's side of a running export. Dropping it stops the engine.
-pub struct Running {
+pub(super) struct Running {
     watchdog: Watchdog,
     /// The reader is waiting for the engine (not for the registry behind it).
     waiting: Arc<AtomicBool>,
@@ -130,7 +130,7 @@ impl Running {
     /// Runs `work` (the blocking pass over the reader) until it ends, or until the export
     /// brought no bytes for the stall bound while the pass waited for it. Time the pass spends
     /// waiting on the registry is the upload's to bound, not the engine's.
-    pub async fn bound<F: std::future::Future + Unpin>(
+    pub(super) async fn bound<F: std::future::Future + Unpin>(
         &self,
         mut work: F,
     ) -> Result<F::Output, Stalled> {
@@ -144,7 +144,7 @@ impl Running {
     }
 
     /// Stops the engine now: the reader then meets the end of its input.
-    pub fn stop(&mut self) {
+    pub(super) fn stop(&mut self) {
         if let Some(body) = self.body.take() {
             body.abort();
         }
@@ -156,7 +156,7 @@ impl Running {
 
     /// After the reader met its end: a CLI that exits non-zero failed, whatever it printed, and
     /// what it said on stderr is the reason. The wait for its exit is bounded like the export.
-    pub async fn finish(mut self) -> Result<(), Ended> {
+    pub(super) async fn finish(mut self) -> Result<(), Ended> {
         let Some(mut process) = self.process.take() else {
             return Ok(());
         };
@@ -205,7 +205,7 @@ impl Running {
 
 /// How an engine's export ended when it did not end well.
 #[derive(Debug)]
-pub enum Ended {
+pub(super) enum Ended {
     /// It failed on its own (or stalled): the reason to tell.
     Failed(String),
     /// It died writing to a pipe we had stopped reading: whatever stopped us is the reason.
@@ -230,13 +230,13 @@ impl Drop for Running {
 }
 
 /// A blocking `Read` over chunks an async task sends.
-pub struct StreamReader {
+pub(super) struct StreamReader {
     receiver: mpsc::Receiver<io::Result<Bytes>>,
     current: Bytes,
 }
 
 impl StreamReader {
-    pub fn new() -> (Self, mpsc::Sender<io::Result<Bytes>>) {
+    pub(super) fn new() -> (Self, mpsc::Sender<io::Result<Bytes>>) {
         let (sender, receiver) = mpsc::channel(CHANNEL_DEPTH);
         let reader = Self {
             receiver,

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde::Deserialize;
 
-pub use tar_split::{LayerReader, store_fault};
+pub(crate) use tar_split::{LayerReader, store_fault};
 
 use super::endpoint::EngineEnv;
 use super::facts::ImageFacts;
@@ -83,7 +83,7 @@ struct Root {
 
 /// Finds the image `facts` describes in the store podman would use; its layers must be the ones
 /// the engine names, in order. `Err` is the reason it cannot be read from there.
-pub fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreImage, String> {
+pub(super) fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreImage, String> {
     let conf = conf::locate(env);
     let hex = facts
         .id

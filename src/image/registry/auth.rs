@@ -22,7 +22,7 @@ use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
 
 /// What the registry asked for in `WWW-Authenticate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Challenge {
+pub(super) enum Challenge {
     Basic,
     Bearer {
         realm: String,
@@ -32,19 +32,19 @@ pub enum Challenge {
 
 /// The token-server scopes a request needs: `repository:<repo>:pull,push`, and `pull` on a mount's source.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Scope(Vec<String>);
+pub(super) struct Scope(Vec<String>);
 
 impl Scope {
     /// No repository: the `/v2/` ping.
-    pub fn registry() -> Self {
+    pub(super) fn registry() -> Self {
         Self(Vec::new())
     }
 
-    pub fn push(repo: &str) -> Self {
+    pub(super) fn push(repo: &str) -> Self {
         Self(vec![format!("repository:{repo}:pull,push")])
     }
 
-    pub fn push_with_pull_from(repo: &str, from: &str) -> Self {
+    pub(super) fn push_with_pull_from(repo: &str, from: &str) -> Self {
         Self(vec![
             format!("repository:{repo}:pull,push"),
             format!("repository:{from}:pull"),
@@ -58,7 +58,7 @@ impl Scope {
 
 /// Auth state for one registry, shared by every request of a client.
 #[derive(Debug)]
-pub struct Auth {
+pub(super) struct Auth {
     sources: CredentialSources,
     /// The cluster's own token, for a registry whose token realm takes it (OpenShift's).
     cluster_login: Option<ClusterLogin>,
@@ -70,7 +70,7 @@ pub struct Auth {
 }
 
 impl Auth {
-    pub fn new(sources: CredentialSources, cluster_login: Option<ClusterLogin>) -> Self {
+    pub(super) fn new(sources: CredentialSources, cluster_login: Option<ClusterLogin>) -> Self {
         Self {
             sources,
             cluster_login,
@@ -83,7 +83,7 @@ impl Auth {
 
     /// Looks the credentials up (running a credential helper, under its own time limit) once the
     /// registry has challenged us, so that the request's own bound does not count that time.
-    pub async fn prepare(&self, transport: &Transport) -> Result<()> {
+    pub(super) async fn prepare(&self, transport: &Transport) -> Result<()> {
         if lock(&self.challenge).is_some() {
             self.credentials(transport).await?;
         }
@@ -91,7 +91,7 @@ impl Auth {
     }
 
     /// The `Authorization` for a request in `scope`; none until the registry has challenged us.
-    pub async fn header(
+    pub(super) async fn header(
         &self,
         transport: &Transport,
         scope: &Scope,
@@ -121,7 +121,7 @@ impl Auth {
 
     /// After a 401: remember what the registry asks for and drop the token it refused.
     /// False when the answer carries no challenge we can meet.
-    pub fn on_unauthorized(&self, www_authenticate: Option<&str>, scope: &Scope) -> bool {
+    pub(super) fn on_unauthorized(&self, www_authenticate: Option<&str>, scope: &Scope) -> bool {
         let Some(challenge) = www_authenticate.and_then(parse_challenge) else {
             return false;
         };
@@ -131,7 +131,7 @@ impl Auth {
     }
 
     /// "wrong or missing credentials for HOST", saying which credentials were tried.
-    pub fn refused(&self, transport: &Transport, answer: RegistryResponse) -> Error {
+    pub(super) fn refused(&self, transport: &Transport, answer: RegistryResponse) -> Error {
         let host = &transport.host;
         if let Some(login) = &self.cluster_login
             && self.cluster_login_sent.load(Ordering::Relaxed)
@@ -165,7 +165,7 @@ impl Auth {
     }
 
     /// The token server (or the registry, for Basic auth) gave no answer within the bound.
-    pub fn stalled(&self, transport: &Transport, stalled: Stalled) -> Error {
+    pub(super) fn stalled(&self, transport: &Transport, stalled: Stalled) -> Error {
         match lock(&self.challenge).clone() {
             Some(Challenge::Bearer { realm, .. }) => Error::new(
                 ExitCode::Registry,
@@ -394,7 +394,7 @@ fn sensitive(text: String) -> HeaderValue {
 }
 
 /// Parses `Basic realm="x"` or `Bearer realm="https://..",service="..",scope=".."`.
-pub fn parse_challenge(header: &str) -> Option<Challenge> {
+pub(super) fn parse_challenge(header: &str) -> Option<Challenge> {
     let header = header.trim();
     let (scheme, rest) = header.split_once(' ').unwrap_or((header, ""));
     if scheme.eq_ignore_ascii_case("basic") {

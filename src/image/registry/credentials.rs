@@ -133,7 +133,7 @@ struct AuthEntry {
 
 /// Finds credentials for `host`: docker's config (helper for the host, the default store, `auths`),
 /// then podman's `auth.json`. `Ok(None)` means anonymous.
-pub async fn lookup(
+pub(super) async fn lookup(
     host: &RegistryHost,
     sources: &CredentialSources,
     helper_timeout: Duration,

@@ -105,7 +105,7 @@ impl fmt::Display for RegistryResponse {
 
 impl std::error::Error for RegistryResponse {}
 
-pub fn is_transient_status(status: StatusCode) -> bool {
+pub(super) fn is_transient_status(status: StatusCode) -> bool {
     matches!(
         status,
         StatusCode::REQUEST_TIMEOUT
@@ -173,7 +173,7 @@ fn truncate(text: &str, limit: usize) -> String {
 /// Marks a failure that a fresh attempt may not meet (a dropped connection, a 503 mid-upload). The
 /// blob's body was consumed, so the caller must reopen its reader to try again. Reads as its cause.
 #[derive(Debug)]
-pub struct Retryable(pub Cause);
+pub(super) struct Retryable(pub Cause);
 
 impl fmt::Display for Retryable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -201,7 +201,7 @@ pub fn is_retryable(error: &Error) -> bool {
 }
 
 /// How long the registry asked us to wait (`Retry-After`), if an answer in `error`'s chain said so.
-pub fn retry_after(error: &Error) -> Option<Duration> {
+pub(super) fn retry_after(error: &Error) -> Option<Duration> {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(err) = next {
         if let Some(answer) = err.downcast_ref::<RegistryResponse>() {
@@ -213,7 +213,7 @@ pub fn retry_after(error: &Error) -> Option<Duration> {
 }
 
 /// The cause for an answer that is neither success nor an auth refusal, with what we know it means.
-pub fn unexpected_answer(answer: RegistryResponse) -> Error {
+pub(super) fn unexpected_answer(answer: RegistryResponse) -> Error {
     let mut message = answer.to_string();
     let mut hint = None;
     if answer.status == StatusCode::PAYLOAD_TOO_LARGE {

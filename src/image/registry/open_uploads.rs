@@ -20,10 +20,10 @@ type Upload = (RegistryClient, String, Url);
 
 /// An upload in progress. Call [`OpenUpload::close`] once it is committed or cancelled; one
 /// dropped without that (its future was cancelled) stays listed for [`cancel_all`].
-pub struct OpenUpload(u64);
+pub(super) struct OpenUpload(u64);
 
 impl OpenUpload {
-    pub fn register(client: &RegistryClient, repo: &str, location: &Url) -> Self {
+    pub(super) fn register(client: &RegistryClient, repo: &str, location: &Url) -> Self {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         lock()
             .get_or_insert_with(HashMap::new)
@@ -32,13 +32,13 @@ impl OpenUpload {
     }
 
     /// The registry moved the upload on to `location` (each PATCH answer names the next one).
-    pub fn moved_to(&self, location: &Url) {
+    pub(super) fn moved_to(&self, location: &Url) {
         if let Some(entry) = lock().as_mut().and_then(|open| open.get_mut(&self.0)) {
             entry.2 = location.clone();
         }
     }
 
-    pub fn close(self) {
+    pub(super) fn close(self) {
         if let Some(open) = lock().as_mut() {
             open.remove(&self.0);
         }

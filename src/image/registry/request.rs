@@ -20,7 +20,7 @@ use crate::error::{Error, ExitCode, Result};
 use crate::limits::{Limits, MAX_RETRY_DELAY};
 
 /// What a request carries.
-pub enum Payload {
+pub(super) enum Payload {
     Empty,
     /// Held bytes: the request can be sent again.
     Bytes(Bytes),
@@ -42,7 +42,7 @@ impl Payload {
     }
 }
 
-pub struct Request {
+pub(super) struct Request {
     pub method: Method,
     pub url: Url,
     pub headers: HeaderMap,
@@ -58,7 +58,7 @@ pub struct Request {
 }
 
 impl Request {
-    pub fn new(method: Method, url: Url, scope: Scope) -> Self {
+    pub(super) fn new(method: Method, url: Url, scope: Scope) -> Self {
         let idempotent = matches!(
             method,
             Method::GET | Method::HEAD | Method::PUT | Method::DELETE
@@ -79,7 +79,11 @@ impl Request {
 /// Sends `request` and returns the registry's answer, whatever its status, except that an auth
 /// refusal (401 after answering the challenge, or 403) is an error naming the credentials, and
 /// that a re-sendable request is tried again while its answer is transient.
-pub async fn send(transport: &Transport, auth: &Auth, mut request: Request) -> Result<Response> {
+pub(super) async fn send(
+    transport: &Transport,
+    auth: &Auth,
+    mut request: Request,
+) -> Result<Response> {
     let limits = transport.limits;
     let watchdog = request
         .watchdog
@@ -204,7 +208,7 @@ fn send_error(transport: &Transport, err: reqwest::Error) -> Error {
 /// The wait before the next attempt of an operation that failed with `error` on attempt
 /// `attempt`, or `None` when it must not be retried: not transient, out of attempts, or the
 /// wait would outlast the operation's no-progress bound.
-pub fn retry_delay(
+pub(super) fn retry_delay(
     limits: &Limits,
     error: &Error,
     attempt: u32,
@@ -229,7 +233,7 @@ fn backoff(first: Duration, attempt: u32) -> Duration {
 }
 
 /// The connection-level reason under `error`, if a request in it got no answer.
-pub fn failure_in(error: &Error) -> Option<ConnectFailure> {
+pub(super) fn failure_in(error: &Error) -> Option<ConnectFailure> {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(err) = next {
         if let Some(send_failure) = err.downcast_ref::<SendFailure>() {

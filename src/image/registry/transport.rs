@@ -35,13 +35,13 @@ pub struct TransportOptions {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
+pub(super) enum Scheme {
     Http,
     Https,
 }
 
 impl Scheme {
-    pub fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Scheme::Http => "http",
             Scheme::Https => "https",
@@ -57,7 +57,7 @@ const MAX_REDIRECTS: usize = 10;
 /// The HTTP client and the scheme for one registry host. The scheme may change once, when `ping`
 /// finds the server speaks the other one and the rules allow it.
 #[derive(Debug)]
-pub struct Transport {
+pub(super) struct Transport {
     pub http: Client,
     pub host: RegistryHost,
     pub insecure: bool,
@@ -68,7 +68,7 @@ pub struct Transport {
 }
 
 impl Transport {
-    pub fn new(host: &RegistryHost, options: &TransportOptions) -> Result<Self> {
+    pub(super) fn new(host: &RegistryHost, options: &TransportOptions) -> Result<Self> {
         let scheme = initial_scheme(host, options);
         let http = build_client(options, scheme)?;
         Ok(Self {
@@ -82,7 +82,7 @@ impl Transport {
         })
     }
 
-    pub fn scheme(&self) -> Scheme {
+    pub(super) fn scheme(&self) -> Scheme {
         if self.https.load(Ordering::Relaxed) {
             Scheme::Https
         } else {
@@ -90,12 +90,12 @@ impl Transport {
         }
     }
 
-    pub fn set_scheme(&self, scheme: Scheme) {
+    pub(super) fn set_scheme(&self, scheme: Scheme) {
         self.https.store(scheme == Scheme::Https, Ordering::Relaxed);
     }
 
     /// Whether the rules let us switch to `scheme` after the server showed it speaks that one.
-    pub fn may_switch_to(&self, scheme: Scheme) -> bool {
+    pub(super) fn may_switch_to(&self, scheme: Scheme) -> bool {
         match scheme {
             // Plain HTTP needs consent, except on loopback where nothing crosses a network.
             Scheme::Http => self.insecure || self.host.is_loopback(),
@@ -105,7 +105,7 @@ impl Transport {
 
     /// Whether `url` is the registry itself, over the scheme we settled on: the only place
     /// our credentials may go.
-    pub fn is_origin(&self, url: &Url) -> bool {
+    pub(super) fn is_origin(&self, url: &Url) -> bool {
         let authority = match (url.host_str(), url.port()) {
             (Some(host), Some(port)) => format!("{host}:{port}"),
             (Some(host), None) => host.to_string(),
@@ -115,7 +115,7 @@ impl Transport {
     }
 
     /// Refuses a URL the registry sent us to (an upload `Location`) that would leave HTTPS.
-    pub fn check_no_downgrade(&self, url: &Url) -> Result<()> {
+    pub(super) fn check_no_downgrade(&self, url: &Url) -> Result<()> {
         if self.scheme() == Scheme::Https && url.scheme() != "https" {
             return Err(Error::new(
                 ExitCode::Registry,
@@ -130,7 +130,7 @@ impl Transport {
     }
 
     /// `scheme://host/v2/<path>`.
-    pub fn url(&self, path: &str) -> Result<Url> {
+    pub(super) fn url(&self, path: &str) -> Result<Url> {
         let text = format!("{}://{}/v2/{path}", self.scheme().as_str(), self.host);
         Url::parse(&text).context(ExitCode::Registry, || {
             format!("{text:?} is not a valid registry URL")
@@ -221,7 +221,7 @@ fn read_ca_file(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>> {
 
 /// What went wrong below HTTP, as far as we can tell from the error chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectFailure {
+pub(super) enum ConnectFailure {
     /// Nothing listens, the name does not resolve, or the network drops us.
     Unreachable,
     /// We spoke TLS and the server answered in plain HTTP.
@@ -237,7 +237,7 @@ pub enum ConnectFailure {
 }
 
 /// Reads a reqwest error's chain for the reason underneath.
-pub fn connect_failure(err: &reqwest::Error) -> Option<ConnectFailure> {
+pub(super) fn connect_failure(err: &reqwest::Error) -> Option<ConnectFailure> {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
     let mut found = None;
     while let Some(current) = next {
@@ -288,7 +288,7 @@ fn as_rustls_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a
 }
 
 /// The cause to show for a request that never got an answer.
-pub fn explain_send_error(transport: &Transport, err: reqwest::Error) -> Error {
+pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> Error {
     let host = &transport.host;
     let failure = connect_failure(&err);
     let (message, hint): (String, Option<String>) = match failure {
@@ -338,7 +338,7 @@ pub fn explain_send_error(transport: &Transport, err: reqwest::Error) -> Error {
 }
 
 /// The cause to show when an operation made no progress for its whole allowance.
-pub fn stalled_error(transport: &Transport, stalled: Stalled) -> Error {
+pub(super) fn stalled_error(transport: &Transport, stalled: Stalled) -> Error {
     let host = &transport.host;
     Error::new(
         ExitCode::Registry,
@@ -355,7 +355,7 @@ pub fn stalled_error(transport: &Transport, stalled: Stalled) -> Error {
 /// A request that got no answer. Shows only the innermost reason ("Connection refused (os error
 /// 111)"): reqwest's layers above it ("client error (Connect)", ...) say nothing to a user.
 #[derive(Debug)]
-pub struct SendFailure {
+pub(super) struct SendFailure {
     pub failure: Option<ConnectFailure>,
     pub error: reqwest::Error,
 }
@@ -382,13 +382,13 @@ impl std::fmt::Display for SendFailure {
 impl std::error::Error for SendFailure {}
 
 /// Go's HTTP server answers a plain request on a TLS port with this 400 body.
-pub fn is_plain_http_to_tls_answer(status: reqwest::StatusCode, body: &[u8]) -> bool {
+pub(super) fn is_plain_http_to_tls_answer(status: reqwest::StatusCode, body: &[u8]) -> bool {
     status == reqwest::StatusCode::BAD_REQUEST
         && String::from_utf8_lossy(body).contains("HTTP request to an HTTPS server")
 }
 
 /// The cause to show when we spoke plain HTTP to a TLS port and may not switch.
-pub fn plain_http_to_tls_error(transport: &Transport) -> Error {
+pub(super) fn plain_http_to_tls_error(transport: &Transport) -> Error {
     let host = &transport.host;
     Error::new(
         ExitCode::Registry,

@@ -13,11 +13,11 @@ const SYSTEM_CONFS: [&str; 2] = [
 ];
 const ROOTFUL_GRAPHROOT: &str = "/var/lib/containers/storage";
 /// The drivers whose layers we can read as plain directories.
-pub const READABLE_DRIVERS: [&str; 2] = ["overlay", "vfs"];
+pub(super) const READABLE_DRIVERS: [&str; 2] = ["overlay", "vfs"];
 
 /// The stores to look in, main one first.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreConf {
+pub(super) struct StoreConf {
     /// `None` when neither the environment nor the file names it: found by looking.
     pub driver: Option<String>,
     pub graphroot: PathBuf,
@@ -35,7 +35,7 @@ struct FileSettings {
     additional: Vec<String>,
 }
 
-pub fn locate(env: &EngineEnv) -> StoreConf {
+pub(super) fn locate(env: &EngineEnv) -> StoreConf {
     let rootless = !is_root();
     let (file, origin) = match &env.storage_conf {
         Some(path) => (Some(path.clone()), "CONTAINERS_STORAGE_CONF".to_string()),

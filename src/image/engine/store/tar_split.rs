@@ -19,7 +19,7 @@ const LINE_LIMIT: u64 = 16 << 20;
 
 /// Why reading a layer from the store failed: told as it is, never blamed on the registry.
 #[derive(Debug)]
-pub struct StoreFault(pub String);
+pub(crate) struct StoreFault(pub String);
 
 impl std::fmt::Display for StoreFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -30,7 +30,7 @@ impl std::fmt::Display for StoreFault {
 impl std::error::Error for StoreFault {}
 
 /// The store's own words when `err` came from reading it.
-pub fn store_fault(err: &io::Error) -> Option<&StoreFault> {
+pub(crate) fn store_fault(err: &io::Error) -> Option<&StoreFault> {
     err.get_ref()?.downcast_ref::<StoreFault>()
 }
 

@@ -144,6 +144,41 @@ fn a_connection_reset_mid_put_is_retried_and_the_push_lands() {
 }
 
 #[test]
+fn a_reset_2_mb_into_a_20_mb_layer_put_is_retried_and_the_push_lands() {
+    // The layer is far larger than the upload body's buffer, so our reader is still sending
+    // when the reset ends the request: the consumer hanging up is the registry's fault
+    // (transient), not the archive's.
+    let registry = TestRegistry::start();
+    let proxy = FaultProxy::start(
+        &registry.host(),
+        vec![Rule::new(
+            "PUT",
+            "/blobs/uploads/",
+            1,
+            Action::ResetAfter(2 << 20),
+        )],
+    );
+    let bench = Bench::advertising(registry, &proxy.host());
+    let image = Image::with_layers(74, "linux/amd64", &[20 << 20]);
+    let archive = bench.path("big.tar");
+    image.write(Format::DockerLegacy, &archive, &["myimg:dev"]);
+    let mut cmd = bench.cmd();
+    cmd.envs(FAST_BOUNDS).timeout(HUNG);
+    let run = bench.run(cmd.args(["push", archive.to_str().unwrap()]));
+    bench.assert_pushed(&run, "myimg", "dev");
+    let faulted: Vec<_> = proxy.seen().into_iter().filter(|s| s.faulted).collect();
+    assert_eq!(faulted.len(), 1, "{faulted:#?}");
+    let layer = image.diff_ids()[0].replace(':', "%3A");
+    assert_eq!(digest_of(&faulted[0].target), Some(layer.as_str()));
+    let puts = proxy
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "PUT" && digest_of(&s.target) == Some(layer.as_str()))
+        .count();
+    assert_eq!(puts, 2, "the layer is sent again, once");
+}
+
+#[test]
 fn a_503_and_a_reset_on_a_compressing_patch_are_retried_and_the_push_lands() {
     let faulty = Faulty::new(
         73,

@@ -68,7 +68,9 @@ pub(super) fn body(
 
 /// Copies `reader` into `sink`, encoded per `encoding`, and flushes the last chunk. A read error
 /// ends the body with that error (kept in `failure`), which aborts the upload before the
-/// registry commits it; the caller gets its text.
+/// registry commits it; the caller gets its text. An upload that stops reading (the connection
+/// was reset, the registry went away) is not the source's failure and is not kept: the
+/// request's own error says what happened, and whether to try again.
 pub(super) fn encode_into(
     reader: impl Read,
     mut sink: ChannelWriter,
@@ -77,6 +79,10 @@ pub(super) fn encode_into(
     failure: &SourceFailure,
 ) -> io::Result<()> {
     let sender = sink.sender.clone();
+    let reader = Watched {
+        inner: reader,
+        failure,
+    };
     // An encoder's `finish` writes its last block and trailer into the sink without flushing
     // it: the sink is flushed last, by hand, or the blob goes out truncated.
     let result = match encoding {
@@ -94,9 +100,24 @@ pub(super) fn encode_into(
     result.map_err(|err| {
         let told = io::Error::new(err.kind(), err.to_string());
         // The receiver may be gone (the upload failed first); nothing more to tell then.
-        let _ = sender.blocking_send(Err(failure.keep(err)));
+        let _ = sender.blocking_send(Err(io::Error::new(err.kind(), err.to_string())));
         told
     })
+}
+
+/// The source reader, whose failures (and only those) are kept in `failure`.
+struct Watched<'a, R> {
+    inner: R,
+    failure: &'a SourceFailure,
+}
+
+impl<R: Read> Read for Watched<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.inner.read(buf) {
+            Err(err) if err.kind() != io::ErrorKind::Interrupted => Err(self.failure.keep(err)),
+            read => read,
+        }
+    }
 }
 
 /// A writer whose bytes become an upload body, for content pushed at us (an engine's export)
@@ -189,6 +210,19 @@ mod tests {
             .collect()
     }
 
+    /// Bytes no encoder can shrink (xorshift64).
+    fn noise(len: usize) -> Vec<u8> {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        (0..len / 8)
+            .flat_map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state.to_le_bytes()
+            })
+            .collect()
+    }
+
     fn no_progress() -> BlobProgress {
         super::super::progress::Progress::hidden().blob(String::new(), 0)
     }
@@ -231,5 +265,26 @@ mod tests {
         let kept = failure.take().expect("the source's failure is kept");
         assert_eq!(kept.kind(), io::ErrorKind::InvalidData);
         assert_eq!(kept.to_string(), "diff_id mismatch");
+    }
+
+    #[tokio::test]
+    async fn an_upload_that_stops_reading_is_not_kept_as_the_source_failing() {
+        for encoding in [Encoding::AsStored, Encoding::Gzip, Encoding::Zstd] {
+            // Far more than the channel holds, even compressed: the writer is still sending
+            // when the body goes.
+            let (stream, failure) = body(Cursor::new(noise(8 << 20)), encoding, no_progress());
+            let mut stream = Box::pin(stream);
+            stream.next().await.expect("a first chunk").unwrap();
+            drop(stream);
+            // The writer thread ends once it meets the closed channel; wait for it to.
+            let done = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+                while Arc::strong_count(&failure.0) > 1 {
+                    tokio::task::yield_now().await;
+                }
+            })
+            .await;
+            assert!(done.is_ok(), "{encoding:?}: the writer did not end");
+            assert!(failure.take().is_none(), "{encoding:?}");
+        }
     }
 }

@@ -100,7 +100,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct PushArgs {
-    /// An image archive (docker save, OCI archive or layout, gzip/zstd wrapped), `-` for stdin,
+    /// An image archive (docker save, OCI archive or layout, compressed or not), `-` for stdin,
     /// or an image name in the local docker/podman engine.
     #[arg(value_name = "IMAGE|ARCHIVE|-")]
     pub source: String,

@@ -4,6 +4,7 @@
 pub mod archive;
 pub mod digest;
 pub mod engine;
+pub(crate) mod go_json;
 pub mod oci;
 pub mod reference;
 pub mod registry;

@@ -94,6 +94,8 @@ pub enum Wrapping {
     Directory,
     Gzip,
     Zstd,
+    Bzip2,
+    Xz,
     /// An uncompressed tar from a pipe (standard input, `<(docker save ..)`), copied to a
     /// temporary file.
     Piped,

@@ -22,6 +22,7 @@ mod push_engine;
 mod push_errors;
 mod push_faults;
 mod push_formats;
+mod push_inputs;
 mod push_memory;
 mod push_multi;
 mod push_nodeload;

@@ -166,14 +166,14 @@ fn random_bytes_are_not_an_archive() {
     assert_eq!(
         run.stderr_lines(),
         [
-            "error: $DIR/img.tar is not an image archive: it is not a tar file, nor gzip or zstd compressed",
+            "error: $DIR/img.tar is not an image archive: it is not a tar file, nor gzip, zstd, bzip2 or xz compressed",
             NOT_AN_ARCHIVE_HINT,
         ]
     );
 }
 
 const NOT_AN_ARCHIVE_HINT: &str = "hint: expected the output of docker save, podman save, skopeo copy \
-     (docker-archive: or oci-archive:), or an OCI layout directory, optionally gzip or zstd compressed";
+     (docker-archive: or oci-archive:), or an OCI layout directory, optionally gzip, zstd, bzip2 or xz compressed";
 
 #[test]
 fn a_missing_file_is_named() {

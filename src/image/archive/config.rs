@@ -5,6 +5,7 @@ use serde::Deserialize;
 use super::error::ArchiveError;
 use super::members::Container;
 use crate::image::digest::Digest;
+use crate::image::go_json::null_as_empty;
 use crate::image::oci::Platform;
 
 /// The parts of an image config this tool uses.
@@ -24,7 +25,7 @@ struct ConfigJson {
 
 #[derive(Deserialize)]
 struct RootFs {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     diff_ids: Vec<Digest>,
 }
 

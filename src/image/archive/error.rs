@@ -265,7 +265,7 @@ impl ArchiveError {
             ),
             Self::NotAnArchive { .. } | Self::Empty { .. } => Some(
                 "expected the output of docker save, podman save, skopeo copy (docker-archive: or \
-                 oci-archive:), or an OCI layout directory, optionally gzip or zstd compressed",
+                 oci-archive:), or an OCI layout directory, optionally gzip, zstd, bzip2 or xz compressed",
             ),
             Self::Truncated { .. }
             | Self::Tar { .. }

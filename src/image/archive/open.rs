@@ -1,5 +1,6 @@
-//! Opening an input: a tar file read in place, a gzip/zstd-wrapped tar or a pipe spooled to a
-//! temporary file, or a layout directory; recognised by content, then its images resolved.
+//! Opening an input: a tar file read in place, a compressed tar (gzip, zstd, bzip2, xz) or a
+//! pipe spooled to a temporary file, or a layout directory; recognised by content, then its
+//! images resolved.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -15,7 +16,7 @@ use super::tar_index::TarIndex;
 use super::{Archive, Format, Source, Wrapping, dir, docker, oci, positioned};
 
 impl Archive {
-    /// Opens a path (tar, gzip/zstd-wrapped tar, or OCI layout directory) or standard input.
+    /// Opens a path (tar, compressed tar, or OCI layout directory) or standard input.
     pub fn open(source: &Source) -> Result<Self, ArchiveError> {
         match source {
             Source::Stdin => Self::from_reader(io::stdin().lock(), "standard input"),
@@ -32,9 +33,7 @@ impl Archive {
         let magic = spool::sniff(&prefix);
         let wrapping = match magic {
             Magic::Tar => Wrapping::Piped,
-            Magic::Gzip => Wrapping::Gzip,
-            Magic::Zstd => Wrapping::Zstd,
-            other => return Err(unreadable(name, other)),
+            other => compressed(other).ok_or_else(|| unreadable(name, other))?,
         };
         let (file, inner) = spool::spool(io::Cursor::new(prefix).chain(stream), magic, name)?;
         Self::from_spooled(file, inner, name, wrapping)
@@ -59,16 +58,11 @@ impl Archive {
         positioned::read_exact_at(&file, &mut prefix, 0).map_err(open_error)?;
         match spool::sniff(&prefix) {
             Magic::Tar => Self::from_tar(file, &name, Wrapping::None, Some(path.to_path_buf())),
-            magic @ (Magic::Gzip | Magic::Zstd) => {
-                let wrapping = if magic == Magic::Gzip {
-                    Wrapping::Gzip
-                } else {
-                    Wrapping::Zstd
-                };
+            magic => {
+                let wrapping = compressed(magic).ok_or_else(|| unreadable(&name, magic))?;
                 let (spooled, inner) = spool::spool(file, magic, &name)?;
                 Self::from_spooled(spooled, inner, &name, wrapping)
             }
-            other => Err(unreadable(&name, other)),
         }
     }
 
@@ -212,14 +206,25 @@ fn layout_of(images: Vec<Image>) -> Layout {
     }
 }
 
+/// The wrapping of a compressed tar; `None` for what is not compressed the ways we read.
+fn compressed(magic: Magic) -> Option<Wrapping> {
+    match magic {
+        Magic::Gzip => Some(Wrapping::Gzip),
+        Magic::Zstd => Some(Wrapping::Zstd),
+        Magic::Bzip2 => Some(Wrapping::Bzip2),
+        Magic::Xz => Some(Wrapping::Xz),
+        Magic::Empty | Magic::Tar | Magic::Unknown => None,
+    }
+}
+
 fn unreadable(name: &str, magic: Magic) -> ArchiveError {
     match magic {
         Magic::Empty => ArchiveError::Empty {
             archive: name.to_string(),
         },
-        other => ArchiveError::NotAnArchive {
+        _ => ArchiveError::NotAnArchive {
             archive: name.to_string(),
-            reason: spool::not_an_archive_reason(other),
+            reason: spool::not_an_archive_reason(),
         },
     }
 }

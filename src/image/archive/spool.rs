@@ -1,5 +1,6 @@
-//! Recognising what a file or stream is by its first bytes, and spooling pipes and gzip/zstd
-//! wrapped archives to an anonymous temporary file so the tar inside can be read at offsets.
+//! Recognising what a file or stream is by its first bytes, and spooling pipes and compressed
+//! archives (gzip, zstd, bzip2, xz: what `docker load` and `podman load` read) to an anonymous
+//! temporary file so the tar inside can be read at offsets.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
@@ -75,18 +76,13 @@ pub(crate) fn read_prefix(reader: &mut impl Read) -> io::Result<Vec<u8>> {
 }
 
 /// The reason text for a stream that is none of the formats we read.
-pub(crate) fn not_an_archive_reason(magic: Magic) -> String {
-    match magic {
-        Magic::Bzip2 => {
-            "it is bzip2-compressed, which is not supported; decompress it first".into()
-        }
-        Magic::Xz => "it is xz-compressed, which is not supported; decompress it first".into(),
-        _ => "it is not a tar file, nor gzip or zstd compressed".into(),
-    }
+pub(crate) fn not_an_archive_reason() -> String {
+    "it is not a tar file, nor gzip, zstd, bzip2 or xz compressed".into()
 }
 
 /// Copies `stream` (whose first bytes `magic` describes) into an anonymous temporary file,
-/// decompressing gzip or zstd on the way, and returns that file rewound.
+/// decompressing gzip, zstd, bzip2 or xz on the way, and returns that file rewound. Like
+/// `docker load`, concatenated streams (pigz, pbzip2, `cat a.xz b.xz`) are read as one.
 pub(crate) fn spool(
     stream: impl Read,
     magic: Magic,
@@ -116,6 +112,24 @@ pub(crate) fn spool(
                 });
             }
         },
+        Magic::Bzip2 => (
+            copy_tar(
+                bzip2::read::MultiBzDecoder::new(stream),
+                &mut file,
+                archive,
+                "bzip2",
+            )?,
+            Some("bzip2"),
+        ),
+        Magic::Xz => (
+            copy_tar(
+                liblzma::read::XzDecoder::new_multi_decoder(stream),
+                &mut file,
+                archive,
+                "xz",
+            )?,
+            Some("xz"),
+        ),
         _ => (copy(stream, &mut file), None),
     };
     copied.map_err(|failure| match (failure, compression) {
@@ -233,6 +247,7 @@ mod tests {
         assert_eq!(sniff(&[0x1f, 0x8b, 8, 0]), Magic::Gzip);
         assert_eq!(sniff(&[0x28, 0xb5, 0x2f, 0xfd, 0]), Magic::Zstd);
         assert_eq!(sniff(b"BZh91AY"), Magic::Bzip2);
+        assert_eq!(sniff(&[0xfd, b'7', b'z', b'X', b'Z', 0, 0]), Magic::Xz);
         assert_eq!(sniff(b"hello world"), Magic::Unknown);
         let mut header = tar::Header::new_gnu();
         header.set_path("manifest.json").unwrap();

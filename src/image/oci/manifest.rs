@@ -9,6 +9,10 @@ use serde::Deserialize;
 use super::platform::Platform;
 use super::{MediaType, is_layer_type};
 use crate::image::digest::Digest;
+use crate::image::go_json::null_as_empty;
+
+/// The type of bytes nobody typed: Docker 1.10 to 1.12 gave image configs this one.
+const GENERIC_BYTES: &str = "application/octet-stream";
 
 /// buildx's annotation on an attestation manifest inside an image index.
 const REFERENCE_TYPE: &str = "vnd.docker.reference.type";
@@ -20,7 +24,7 @@ pub(crate) struct Descriptor {
     pub media_type: Option<String>,
     pub digest: Digest,
     pub size: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub annotations: BTreeMap<String, String>,
     pub platform: Option<PlatformJson>,
     pub artifact_type: Option<String>,
@@ -139,26 +143,35 @@ impl ManifestOrIndex {
         }
     }
 
-    /// For a manifest: what it is when it is not a container image (`None` for an image).
-    /// Decided from the manifest alone; a config without `rootfs` is caught later.
+    /// For a manifest: what it is when it is not a container image (`None` for an image, or
+    /// when only the config's content can tell). Decided from the manifest alone; a config
+    /// without `rootfs` is caught later.
     pub(crate) fn artifact_kind(&self) -> Option<String> {
         if let Some(artifact_type) = &self.artifact_type {
             return Some(describe_artifact(artifact_type));
         }
+        if let Some(layer) = self
+            .layers()
+            .iter()
+            .filter_map(|layer| layer.media_type.as_deref())
+            .find(|media_type| !is_layer_type(media_type))
+        {
+            return Some(describe_artifact(layer));
+        }
+        // Docker 1.10 to 1.12 labelled the config `application/octet-stream`: filesystem
+        // layers under a generic config type are an image when the config holds a `rootfs`.
         let config_type = self
             .config
             .as_ref()
             .and_then(|config| config.media_type.as_deref())
             .unwrap_or(MediaType::OciConfig.as_str());
-        if !MediaType::parse(config_type).is_some_and(MediaType::is_image_config) {
-            let first_layer = self.layers().first().and_then(|l| l.media_type.as_deref());
-            return Some(describe_artifact(first_layer.unwrap_or(config_type)));
+        if config_type == GENERIC_BYTES
+            || MediaType::parse(config_type).is_some_and(MediaType::is_image_config)
+        {
+            None
+        } else {
+            Some(describe_artifact(config_type))
         }
-        self.layers()
-            .iter()
-            .filter_map(|layer| layer.media_type.as_deref())
-            .find(|media_type| !is_layer_type(media_type))
-            .map(describe_artifact)
     }
 }
 
@@ -266,6 +279,23 @@ mod tests {
             "application/vnd.dev.cosign.simplesigning.v1+json",
         );
         assert!(cosign.artifact_kind().unwrap().starts_with("signature"));
+        let docker_1_10 = with(
+            "application/octet-stream",
+            "application/vnd.docker.image.rootfs.diff.tar.gzip",
+        );
+        assert_eq!(
+            docker_1_10.artifact_kind(),
+            None,
+            "the config's content decides"
+        );
+        let flux = with(
+            "application/vnd.cncf.flux.config.v1+json",
+            "application/vnd.oci.image.layer.v1.tar+gzip",
+        );
+        assert_eq!(
+            flux.artifact_kind().as_deref(),
+            Some("artifact (application/vnd.cncf.flux.config.v1+json)")
+        );
         assert!(is_image_config(
             br#"{"rootfs":{"type":"layers","diff_ids":[]}}"#
         ));

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
 
 use crate::error::{Error, ExitCode, Result};
+use crate::image::go_json::null_as_empty;
 use crate::image::reference::RegistryHost;
 use crate::limits::{HELPER_TIMEOUT_ENV, seconds_text};
 
@@ -111,9 +112,9 @@ impl fmt::Debug for ClusterLogin {
 
 #[derive(Debug, Default, Deserialize)]
 struct ConfigFile {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     auths: HashMap<String, AuthEntry>,
-    #[serde(default, rename = "credHelpers")]
+    #[serde(default, rename = "credHelpers", deserialize_with = "null_as_empty")]
     cred_helpers: HashMap<String, String>,
     #[serde(default, rename = "credsStore")]
     creds_store: Option<String>,

@@ -9,6 +9,7 @@ use reqwest::{Response, StatusCode};
 use serde::Deserialize;
 
 use crate::error::{Cause, Error, ExitCode};
+use crate::image::go_json::null_as_empty;
 
 /// How much of a non-JSON error body we quote: enough for a proxy's one-line message.
 const QUOTED_BODY_LIMIT: usize = 300;
@@ -120,7 +121,7 @@ pub(super) fn is_transient_status(status: StatusCode) -> bool {
 /// The distribution spec's error body: `{"errors":[{"code","message","detail"}]}`.
 #[derive(Debug, Deserialize)]
 struct ErrorBody {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     errors: Vec<ErrorEntry>,
 }
 

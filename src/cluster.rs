@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod discovery;
+pub mod exec_plugin;
 pub mod hosting;
 pub mod in_cluster;
 pub mod kubeconfig;

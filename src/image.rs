@@ -5,6 +5,7 @@ pub mod archive;
 pub mod digest;
 pub mod engine;
 pub(crate) mod go_json;
+pub mod http_body;
 pub mod oci;
 pub mod reference;
 pub mod registry;

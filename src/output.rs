@@ -205,6 +205,8 @@ fn needs_escape(c: char) -> bool {
         // Bidirectional embeddings, overrides and isolates, and the marks: they reorder what is shown.
         '\u{200e}' | '\u{200f}' | '\u{061c}' => true,
         '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        // Zero-width characters: invisible, they make two different texts look the same.
+        '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}' => true,
         _ => false,
     }
 }
@@ -228,6 +230,10 @@ mod tests {
         assert_eq!(
             escape_control("safe\u{202e}txt.exe\u{2066}x\u{2069}\x7f"),
             "safe\\u202etxt.exe\\u2066x\\u2069\\u007f"
+        );
+        assert_eq!(
+            escape_control("https://docs.\u{200b}example.com/\u{feff}x\u{2060}"),
+            "https://docs.\\u200bexample.com/\\ufeffx\\u2060"
         );
     }
 

@@ -16,10 +16,12 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::OnceCell;
 
 use crate::cli::ClusterArgs;
+use crate::cluster::exec_plugin::{self, PluginFailure};
 use crate::cluster::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
 use crate::cluster::in_cluster;
 use crate::cluster::kubeconfig::{self, Choice, KubeconfigFacts};
 use crate::error::{Error, ExitCode, Result};
+use crate::limits::seconds_text;
 use crate::output::Printer;
 use crate::settings::Settings;
 
@@ -104,7 +106,11 @@ impl Cluster {
             server: uri_text(&config.cluster_url),
             proxy: config.proxy_url.as_ref().map(uri_text),
         };
-        // Building the client runs an exec credential plugin, when the kubeconfig names one.
+        // An exec credential plugin is run here, bounded, so that kube's client (which would
+        // run it without a bound) gets its token instead.
+        exec_plugin::resolve(&mut config.auth_info)
+            .await
+            .map_err(|failure| target.plugin_error(failure))?;
         let client = kube::Client::try_from(config).map_err(|err| match err {
             kube::Error::Auth(auth) => target.credentials_error(auth),
             other => Error::new(
@@ -302,6 +308,53 @@ impl Target {
         match &self.context {
             Some(context) => format!("`kubectl --context {context} get nodes`"),
             None => "`kubectl get nodes` from this pod".to_string(),
+        }
+    }
+
+    fn plugin_error(&self, failure: PluginFailure) -> Error {
+        let message = format!("getting credentials for {}", self.describe());
+        let log_in_again = format!(
+            "log in again with that plugin's tool, then try {}",
+            self.check()
+        );
+        match failure {
+            PluginFailure::Failed(status, said) => {
+                let failed = Error::new(
+                    ExitCode::Cluster,
+                    format!("{message}: the kubeconfig's exec credential plugin failed ({status})"),
+                )
+                .with_hint(log_in_again);
+                if said.is_empty() {
+                    failed
+                } else {
+                    failed.with_source(said)
+                }
+            }
+            PluginFailure::Hung(command, bound) => Error::new(
+                ExitCode::Cluster,
+                format!(
+                    "{message}: the kubeconfig's exec credential plugin {command:?} did not answer within {}; it was stopped",
+                    seconds_text(bound)
+                ),
+            )
+            .with_hint(format!(
+                "run {command:?} yourself to see what it waits for (a login, a prompt, the network), then try {}",
+                self.check()
+            )),
+            PluginFailure::Start(command, err) => Error::new(
+                ExitCode::Cluster,
+                format!("{message}: the kubeconfig's exec credential plugin {command:?} could not be run"),
+            )
+            .with_source(err)
+            .with_hint(format!(
+                "install it, or fix the user entry of the kubeconfig, then try {}",
+                self.check()
+            )),
+            PluginFailure::BadAnswer(command, why) => Error::new(
+                ExitCode::Cluster,
+                format!("{message}: the kubeconfig's exec credential plugin {command:?} gave no credentials: {why}"),
+            )
+            .with_hint(log_in_again),
         }
     }
 

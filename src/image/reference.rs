@@ -8,7 +8,9 @@ mod retag;
 
 use std::fmt;
 
-pub use host::{BadHost, HostProblem, RegistryHost, is_loopback_hostname, is_loopback_url};
+pub use host::{
+    BadHost, HostProblem, RegistryHost, is_loopback_hostname, is_loopback_url, shown_host,
+};
 pub use retag::Target;
 
 pub const DEFAULT_TAG: &str = "latest";

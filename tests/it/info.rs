@@ -985,7 +985,7 @@ fn a_hostile_host_in_the_configmap_is_an_error_naming_the_field() {
         run.stderr,
         "\
 error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field hostFromContainerRuntime is not a registry host
-caused by: \"admin:pw@registry:5000\" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json
+caused by: \"admin:xxxxx@registry:5000\" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json
 hint: fix it with `kubectl -n kube-public edit configmap local-registry-hosting`, or skip discovery with --registry HOST[:PORT]
 "
     );
@@ -1241,6 +1241,48 @@ hint: log in again with that plugin's tool, then try `kubectl --context eks-dev 
     );
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
     assert_eq!(server.requests(), Vec::<String>::new());
+}
+
+#[test]
+fn an_exec_credential_plugin_that_never_answers_is_stopped_at_its_bound() {
+    let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
+    let dir = TempDir::new().unwrap();
+    let pid_file = dir.path().join("plugin.pid");
+    let kubeconfig = exec_kubeconfig(
+        dir.path(),
+        &server,
+        &format!(
+            "#!/bin/sh\necho $$ > '{}'\nexec sleep 600\n",
+            pid_file.display()
+        ),
+    );
+    let started = std::time::Instant::now();
+    let run = outcome(
+        registry_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .timeout(std::time::Duration::from_secs(90))
+            .arg("info"),
+    );
+    let took = started.elapsed();
+    // kube resolves the plugin's relative path against the kubeconfig's folder.
+    let plugin = format!("{}/./credential", dir.path().display());
+    assert_eq!(
+        run.stderr.replace(&plugin, "$PLUGIN"),
+        "\
+error: getting credentials for context \"eks-dev\" (http://127.0.0.1:PORT): the kubeconfig's exec credential plugin \"$PLUGIN\" did not answer within 15s; it was stopped
+hint: run \"$PLUGIN\" yourself to see what it waits for (a login, a prompt, the network), then try `kubectl --context eks-dev get nodes`
+"
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+    assert!(took < std::time::Duration::from_secs(40), "took {took:?}");
+    assert_eq!(server.requests(), Vec::<String>::new());
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
+    assert!(
+        stat.is_empty() || state.starts_with('Z'),
+        "the plugin was left running: {stat}"
+    );
 }
 
 #[test]

@@ -26,6 +26,7 @@ mod push_inputs;
 mod push_memory;
 mod push_multi;
 mod push_nodeload;
+mod push_secrets;
 mod push_signals;
 mod push_store;
 mod push_wild;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::fixtures::{Format, Image};
-use crate::support::push::{Bench, HELP, Outcome, docker_config};
+use crate::support::push::{Bench, HELP, Outcome, clean_std_cmd, docker_config};
 use crate::support::registry::{RegistryConfig, TestRegistry};
 
 /// Bounds small enough for tests to meet them in seconds.
@@ -289,6 +289,48 @@ fn a_registry_that_reads_a_blob_and_never_answers_ends_the_push_and_a_rerun_send
     let rerun = faulty.push(&[]);
     faulty.bench.assert_pushed(&rerun, "myimg", "dev");
     assert_eq!(faulty.uploads_since(before).len(), missing);
+}
+
+#[test]
+fn a_token_server_streaming_without_end_is_cut_off_at_its_cap_with_memory_bounded() {
+    // 8 GiB at most: far past any cap, and past this machine's patience without one.
+    let faulty = Faulty::with(79, |registry| {
+        FaultProxy::start(
+            registry,
+            vec![Rule::new("GET", "/token", 1, Action::EndlessBody(8 << 30))],
+        )
+        .demanding_bearer(1000)
+    });
+    let rss_file = faulty.bench.path("peak-rss-kib");
+    let mut timed = clean_std_cmd("/usr/bin/time".as_ref(), faulty.bench.dir.path());
+    timed
+        .env("KUBECONFIG", &faulty.bench.kubeconfig)
+        .envs(FAST_BOUNDS)
+        .args(["-f", "%M", "-o"])
+        .arg(&rss_file)
+        .arg(assert_cmd::cargo::cargo_bin("kubectl-registry"))
+        .args(["push", &faulty.archive]);
+    let mut timed = assert_cmd::Command::from_std(timed);
+    let run = faulty.bench.run(timed.timeout(HUNG));
+    assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{}", run.stderr);
+    assert_eq!(
+        run.stderr_lines()[..2],
+        [
+            "error: reaching the registry 127.0.0.1:PORT",
+            "caused by: getting an access token for 127.0.0.1:PORT from http://127.0.0.1:PORT/token",
+        ]
+    );
+    assert!(
+        run.stderr
+            .contains("caused by: the answer is larger than 1048576 bytes"),
+        "{}",
+        run.stderr
+    );
+    // GNU time says "Command exited with non-zero status 5" first, then the figure.
+    let report = std::fs::read_to_string(&rss_file).unwrap();
+    let peak_kib: u64 = report.lines().last().unwrap().trim().parse().unwrap();
+    assert!(peak_kib < 64 << 10, "peak RSS {peak_kib} KiB");
+    faulty.bench.assert_not_tagged("myimg", "dev");
 }
 
 #[test]

@@ -42,6 +42,9 @@ pub(crate) enum Action {
     StallAfterBody,
     /// Forwards the request and rewrites the registry's answer head.
     Rewrite(Rewriter),
+    /// Answers 200 with a JSON body (chunked, no length) that goes on until the client hangs
+    /// up, the proxy stops, or this many bytes went out.
+    EndlessBody(u64),
 }
 
 /// Applies `action` to the first `times` requests of `method` whose path and query contain `path`.
@@ -258,6 +261,10 @@ fn handle(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
         Some(Action::Rewrite(rewrite)) => {
             forward(reader, client, &head, shared, None, Some(rewrite))
         }
+        Some(Action::EndlessBody(most)) => {
+            copy_body(&head, &mut reader, &mut std::io::sink())?;
+            endless(&mut client, shared, most)
+        }
         None => {
             if let Some(refusal) = bearer_check(shared, &head) {
                 copy_body(&head, &mut reader, &mut std::io::sink())?;
@@ -343,6 +350,27 @@ fn respond(
     client.write_all(body)?;
     client.flush()?;
     client.shutdown(Shutdown::Both)
+}
+
+/// `{"token":"aaaa...` in 64 KiB chunks, never closed, until the client goes away.
+fn endless(client: &mut TcpStream, shared: &Shared, most: u64) -> std::io::Result<()> {
+    client.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+    )?;
+    let opening = b"{\"token\":\"";
+    client.write_all(format!("{:x}\r\n", opening.len()).as_bytes())?;
+    client.write_all(opening)?;
+    client.write_all(b"\r\n")?;
+    let chunk = vec![b'a'; 64 << 10];
+    let mut sent = 0u64;
+    let started = Instant::now();
+    while sent < most && !shared.stop.load(Ordering::SeqCst) && started.elapsed() < LIFETIME {
+        client.write_all(format!("{:x}\r\n", chunk.len()).as_bytes())?;
+        client.write_all(&chunk)?;
+        client.write_all(b"\r\n")?;
+        sent += chunk.len() as u64;
+    }
+    Ok(())
 }
 
 /// Holds the connection open, answering nothing, until the proxy stops.

@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::configmap::{NEWEST_UNDERSTOOD_VERSION, VERSION_KEY_PREFIX};
 use super::{HOSTING_NAME, HOSTING_NAMESPACE};
-use crate::image::reference::RegistryHost;
+use crate::image::reference::{RegistryHost, shown_host};
 
 /// What `advertise` writes: `host`, and the optional fields KEP-1755 defines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct HelpUrl(String);
 
 /// Why a string is not a help link.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{raw:?} is not a help URL: {problem}")]
+#[error("{} is not a help URL: {problem}", shown_host(raw))]
 pub struct BadHelpUrl {
     pub raw: String,
     pub problem: &'static str,

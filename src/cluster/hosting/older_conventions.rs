@@ -8,7 +8,7 @@ use super::{
     TILT_REGISTRY_FROM_CLUSTER_ANNOTATION,
 };
 use crate::error::{Error, ExitCode};
-use crate::image::reference::RegistryHost;
+use crate::image::reference::{RegistryHost, shown_host};
 
 /// The registry named on the command line or in the environment; `origin` names the flags or
 /// variables for messages, e.g. `("--registry", "--registry-from-runtime")`.
@@ -23,7 +23,7 @@ pub fn registry_from_override(
         let (host, scheme) = RegistryHost::parse_allowing_scheme(raw).map_err(|bad| {
             Error::new(
                 ExitCode::Usage,
-                format!("{name} {raw:?} is not a registry host"),
+                format!("{name} {} is not a registry host", shown_host(raw)),
             )
             .with_source(bad)
             .with_hint("give host[:port], for example localhost:5001 or [::1]:5001")

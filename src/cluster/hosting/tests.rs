@@ -134,6 +134,29 @@ fn rejects_hostile_hosts_naming_the_problem() {
 }
 
 #[test]
+fn a_refused_host_is_shown_with_its_password_redacted_and_non_ascii_escaped() {
+    let shown = |raw: &str| {
+        RegistryHost::parse_allowing_scheme(raw)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        shown("http://admin:s3cret@registry.local:5000/"),
+        r#""http://admin:xxxxx@registry.local:5000/" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json"#
+    );
+    assert_eq!(
+        shown("token@registry.local"),
+        r#""token@registry.local" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json"#
+    );
+    // A Cyrillic о (U+043E) in place of a Latin o, and a zero-width space.
+    assert_eq!(
+        shown("l\u{43e}calhost:5000"),
+        r#""l\u{43e}calhost:5000" is not a registry host[:port]: "l\u{43e}calhost" is neither a DNS name nor an IP address (it holds characters other than ASCII, shown escaped)"#
+    );
+    assert!(shown("reg\u{200b}.local").contains(r#""reg\u{200b}.local""#));
+}
+
+#[test]
 fn bad_host_message_quotes_the_input_and_the_problem() {
     let err = RegistryHost::parse("localhost:5000/v2").unwrap_err();
     assert_eq!(
@@ -445,7 +468,7 @@ fn a_hostile_host_field_is_an_error_naming_the_field_with_the_cause() {
         (
             "host",
             "admin:secret@localhost:5000",
-            r#""admin:secret@localhost:5000" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json"#,
+            r#""admin:xxxxx@localhost:5000" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json"#,
         ),
         (
             "hostFromContainerRuntime",

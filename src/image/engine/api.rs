@@ -9,11 +9,11 @@ use serde::Deserialize;
 
 use super::export::{Export, StreamReader};
 use super::facts::ImageFacts;
+use crate::image::http_body::{
+    ENGINE_ERROR_BODY_LIMIT, INSPECT_BODY_LIMIT, read_capped, read_start,
+};
 use crate::image::registry::{Stalled, Watchdog};
 use crate::limits::{STALL_TIMEOUT_ENV, seconds_text};
-
-/// Inspect answers are small; anything bigger is not an image description.
-const INSPECT_LIMIT: usize = 4 << 20;
 
 /// What asking an engine API for an image gave.
 pub(super) enum Answer<T> {
@@ -56,10 +56,10 @@ impl EngineApi {
         if !response.status().is_success() {
             return Err(failure(response).await);
         }
-        let bytes = response.bytes().await.map_err(|err| err.to_string())?;
-        if bytes.len() > INSPECT_LIMIT {
-            return Err(format!("the inspect answer is over {INSPECT_LIMIT} bytes"));
-        }
+        // Inspect answers are small; anything bigger is not an image description.
+        let bytes = read_capped(response, INSPECT_BODY_LIMIT)
+            .await
+            .map_err(|err| format!("reading the inspect answer: {err}"))?;
         ImageFacts::parse(&bytes)
             .map(Answer::Found)
             .map_err(|err| format!("the inspect answer is not an image: {err}"))
@@ -124,7 +124,7 @@ struct ErrorJson {
 }
 
 async fn message_of(response: reqwest::Response) -> String {
-    let bytes = response.bytes().await.unwrap_or_default();
+    let bytes = read_start(response, ENGINE_ERROR_BODY_LIMIT).await;
     serde_json::from_slice::<ErrorJson>(&bytes)
         .map(|json| json.message)
         .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).trim().to_string())

@@ -9,7 +9,7 @@ pub struct RegistryHost(String);
 
 /// Why a string is not a `host[:port]`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{raw:?} is not a registry host[:port]: {problem}")]
+#[error("{} is not a registry host[:port]: {problem}", shown_host(raw))]
 pub struct BadHost {
     pub raw: String,
     pub problem: HostProblem,
@@ -27,19 +27,19 @@ pub enum HostProblem {
     Scheme(String),
     #[error("it has user info (…@); registry credentials belong in ~/.docker/config.json")]
     UserInfo,
-    #[error("it has a path ({0})")]
+    #[error("it has a path ({})", escaped(.0))]
     Path(String),
-    #[error("it has a query ({0})")]
+    #[error("it has a query ({})", escaped(.0))]
     Query(String),
-    #[error("it has a fragment ({0})")]
+    #[error("it has a fragment ({})", escaped(.0))]
     Fragment(String),
     #[error("an IPv6 address needs brackets, as in [::1]:5000")]
     UnbracketedIpv6,
-    #[error("{0:?} in brackets is not an IPv6 address")]
+    #[error("{} in brackets is not an IPv6 address", shown_host(.0))]
     BadIpv6(String),
-    #[error("port {0:?} is not a number from 1 to 65535")]
+    #[error("port {} is not a number from 1 to 65535", shown_host(.0))]
     BadPort(String),
-    #[error("{0:?} is neither a DNS name nor an IP address")]
+    #[error("{} is neither a DNS name nor an IP address{}", shown_host(.0), non_ascii_note(.0))]
     BadName(String),
 }
 
@@ -110,6 +110,48 @@ impl fmt::Display for RegistryHost {
 impl serde::Serialize for RegistryHost {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.0)
+    }
+}
+
+/// A host as a message shows it, quoted: a password in its user info replaced by `xxxxx` (as
+/// Go's `URL.Redacted` does), and every character but printable ASCII escaped (`\u{43e}`), so a
+/// look-alike letter, a zero-width or a bidi character is seen for what it is.
+pub fn shown_host(raw: &str) -> String {
+    format!("\"{}\"", escaped(&redacted(raw)))
+}
+
+/// Printable ASCII as it is; quotes, backslashes and everything else escaped the Rust way.
+fn escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            ' '..='~' if c != '"' && c != '\\' => c.to_string(),
+            _ => c.escape_default().to_string(),
+        })
+        .collect()
+}
+
+/// `raw` with the password of any `user:password@` before the host replaced by `xxxxx`.
+fn redacted(raw: &str) -> std::borrow::Cow<'_, str> {
+    let start = raw.find("://").map_or(0, |i| i + "://".len());
+    let end = raw[start..]
+        .find(['/', '?', '#'])
+        .map_or(raw.len(), |i| start + i);
+    let authority = &raw[start..end];
+    let Some(at) = authority.rfind('@') else {
+        return raw.into();
+    };
+    let Some(colon) = authority[..at].find(':') else {
+        return raw.into();
+    };
+    format!("{}xxxxx{}", &raw[..start + colon + 1], &raw[start + at..]).into()
+}
+
+/// Says that a name holds characters other than ASCII, which look-alikes hide.
+fn non_ascii_note(name: &str) -> &'static str {
+    if name.is_ascii() {
+        ""
+    } else {
+        " (it holds characters other than ASCII, shown escaped)"
     }
 }
 

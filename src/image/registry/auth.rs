@@ -13,9 +13,10 @@ use tokio::sync::OnceCell;
 
 use super::credentials::{self, ClusterLogin, CredentialSources, Credentials, Secret};
 use super::errors::RegistryResponse;
-use super::transport::{Transport, explain_send_error, stalled_error};
+use super::transport::{Transport, explain_send_error, same_authority, stalled_error};
 use super::watchdog::Stalled;
 use crate::error::{Error, ExitCode, Result};
+use crate::image::http_body::{TOKEN_BODY_LIMIT, read_capped};
 use crate::image::reference::RegistryHost;
 use crate::image::reference::is_loopback_url;
 use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
@@ -310,8 +311,7 @@ impl Auth {
             return Err(Error::new(ExitCode::Registry, fetching())
                 .with_source(RegistryResponse::read(response, wait).await));
         }
-        let body = response
-            .bytes()
+        let body = read_capped(response, TOKEN_BODY_LIMIT)
             .await
             .map_err(|err| Error::new(ExitCode::Registry, fetching()).with_source(err))?;
         let answer: TokenAnswer = serde_json::from_slice(&body).map_err(|err| {
@@ -347,18 +347,7 @@ fn may_send_credentials_to(realm: &Url, insecure: bool) -> bool {
 /// The cluster's token goes only to a realm on the registry's own host, never to a third party
 /// (how it travels is [`may_send_credentials_to`]'s rule, as for any credentials).
 fn realm_is_on_the_registrys_host(host: &RegistryHost, realm: &Url) -> bool {
-    let authority = match (realm.host_str(), realm.port()) {
-        (Some(host), Some(port)) => format!("{host}:{port}"),
-        (Some(host), None) => host.to_string(),
-        (None, _) => return false,
-    };
-    authority.eq_ignore_ascii_case(host.as_str())
-        || (realm.scheme() == "https"
-            && host.port().is_none_or(|port| port == 443)
-            && realm.port().is_none()
-            && realm
-                .host_str()
-                .is_some_and(|name| name.eq_ignore_ascii_case(host.hostname())))
+    same_authority(realm, host)
 }
 
 #[derive(Debug, Deserialize)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use serde::Deserialize;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::error::{Error, ExitCode, Result};
 use crate::image::go_json::null_as_empty;
@@ -276,6 +276,41 @@ struct HelperAnswer {
 /// What a helper prints on stderr/stdout when it has nothing for the server.
 const NOT_FOUND_TEXT: &str = "credentials not found";
 
+/// The most of a helper's stdout or stderr we read: its JSON answer is a few KiB.
+const HELPER_OUTPUT_LIMIT: u64 = 1 << 20;
+
+/// Up to `HELPER_OUTPUT_LIMIT` bytes of a helper's output stream.
+async fn read_up_to(stream: Option<impl tokio::io::AsyncRead + Unpin>) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    if let Some(stream) = stream {
+        stream
+            .take(HELPER_OUTPUT_LIMIT)
+            .read_to_end(&mut bytes)
+            .await?;
+    }
+    Ok(bytes)
+}
+
+/// The most of a failed helper's message we show.
+const HELPER_REASON_LIMIT: usize = 300;
+
+/// Why a helper failed, as docker shows it: the helper protocol's message on stdout
+/// (docker-credential-helpers print their error there), never stderr, where a helper may
+/// echo what it was given or what it read, the password included. A stdout that holds a
+/// JSON answer with a secret is not shown either. `None` when there is nothing safe to say.
+fn helper_reason(stdout: &[u8]) -> Option<String> {
+    if serde_json::from_slice::<HelperAnswer>(stdout).is_ok_and(|answer| !answer.secret.is_empty())
+    {
+        return None;
+    }
+    let text = String::from_utf8_lossy(stdout);
+    let line = text.lines().map(str::trim).find(|line| !line.is_empty())?;
+    Some(match line.char_indices().nth(HELPER_REASON_LIMIT) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    })
+}
+
 /// Runs `docker-credential-<name> get` with the server on stdin. `Ok(None)`: it has nothing for us.
 async fn run_helper(
     name: &str,
@@ -309,12 +344,21 @@ async fn run_helper(
             ))
     })?;
     let stdin = child.stdin.take();
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let answered = async move {
         if let Some(mut stdin) = stdin {
             // A helper that exits without reading its stdin is fine; its answer tells.
             let _ = stdin.write_all(host.as_str().as_bytes()).await;
         }
-        child.wait_with_output().await
+        // Each stream is read up to its cap, then closed: a helper that goes on writing meets
+        // a closed pipe instead of filling our memory.
+        let (stdout, stderr) = tokio::join!(read_up_to(stdout), read_up_to(stderr));
+        let status = child.wait().await?;
+        Ok::<_, std::io::Error>(std::process::Output {
+            status,
+            stdout: stdout?,
+            stderr: stderr?,
+        })
     };
     // Dropping the unfinished wait kills the helper (kill_on_drop).
     let output = tokio::time::timeout(timeout, answered)
@@ -338,12 +382,10 @@ async fn run_helper(
         if said.to_ascii_lowercase().contains(NOT_FOUND_TEXT) {
             return Ok(None);
         }
-        // stderr only: stdout could hold a secret.
-        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
-        return Err(failed(format!(
-            "{program} failed ({}): {stderr}",
-            output.status
-        )));
+        return Err(failed(match helper_reason(&output.stdout) {
+            Some(reason) => format!("{program} failed ({}): {reason}", output.status),
+            None => format!("{program} failed ({})", output.status),
+        }));
     }
     let answer: HelperAnswer = serde_json::from_slice(&output.stdout).map_err(|err| {
         failed(format!(

@@ -106,12 +106,7 @@ impl Transport {
     /// Whether `url` is the registry itself, over the scheme we settled on: the only place
     /// our credentials may go.
     pub(super) fn is_origin(&self, url: &Url) -> bool {
-        let authority = match (url.host_str(), url.port()) {
-            (Some(host), Some(port)) => format!("{host}:{port}"),
-            (Some(host), None) => host.to_string(),
-            (None, _) => return false,
-        };
-        url.scheme() == self.scheme().as_str() && authority.eq_ignore_ascii_case(self.host.as_str())
+        url.scheme() == self.scheme().as_str() && same_authority(url, &self.host)
     }
 
     /// Refuses a URL the registry sent us to (an upload `Location`) that would leave HTTPS.
@@ -397,6 +392,20 @@ pub(super) fn plain_http_to_tls_error(transport: &Transport) -> Error {
     .with_hint("pass --ca-file with the registry's CA to use HTTPS (or --insecure to skip the certificate check)")
 }
 
+/// Whether `url` names `host`: the same name, and the same port with `url`'s scheme default
+/// filled in (`127.0.0.1:80` is `http://127.0.0.1/`); a host without a port is on its URL's
+/// default port.
+pub(crate) fn same_authority(url: &Url, host: &RegistryHost) -> bool {
+    let same_port = match host.port() {
+        Some(port) => url.port_or_known_default() == Some(port),
+        None => url.port().is_none(),
+    };
+    same_port
+        && url
+            .host_str()
+            .is_some_and(|name| name.eq_ignore_ascii_case(host.hostname()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,6 +434,22 @@ mod tests {
         let tls = transport("reg.example:5000", true);
         assert!(tls.is_origin(&url("https://reg.example:5000/v2/")));
         assert!(!tls.is_origin(&url("http://reg.example:5000/v2/")));
+    }
+
+    #[test]
+    fn an_explicit_default_port_is_the_same_origin() {
+        let eighty = transport("127.0.0.1:80", false);
+        assert!(eighty.is_origin(&url("http://127.0.0.1/v2/")));
+        assert!(eighty.is_origin(&url("http://127.0.0.1:80/v2/")));
+        assert!(!eighty.is_origin(&url("http://127.0.0.1:8080/v2/")));
+        let bare = transport("127.0.0.1", false);
+        assert!(bare.is_origin(&url("http://127.0.0.1:80/v2/")));
+        assert!(!bare.is_origin(&url("http://127.0.0.1:443/v2/")));
+        let tls = transport("REG.example:443", true);
+        assert!(tls.is_origin(&url("https://reg.example/v2/")));
+        assert!(!tls.is_origin(&url("https://reg.example:5000/v2/")));
+        let v6 = transport("[::1]:80", false);
+        assert!(v6.is_origin(&url("http://[::1]/v2/")));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! `kubectl registry push` of inputs other tools write, round two (issue 21): `docker save`
-//! output compressed by the real xz, bzip2 and zstd (as users keep it, and as `docker load` and
-//! `podman load` read it), Go's `null` for empty lists (a BuildKit export with no layers), and a
-//! Docker 1.10-1.12 manifest whose config is labelled `application/octet-stream`. Each push
-//! goes to the real registry and is read back whole by skopeo.
+//! output compressed by the real xz, bzip2, zstd and gzip (as users keep it, and as `docker load`
+//! and `podman load` read it; gzip followed by other bytes too), Go's `null` for empty lists (a
+//! BuildKit export with no layers), and a Docker 1.10-1.12 manifest whose config is labelled
+//! `application/octet-stream`. Each push goes to the real registry.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -236,4 +236,21 @@ fn an_octet_stream_config_without_a_rootfs_is_refused_as_not_an_image() {
     );
     assert!(!run.stderr.contains("rootfs.diff"), "{}", run.stderr);
     bench.assert_not_tagged("myimg", "dev");
+}
+
+#[test]
+fn a_gzip_archive_with_bytes_after_the_stream_pushes_as_gzip_reads_it() {
+    // `gzip -d` says "trailing garbage ignored" and goes on; so does `tar -z`.
+    let image = Image::sample(106);
+    let bench = Bench::new();
+    let plain = skopeo_docker_archive(&bench, &image);
+    let compressed = bench.path("img.tar.gz");
+    compress_with("gzip", &["-c"], &plain, &compressed);
+    let mut bytes = std::fs::read(&compressed).unwrap();
+    bytes.extend_from_slice(&[0u8; 1024]);
+    bytes.extend_from_slice(b"-----BEGIN PGP SIGNATURE-----\n");
+    std::fs::write(&compressed, bytes).unwrap();
+    let run = bench.push(&[text(&compressed)]);
+    let (_, manifest) = bench.assert_pushed(&run, "myimg", "dev");
+    assert_eq!(manifest["config"]["digest"], image.config_digest().as_str());
 }

@@ -94,12 +94,7 @@ pub(crate) fn spool(
     })?;
     let (copied, compression) = match magic {
         Magic::Gzip => (
-            copy_tar(
-                flate2::read::MultiGzDecoder::new(stream),
-                &mut file,
-                archive,
-                "gzip",
-            )?,
+            copy_tar(GzipMembers::new(stream), &mut file, archive, "gzip")?,
             Some("gzip"),
         ),
         Magic::Zstd => match zstd::stream::read::Decoder::new(stream) {
@@ -178,6 +173,47 @@ fn copy_tar(
     Ok(copy(io::Cursor::new(prefix).chain(decompressed), to))
 }
 
+/// Every gzip member of a stream, one after another (pigz and `cat a.gz b.gz` write several),
+/// then the end: bytes after the last member that start no other one (a tape's zero padding, a
+/// signature appended) are left unread, as `gzip -d` and `tar -z` leave them, since the tar
+/// inside has already ended whole.
+struct GzipMembers<R: Read> {
+    decoder: Option<flate2::bufread::GzDecoder<io::BufReader<R>>>,
+}
+
+impl<R: Read> GzipMembers<R> {
+    fn new(stream: R) -> Self {
+        Self {
+            decoder: Some(flate2::bufread::GzDecoder::new(io::BufReader::new(stream))),
+        }
+    }
+}
+
+impl<R: Read> Read for GzipMembers<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(decoder) = self.decoder.as_mut() else {
+                return Ok(0);
+            };
+            let read = decoder.read(buf)?;
+            if read > 0 || buf.is_empty() {
+                return Ok(read);
+            }
+            let Some(decoder) = self.decoder.take() else {
+                return Ok(0);
+            };
+            let mut rest = decoder.into_inner();
+            let next = io::BufRead::fill_buf(&mut rest)?;
+            let another_member =
+                next.first() == Some(&0x1f) && next.get(1).is_none_or(|&b| b == 0x8b);
+            if !another_member {
+                return Ok(0);
+            }
+            self.decoder = Some(flate2::bufread::GzDecoder::new(rest));
+        }
+    }
+}
+
 enum CopyFailure {
     Read(io::Error),
     Write(io::Error),
@@ -239,6 +275,40 @@ mod tests {
             self.read += read;
             Ok(read)
         }
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn gzip_members_are_read_in_turn_and_trailing_bytes_left() {
+        let mut stream = gzip(b"first ");
+        stream.extend(gzip(b"second"));
+        let mut text = String::new();
+        GzipMembers::new(&stream[..])
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "first second");
+        for trailing in [&[0u8; 512][..], b"-----BEGIN SIGNATURE-----"] {
+            let mut padded = gzip(b"whole");
+            padded.extend_from_slice(trailing);
+            let mut text = String::new();
+            GzipMembers::new(&padded[..])
+                .read_to_string(&mut text)
+                .unwrap();
+            assert_eq!(text, "whole");
+        }
+        let mut damaged = gzip(b"whole");
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 0xff;
+        assert!(
+            GzipMembers::new(&damaged[..])
+                .read_to_string(&mut String::new())
+                .is_err()
+        );
     }
 
     #[test]

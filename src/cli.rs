@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::cluster::network::Network;
+
 /// Push an image to your local cluster's registry, or load it into the nodes,
 /// and print the reference a pod spec must use.
 #[derive(Debug, Parser)]
@@ -65,15 +67,17 @@ pub struct ClusterArgs {
     pub namespace: Option<String>,
 }
 
-/// Which network the pusher is on (KEP-1755: `host` vs `hostFromClusterNetwork`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Network {
-    /// Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`.
-    Host,
-    /// Inside the cluster network (a pod, an in-cluster builder): push to
-    /// `hostFromClusterNetwork`.
-    Cluster,
+impl From<&ClusterArgs> for crate::cluster::ClusterOptions {
+    fn from(args: &ClusterArgs) -> Self {
+        Self {
+            kubeconfig: args.kubeconfig.clone(),
+            context: args.context.clone(),
+            registry: args.registry.clone(),
+            registry_from_runtime: args.registry_from_runtime.clone(),
+            network: args.network,
+            namespace: args.namespace.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -30,6 +30,7 @@ pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
         .context(ExitCode::Failure, || "starting the async runtime")?;
     let result = runtime.block_on(async move {
         let command = async move {
+            let cluster = cluster::ClusterOptions::from(&cli.cluster);
             match cli.command {
                 Command::Version(args) => {
                     let version = env!("CARGO_PKG_VERSION");
@@ -41,17 +42,17 @@ pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
                     })
                 }
                 Command::Advertise(args) => {
-                    commands::advertise::run(&args, &cli.cluster, settings, printer).await
+                    commands::advertise::run(&args, &cluster, settings, printer).await
                 }
                 Command::Doctor(args) => {
-                    commands::doctor::run(&args, &cli.cluster, settings, printer).await
+                    commands::doctor::run(&args, &cluster, settings, printer).await
                 }
                 Command::Info(args) => {
-                    commands::info::run(&args, &cli.cluster, settings, printer).await
+                    commands::info::run(&args, &cluster, settings, printer).await
                 }
                 Command::Completion(args) => commands::completion::print_script(args.shell),
                 Command::Push(args) => {
-                    commands::push::run(&args, &cli.cluster, settings, printer).await
+                    commands::push::run(&args, &cluster, settings, printer).await
                 }
             }
         };

@@ -15,7 +15,7 @@ use kube::config::{AuthInfo, KubeConfigOptions};
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::OnceCell;
 
-use crate::cli::ClusterArgs;
+use crate::cluster::ClusterOptions;
 use crate::cluster::exec_plugin::{self, PluginFailure};
 use crate::cluster::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
 use crate::cluster::in_cluster;
@@ -85,7 +85,7 @@ pub struct Cluster {
 impl Cluster {
     /// Builds a client for the chosen context; no request is sent yet.
     pub async fn connect(
-        args: &ClusterArgs,
+        args: &ClusterOptions,
         settings: &Settings,
         printer: &Printer,
     ) -> Result<Self> {
@@ -400,7 +400,7 @@ struct ClientSettings {
 
 /// kube's settings for the chosen context (or the pod's service account), and what to report.
 async fn client_config(
-    args: &ClusterArgs,
+    args: &ClusterOptions,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<ClientSettings> {
@@ -467,7 +467,7 @@ fn drop_proxy_for_loopback(config: &mut kube::Config) {
 }
 
 /// `--namespace` beats the context's (or the pod's) namespace, as in kubectl.
-fn with_namespace(mut config: kube::Config, args: &ClusterArgs) -> kube::Config {
+fn with_namespace(mut config: kube::Config, args: &ClusterOptions) -> kube::Config {
     if let Some(namespace) = args.namespace.as_deref().filter(|ns| !ns.is_empty()) {
         config.default_namespace = namespace.to_string();
     }

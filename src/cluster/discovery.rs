@@ -2,7 +2,7 @@
 //! ConfigMap, OpenShift's image config, the older node annotations, microk8s's registry
 //! Service; and which network the pusher is on.
 
-use crate::cli::ClusterArgs;
+use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, Lookup, OPENSHIFT_IMAGE_CONFIG};
 use crate::cluster::hosting::{
     self, HOSTING_CONFIGMAP, HostingConfigMap, LocalRegistry, Note, RegistrySource,
@@ -30,7 +30,7 @@ pub struct Discovered {
 /// Finds the registry. With `--registry` or `KUBECTL_REGISTRY_HOST` the cluster is not contacted
 /// and no kubeconfig is needed.
 pub async fn discover(
-    args: &ClusterArgs,
+    args: &ClusterOptions,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<Discovered> {
@@ -101,7 +101,7 @@ fn origin(source: RegistrySource) -> &'static str {
 /// `--registry` (with `--registry-from-runtime`), else the two environment variables. Each pair is
 /// taken whole: a flag never mixes with a variable.
 fn registry_from_flags_or_env(
-    args: &ClusterArgs,
+    args: &ClusterOptions,
     env: &dyn Fn(&str) -> Result<Option<String>>,
     notes: &mut Vec<Note>,
 ) -> Result<Option<LocalRegistry>> {
@@ -234,15 +234,15 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    fn args(registry: Option<&str>, runtime: Option<&str>) -> ClusterArgs {
-        ClusterArgs {
+    fn args(registry: Option<&str>, runtime: Option<&str>) -> ClusterOptions {
+        ClusterOptions {
             registry: registry.map(str::to_string),
             registry_from_runtime: runtime.map(str::to_string),
-            ..ClusterArgs::default()
+            ..ClusterOptions::default()
         }
     }
 
-    fn overridden(args: &ClusterArgs, vars: &[(&str, &str)]) -> Result<Option<LocalRegistry>> {
+    fn overridden(args: &ClusterOptions, vars: &[(&str, &str)]) -> Result<Option<LocalRegistry>> {
         let vars: BTreeMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

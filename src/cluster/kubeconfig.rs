@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use kube::config::{Kubeconfig, KubeconfigError};
 
-use crate::cli::ClusterArgs;
+use crate::cluster::ClusterOptions;
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
 use crate::settings::Settings;
@@ -87,7 +87,7 @@ fn list(paths: &[PathBuf]) -> String {
 const SKIP_HINT: &str = "or skip discovery with --registry HOST[:PORT]";
 
 /// Reads the kubeconfig and picks the context, without contacting any server.
-pub fn choose(args: &ClusterArgs, settings: &Settings, printer: &Printer) -> Result<Choice> {
+pub fn choose(args: &ClusterOptions, settings: &Settings, printer: &Printer) -> Result<Choice> {
     let loaded = load(args, settings, printer)?;
     let nothing_configured = loaded.merged.contexts.is_empty() && loaded.merged.clusters.is_empty();
     if nothing_configured
@@ -104,7 +104,7 @@ pub fn choose(args: &ClusterArgs, settings: &Settings, printer: &Printer) -> Res
 
 /// The current context's names and server, when a kubeconfig can be read; never an error.
 pub fn facts_if_available(
-    args: &ClusterArgs,
+    args: &ClusterOptions,
     settings: &Settings,
     printer: &Printer,
 ) -> KubeconfigFacts {
@@ -118,7 +118,7 @@ pub fn facts_if_available(
     }
 }
 
-fn load(args: &ClusterArgs, settings: &Settings, printer: &Printer) -> Result<Loaded> {
+fn load(args: &ClusterOptions, settings: &Settings, printer: &Printer) -> Result<Loaded> {
     if let Some(path) = &args.kubeconfig {
         // An explicit file must exist, as with kubectl --kubeconfig.
         return Ok(Loaded {

@@ -7,7 +7,16 @@ use crate::cluster::hosting::{HOSTING_CONFIGMAP, LocalRegistry, RegistrySource};
 use crate::error::{Error, ExitCode};
 use crate::image::reference::RegistryHost;
 
-pub use crate::cli::Network;
+/// Which network the pusher is on (KEP-1755: `host` vs `hostFromClusterNetwork`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`.
+    Host,
+    /// Inside the cluster network (a pod, an in-cluster builder): push to
+    /// `hostFromClusterNetwork`.
+    Cluster,
+}
 
 /// Why the pusher counts as on that network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

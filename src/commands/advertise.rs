@@ -1,7 +1,8 @@
 //! `kubectl registry advertise`: check the hosts, ask the registry, then write (or print, or
 //! remove) the KEP-1755 ConfigMap.
 
-use crate::cli::{AdvertiseArgs, ClusterArgs};
+use crate::cli::AdvertiseArgs;
+use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, Written};
 use crate::cluster::hosting::{
     Advertisement, HOSTING_CONFIGMAP, HOSTING_NAME, HelpUrl, hosting_v1_key,
@@ -14,7 +15,7 @@ use crate::settings::Settings;
 
 pub async fn run(
     args: &AdvertiseArgs,
-    cluster_args: &ClusterArgs,
+    cluster_args: &ClusterOptions,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {

@@ -10,7 +10,8 @@ mod report;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::cli::{ClusterArgs, DoctorArgs, OutputFormat};
+use crate::cli::{DoctorArgs, OutputFormat};
+use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, Lookup};
 use crate::cluster::discovery::{self, Discovered};
 use crate::cluster::hosting::{
@@ -33,7 +34,7 @@ const ARCHIVE_SHOWN: &str = "<archive>";
 
 pub async fn run(
     args: &DoctorArgs,
-    cluster_args: &ClusterArgs,
+    cluster_args: &ClusterOptions,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
@@ -115,7 +116,7 @@ pub async fn run(
 /// Checks 1 and 2: which kubeconfig and context, and whether the API server answers. The
 /// connected cluster, when it answers.
 async fn check_cluster(
-    cluster_args: &ClusterArgs,
+    cluster_args: &ClusterOptions,
     settings: &Settings,
     overridden: bool,
     printer: &Printer,

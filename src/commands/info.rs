@@ -5,7 +5,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cli::{ClusterArgs, InfoArgs, OutputFormat};
+use crate::cli::{InfoArgs, OutputFormat};
+use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, OPENSHIFT_IMAGE_CONFIG};
 use crate::cluster::discovery;
 use crate::cluster::hosting::{
@@ -26,7 +27,7 @@ const ARCHIVE_SHOWN: &str = "<archive>";
 /// Prints what discovery found. Finding no registry is a result, not a failure.
 pub async fn run(
     args: &InfoArgs,
-    cluster_args: &ClusterArgs,
+    cluster_args: &ClusterOptions,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {

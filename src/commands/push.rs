@@ -4,7 +4,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::cli::{ClusterArgs, PushArgs};
+use crate::cli::PushArgs;
+use crate::cluster::ClusterOptions;
 use crate::delivery::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::delivery::push::{Run, from_archive, from_engine};
 use crate::error::{Context, ExitCode, Result};
@@ -16,7 +17,7 @@ use crate::settings::Settings;
 
 pub async fn run(
     args: &PushArgs,
-    cluster_args: &ClusterArgs,
+    cluster_args: &ClusterOptions,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {

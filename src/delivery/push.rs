@@ -23,7 +23,8 @@ mod to_registry;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::cli::{ClusterArgs, Compression, PushArgs};
+use crate::cli::{Compression, PushArgs};
+use crate::cluster::ClusterOptions;
 use crate::cluster::discovery::{self, Discovered};
 use crate::cluster::hosting::{INGRESS_CA_HINT, LocalRegistry, RegistrySource};
 use crate::cluster::network::{self, Network};
@@ -44,7 +45,7 @@ use summary::{Method, PushReport};
 /// What every step of one push needs.
 pub(crate) struct Run<'a> {
     pub(crate) args: &'a PushArgs,
-    pub(crate) cluster_args: &'a ClusterArgs,
+    pub(crate) cluster_args: &'a ClusterOptions,
     pub(crate) settings: &'a Settings,
     /// Where node loaders get their files.
     pub(crate) scratch: &'a Path,

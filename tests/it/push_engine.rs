@@ -169,8 +169,8 @@ fn a_podman_image_is_read_from_its_store_then_repushed_with_nothing_read_then_on
     let sizes = blob_sizes(&serde_json::from_slice(&manifest).unwrap());
     let total: u64 = sizes.iter().sum();
     assert_eq!(counts(&report), [4, total, 0, 0]);
-    // Read from podman's store: no export.
-    assert_eq!(eb.take_calls(), ["podman image inspect myimg:dev"]);
+    // Read from podman's store: podman not even asked.
+    assert_eq!(eb.take_calls(), Vec::<String>::new());
     assert_eq!(
         serde_json::from_slice::<Value>(&manifest).unwrap()["config"]["digest"],
         format!(
@@ -195,11 +195,7 @@ fn a_podman_image_is_read_from_its_store_then_repushed_with_nothing_read_then_on
     let (same, report) = eb.pushed(&again, "myimg");
     assert_eq!(same, digest);
     assert_eq!(counts(&report), [0, 0, 4, total]);
-    assert_eq!(
-        eb.take_calls(),
-        ["podman image inspect myimg:dev"],
-        "exported again"
-    );
+    assert_eq!(eb.take_calls(), Vec::<String>::new(), "podman was run");
 
     // What a rebuild with a changed last COPY makes: the same base layers, a new top one.
     let app2 = layer_dir(dirs, "app2", 4, &[1_100_000]);
@@ -223,7 +219,7 @@ fn a_podman_image_is_read_from_its_store_then_repushed_with_nothing_read_then_on
             new_sizes[1] + new_sizes[2]
         ]
     );
-    assert_eq!(eb.take_calls(), ["podman image inspect myimg:dev"]);
+    assert_eq!(eb.take_calls(), Vec::<String>::new());
     let reference = report["ref"].as_str().unwrap().to_string();
     assert_eq!(
         pulled_diff_ids(&eb.bench, &reference),

@@ -18,6 +18,7 @@ pub(crate) use tar_split::{LayerReader, store_fault};
 use super::endpoint::EngineEnv;
 use super::facts::ImageFacts;
 use crate::image::digest::Digest;
+use crate::image::reference::ImageName;
 
 /// `images.json` and `layers.json` list every image and layer: bounded all the same.
 const INDEX_LIMIT: u64 = 256 << 20;
@@ -62,6 +63,15 @@ struct ImageJson {
     id: String,
     #[serde(default)]
     layer: Option<String>,
+    #[serde(default)]
+    names: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct ConfigJson {
+    os: Option<String>,
+    architecture: Option<String>,
+    variant: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -89,22 +99,7 @@ pub(super) fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreIma
         .id
         .strip_prefix("sha256:")
         .ok_or_else(|| format!("the image ID {} is not a sha256 digest", facts.id))?;
-    let roots: Vec<Root> = std::iter::once(&conf.graphroot)
-        .chain(&conf.additional)
-        .filter_map(|path| {
-            let driver = match &conf.driver {
-                Some(driver) => driver.clone(),
-                None => conf::READABLE_DRIVERS
-                    .iter()
-                    .find(|driver| path.join(format!("{driver}-images")).is_dir())?
-                    .to_string(),
-            };
-            Some(Root {
-                path: path.clone(),
-                driver,
-            })
-        })
-        .collect();
+    let roots = roots(&conf);
     let main = format!(
         "the store at {} ({})",
         conf.graphroot.display(),
@@ -153,6 +148,89 @@ pub(super) fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreIma
         });
     }
     Err(format!("{main} does not hold image {}", facts.id))
+}
+
+/// The image `name` picks in podman's store, described as `podman image inspect` would without
+/// running podman: `localhost/NAME`, else the one image whose name ends in `/NAME`, for a short
+/// name; the name itself for a full one. `None` when that is not exactly one readable image, so
+/// that podman decides.
+pub fn inspect(env: &EngineEnv, name: &str) -> Option<ImageFacts> {
+    let parsed = ImageName::parse(name).ok()?;
+    if parsed.digest.is_some() {
+        return None;
+    }
+    let tagged = format!("{}:{}", parsed.path, parsed.tag_or_default());
+    let conf = conf::locate(env);
+    let roots = roots(&conf);
+    let mut exact = Vec::new();
+    let mut suffix = Vec::new();
+    for (at, root) in roots.iter().enumerate() {
+        let index = root.index("images", "images.json");
+        if !index.exists() {
+            continue;
+        }
+        let images: Vec<ImageJson> = read_json(&index).ok()?;
+        for image in images {
+            let wanted = |n: &String| match &parsed.domain {
+                Some(domain) => *n == format!("{domain}/{tagged}"),
+                None => *n == format!("localhost/{tagged}"),
+            };
+            if image.names.iter().any(wanted) {
+                exact.push((at, image));
+            } else if parsed.domain.is_none()
+                && image
+                    .names
+                    .iter()
+                    .any(|n| n.ends_with(&format!("/{tagged}")))
+            {
+                suffix.push((at, image));
+            }
+        }
+    }
+    let (at, image) = match (exact.len(), suffix.len()) {
+        (1, _) => exact.pop()?,
+        (0, 1) => suffix.pop()?,
+        _ => return None,
+    };
+    let root = &roots[at];
+    let config = root.config(&image.id).ok()?;
+    let layers = layer_chain(&roots, image.layer.as_deref()).ok()?;
+    let platform: ConfigJson = serde_json::from_slice(&config).ok()?;
+    let platform = match (platform.os, platform.architecture) {
+        (Some(os), Some(arch)) if !os.is_empty() && !arch.is_empty() => {
+            Some(match platform.variant.filter(|v| !v.is_empty()) {
+                Some(variant) => format!("{os}/{arch}/{variant}"),
+                None => format!("{os}/{arch}"),
+            })
+        }
+        _ => None,
+    };
+    Some(ImageFacts {
+        id: format!("sha256:{}", image.id),
+        repo_tags: image.names,
+        diff_ids: layers.into_iter().map(|layer| layer.diff_id).collect(),
+        platform,
+    })
+}
+
+/// The store roots to look in, main one first, each with the driver it uses.
+fn roots(conf: &conf::StoreConf) -> Vec<Root> {
+    std::iter::once(&conf.graphroot)
+        .chain(&conf.additional)
+        .filter_map(|path| {
+            let driver = match &conf.driver {
+                Some(driver) => driver.clone(),
+                None => conf::READABLE_DRIVERS
+                    .iter()
+                    .find(|driver| path.join(format!("{driver}-images")).is_dir())?
+                    .to_string(),
+            };
+            Some(Root {
+                path: path.clone(),
+                driver,
+            })
+        })
+        .collect()
 }
 
 impl Root {

@@ -154,7 +154,7 @@ pub(super) fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreIma
 /// running podman: `localhost/NAME`, else the one image whose name ends in `/NAME`, for a short
 /// name; the name itself for a full one. `None` when that is not exactly one readable image, so
 /// that podman decides.
-pub fn inspect(env: &EngineEnv, name: &str) -> Option<ImageFacts> {
+pub(super) fn inspect(env: &EngineEnv, name: &str) -> Option<ImageFacts> {
     let parsed = ImageName::parse(name).ok()?;
     if parsed.digest.is_some() {
         return None;

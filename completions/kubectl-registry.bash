@@ -28,6 +28,9 @@ _kubectl__registry() {
             kubectl__registry,info)
                 cmd="kubectl__registry__subcmd__info"
                 ;;
+            kubectl__registry,ls)
+                cmd="kubectl__registry__subcmd__ls"
+                ;;
             kubectl__registry,push)
                 cmd="kubectl__registry__subcmd__push"
                 ;;
@@ -41,7 +44,7 @@ _kubectl__registry() {
 
     case "${cmd}" in
         kubectl__registry)
-            opts="-n -v -q -h -V --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version push info advertise doctor version completion"
+            opts="-n -v -q -h -V --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version push info advertise doctor ls version completion"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -239,6 +242,60 @@ _kubectl__registry() {
                 return 0
             fi
             case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-from-runtime)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network)
+                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl__registry__subcmd__ls)
+            opts="-o -n -v -q -h -V --insecure --ca-file --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0

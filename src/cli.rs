@@ -94,6 +94,9 @@ pub enum Command {
     /// Check every hop a push takes, one line per check, and name the one that is broken.
     #[command(long_about = DOCTOR_LONG_ABOUT, after_help = DOCTOR_EXAMPLES)]
     Doctor(DoctorArgs),
+    /// List the registry's repositories and tags (or the nodes' content tags) and who uses them.
+    #[command(long_about = LS_LONG_ABOUT, after_help = LS_EXAMPLES)]
+    Ls(LsArgs),
     /// Print the version.
     #[command(after_help = VERSION_EXAMPLES)]
     Version(OutputArgs),
@@ -152,6 +155,24 @@ pub struct PushArgs {
 
 #[derive(Debug, Args)]
 pub struct InfoArgs {
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// Only these repositories (default: every repository in the registry's catalog).
+    #[arg(value_name = "REPOSITORY")]
+    pub repositories: Vec<String>,
+
+    /// Allow plain HTTP to a registry that is not on loopback.
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Trust this PEM CA bundle for the registry's TLS certificate.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -356,6 +377,23 @@ Examples:
 
   # Also pull a probe image from a pod, as the nodes would
   kubectl registry doctor --pod";
+
+const LS_LONG_ABOUT: &str = "\
+List every repository and tag in the cluster's registry (its /v2/_catalog and tags/list), with \
+each tag's manifest digest, its size (config and layers; an index summed over its platforms), \
+its image's created time, and the pods and workloads (in every namespace) whose image names this \
+registry under any of its advertised hosts, by tag or by digest.
+
+Where the cluster advertises no registry, lists the content tags (NAME:TAG-<12 hex>) that push \
+loaded into each node of a kind or k3d cluster instead.";
+
+const LS_EXAMPLES: &str = "\
+Examples:
+  # Every repository and tag, and who uses it
+  kubectl registry ls
+
+  # One repository, as JSON
+  kubectl registry ls myimg -o json";
 
 const VERSION_EXAMPLES: &str = "\
 Examples:

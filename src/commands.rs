@@ -4,4 +4,5 @@ pub mod advertise;
 pub mod completion;
 pub mod doctor;
 pub mod info;
+pub mod ls;
 pub mod push;

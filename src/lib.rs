@@ -50,6 +50,7 @@ pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
                 Command::Info(args) => {
                     commands::info::run(&args, &cluster, settings, printer).await
                 }
+                Command::Ls(args) => commands::ls::run(&args, &cluster, settings, printer).await,
                 Command::Completion(args) => commands::completion::print_script(args.shell),
                 Command::Push(args) => {
                     commands::push::run(&args, &cluster, settings, printer).await

@@ -4,6 +4,7 @@
 mod health;
 mod hosting_write;
 mod pods;
+mod workloads;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,6 +28,7 @@ use crate::settings::Settings;
 
 pub use hosting_write::Written;
 pub use pods::{ProbePod, PullState};
+pub use workloads::{ImageUse, ImageUses, usage_forbidden};
 
 /// An unreachable API server fails in seconds, never hangs.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -4,6 +4,7 @@
 mod check;
 mod deliver;
 mod exec;
+mod images;
 mod nodes;
 mod plan;
 mod product_plan;
@@ -24,6 +25,7 @@ use crate::image::digest::Digest;
 use crate::output::Printer;
 
 pub use deliver::{Delivered, Delivery, NodeReport, deliver};
+pub use images::{NodeImage, content as node_content, node_images, remove as remove_node_images};
 pub use nodes::NodeCluster;
 pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadCommand, LoadPlan, PlanSource};
 pub use survey::{NodeHoldings, NodeSurvey, survey};

@@ -263,6 +263,7 @@ fn kubectl_completes_subcommand_names() {
             "info",
             "advertise",
             "doctor",
+            "ls",
             "version",
             "completion"
         ]

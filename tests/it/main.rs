@@ -11,6 +11,7 @@ mod help;
 mod in_cluster;
 mod info;
 mod kubectl_plugin;
+mod ls_prune;
 mod nodeload;
 mod openshift;
 mod packaging;

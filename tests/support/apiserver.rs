@@ -31,6 +31,8 @@ pub(crate) struct ApiServerBuilder {
     /// Resource -> (code, Status message) answered for every request on it.
     failing: BTreeMap<String, (u16, String)>,
     openshift: Option<OpenshiftImageConfig>,
+    /// Pods and workloads listed in all namespaces: (resource, object).
+    workloads: Vec<(String, Value)>,
     token: Option<String>,
     tls: Option<(PathBuf, PathBuf)>,
 }
@@ -171,6 +173,82 @@ impl ApiServerBuilder {
             internal: internal.to_string(),
             external: external.iter().map(|h| h.to_string()).collect(),
         });
+        self
+    }
+
+    /// A pod in `namespace` running `images` on `node`, its containers' `imageID` being
+    /// `image_ids` (what the node resolved), listed by `GET /api/v1/pods`.
+    pub(crate) fn pod(
+        mut self,
+        namespace: &str,
+        name: &str,
+        node: &str,
+        images: &[&str],
+        image_ids: &[&str],
+    ) -> Self {
+        let containers: Vec<Value> = images
+            .iter()
+            .enumerate()
+            .map(|(i, image)| json!({"name": format!("c{i}"), "image": image}))
+            .collect();
+        let statuses: Vec<Value> = images
+            .iter()
+            .zip(image_ids)
+            .enumerate()
+            .map(|(i, (image, id))| {
+                json!({"name": format!("c{i}"), "image": image, "imageID": id, "ready": true,
+                       "restartCount": 0, "state": {"running": {"startedAt": "2025-01-01T00:00:00Z"}}})
+            })
+            .collect();
+        let pod = json!({
+            "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}")},
+            "spec": {"nodeName": node, "containers": containers},
+            "status": {"phase": "Running", "containerStatuses": statuses},
+        });
+        self.workloads.push(("pods".to_string(), pod));
+        self
+    }
+
+    /// A workload of `kind` (`Deployment`, `StatefulSet`, `DaemonSet`, `ReplicaSet`, `Job`,
+    /// `CronJob`) in `namespace` whose pod template runs `images`, with `replicas` where the
+    /// kind has them; listed by `GET /apis/{apps,batch}/v1/<kinds>`.
+    pub(crate) fn workload(
+        mut self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        images: &[&str],
+        replicas: i32,
+    ) -> Self {
+        let containers: Vec<Value> = images
+            .iter()
+            .enumerate()
+            .map(|(i, image)| json!({"name": format!("c{i}"), "image": image}))
+            .collect();
+        let template = json!({
+            "metadata": {"labels": {"app": name}},
+            "spec": {"containers": containers, "restartPolicy": if matches!(kind, "Job" | "CronJob") { "Never" } else { "Always" }},
+        });
+        let selector = json!({"matchLabels": {"app": name}});
+        let spec = match kind {
+            "Deployment" | "ReplicaSet" => {
+                json!({"replicas": replicas, "selector": selector, "template": template})
+            }
+            "StatefulSet" => json!({"replicas": replicas, "selector": selector,
+                                    "serviceName": name, "template": template}),
+            "DaemonSet" => json!({"selector": selector, "template": template}),
+            "Job" => json!({"template": template}),
+            "CronJob" => {
+                json!({"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": template}}})
+            }
+            other => panic!("no such workload kind in the stand-in: {other}"),
+        };
+        let resource = format!("{}s", kind.to_lowercase());
+        let object = json!({
+            "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}")},
+            "spec": spec,
+        });
+        self.workloads.push((resource, object));
         self
     }
 
@@ -517,8 +595,12 @@ fn respond(state: &Served, method: &str, path: &str) -> (u16, Value) {
                 .map(openshift_image_config);
             lookup(spec, "images", "get", None, Some(name), found)
         }
+        ["apis", group @ ("apps" | "batch"), "v1", resource] => {
+            workload_list(spec, group, resource)
+        }
         ["apis", ..] => (404, Value::Null),
         ["api", "v1"] => (200, core_v1_resources()),
+        ["api", "v1", "pods"] => workload_list(spec, "", "pods"),
         ["api", "v1", "namespaces", name] => {
             // kubectl asks after a 404 whether the namespace itself exists.
             let exists = ["default", "kube-system", "kube-public", "kube-node-lease"]
@@ -580,6 +662,39 @@ fn respond(state: &Served, method: &str, path: &str) -> (u16, Value) {
             ),
         ),
     }
+}
+
+/// Every object of `resource` in all namespaces, as a List (403 when forbidden).
+fn workload_list(spec: &ApiServerBuilder, group: &str, resource: &str) -> (u16, Value) {
+    let (api_version, kind) = match (group, resource) {
+        ("", "pods") => ("v1", "Pod"),
+        ("apps", "deployments") => ("apps/v1", "Deployment"),
+        ("apps", "statefulsets") => ("apps/v1", "StatefulSet"),
+        ("apps", "daemonsets") => ("apps/v1", "DaemonSet"),
+        ("apps", "replicasets") => ("apps/v1", "ReplicaSet"),
+        ("batch", "jobs") => ("batch/v1", "Job"),
+        ("batch", "cronjobs") => ("batch/v1", "CronJob"),
+        _ => return (404, Value::Null),
+    };
+    if let Some(refusal) = refusal(spec, resource, "list", None, None) {
+        return refusal;
+    }
+    let items: Vec<Value> = spec
+        .workloads
+        .iter()
+        .filter(|(r, _)| r == resource)
+        .map(|(_, object)| {
+            let mut object = object.clone();
+            object["kind"] = json!(kind);
+            object["apiVersion"] = json!(api_version);
+            object
+        })
+        .collect();
+    (
+        200,
+        json!({"kind": format!("{kind}List"), "apiVersion": api_version,
+               "metadata": {"resourceVersion": "1"}, "items": items}),
+    )
 }
 
 /// 403 when the resource is forbidden, else the object or a 404 naming it.

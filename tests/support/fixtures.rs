@@ -146,6 +146,19 @@ impl Image {
         image
     }
 
+    /// The same image with its config's `created` set to `created` (RFC 3339), or removed.
+    pub(crate) fn created(mut self, created: Option<&str>) -> Self {
+        let mut config: serde_json::Value = serde_json::from_slice(&self.config).unwrap();
+        match created {
+            Some(created) => config["created"] = json!(created),
+            None => {
+                config.as_object_mut().unwrap().remove("created");
+            }
+        }
+        self.config = serde_json::to_vec(&config).unwrap();
+        self
+    }
+
     fn rebuild_config(&mut self) {
         let mut config = json!({
             "architecture": self.architecture,

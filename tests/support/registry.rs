@@ -208,6 +208,22 @@ impl TestRegistry {
         raw_request(self.port, &self.config, method, path, headers)
     }
 
+    /// Like [`Self::request_with`], sending `body` (a manifest PUT, say).
+    pub(crate) fn request_with_body(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> HttpAnswer {
+        assert!(
+            !self.config.tls,
+            "raw HTTP requests only for plain-HTTP registries"
+        );
+        try_raw_request(self.port, &self.config, method, path, headers, body)
+            .expect("talking to the registry")
+    }
+
     pub(crate) fn get(&self, path: &str) -> HttpAnswer {
         self.request("GET", path)
     }
@@ -269,7 +285,7 @@ fn wait_until_ready(child: &mut Child, port: u16, config: &RegistryConfig) -> bo
             let has_auth = config.basic_auth.is_some() || config.token_auth.is_some();
             let expected = if has_auth { 401 } else { 200 };
             // A connection reset while it starts (or a port taken by another process) is "not yet".
-            if try_raw_request(port, &anonymous, "GET", "/v2/", &[])
+            if try_raw_request(port, &anonymous, "GET", "/v2/", &[], &[])
                 .is_ok_and(|answer| answer.status == expected)
             {
                 return true;
@@ -287,7 +303,7 @@ fn raw_request(
     path: &str,
     headers: &[(&str, &str)],
 ) -> HttpAnswer {
-    try_raw_request(port, config, method, path, headers).expect("talking to the registry")
+    try_raw_request(port, config, method, path, headers, &[]).expect("talking to the registry")
 }
 
 fn try_raw_request(
@@ -296,6 +312,7 @@ fn try_raw_request(
     method: &str,
     path: &str,
     headers: &[(&str, &str)],
+    body: &[u8],
 ) -> std::io::Result<HttpAnswer> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
@@ -312,8 +329,10 @@ fn try_raw_request(
         .collect();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{authorization}{extra}Connection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{authorization}{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
     )?;
+    stream.write_all(body)?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
     Ok(parse_answer(&raw, method == "HEAD"))

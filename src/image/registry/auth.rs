@@ -45,6 +45,20 @@ impl Scope {
         Self(vec![format!("repository:{repo}:pull,push")])
     }
 
+    pub(super) fn pull(repo: &str) -> Self {
+        Self(vec![format!("repository:{repo}:pull")])
+    }
+
+    /// What a manifest DELETE needs (distribution asks its token server for `delete`).
+    pub(super) fn delete(repo: &str) -> Self {
+        Self(vec![format!("repository:{repo}:pull,delete")])
+    }
+
+    /// `GET /v2/_catalog`.
+    pub(super) fn catalog() -> Self {
+        Self(vec!["registry:catalog:*".to_string()])
+    }
+
     pub(super) fn push_with_pull_from(repo: &str, from: &str) -> Self {
         Self(vec![
             format!("repository:{repo}:pull,push"),

@@ -85,3 +85,48 @@ impl RegistryClient {
         }
     }
 }
+
+/// What a DELETE of a manifest by digest did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Removal {
+    Deleted,
+    /// Already gone (another prune, or the registry's own cleanup).
+    Gone,
+    /// The registry does not delete (405 `UNSUPPORTED`: distribution's default,
+    /// `storage.delete.enabled: false`): its words.
+    DeletesDisabled(String),
+}
+
+impl RegistryClient {
+    /// `DELETE /v2/<repo>/manifests/<digest>`: the manifest and every tag pointing at it go.
+    pub async fn delete_manifest_digest(
+        &self,
+        repo: &str,
+        digest: &crate::image::digest::Digest,
+    ) -> Result<Removal> {
+        let what = || format!("deleting manifest {digest} in {}", self.target(repo));
+        let attempt = async {
+            let url = self.repo_url(repo, &format!("manifests/{digest}"))?;
+            let response = self
+                .send(Request::new(Method::DELETE, url, Scope::delete(repo)))
+                .await?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(Removal::Deleted);
+            }
+            if status == StatusCode::NOT_FOUND {
+                return Ok(Removal::Gone);
+            }
+            let answer = super::errors::RegistryResponse::read(
+                response,
+                self.transport().limits.request_timeout,
+            )
+            .await;
+            if status == StatusCode::METHOD_NOT_ALLOWED || answer.has_code("UNSUPPORTED") {
+                return Ok(Removal::DeletesDisabled(answer.to_string()));
+            }
+            Err(super::errors::unexpected_answer(answer))
+        };
+        attempt.await.map_err(|cause| self.failed(what(), cause))
+    }
+}

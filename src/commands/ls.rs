@@ -1,0 +1,214 @@
+//! `kubectl registry ls`: every repository and tag in the cluster's registry with its digest,
+//! size, created time and the workloads that use it; without a registry, the content tags this
+//! tool loaded into each node. A table, or `-o json`.
+
+mod created;
+pub(crate) mod inventory;
+pub(crate) mod node_tags;
+mod table;
+pub(crate) mod usage;
+
+use serde::Serialize;
+
+use crate::cli::{LsArgs, OutputFormat};
+use crate::cluster::ClusterOptions;
+use crate::cluster::client::{Cluster, ImageUse, ImageUses};
+use crate::cluster::discovery::{self, Discovered};
+use crate::cluster::hosting::LocalRegistry;
+use crate::cluster::network;
+use crate::cluster::openshift;
+use crate::cluster::product::{self, Product};
+use crate::error::{Context, ExitCode, Result};
+use crate::image::reference::RegistryHost;
+use crate::image::registry::{RegistryClient, TransportOptions};
+use crate::output::Printer;
+use crate::settings::Settings;
+use usage::Usage;
+
+pub async fn run(
+    args: &LsArgs,
+    cluster_args: &ClusterOptions,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<()> {
+    let discovered = discovery::discover(cluster_args, settings, printer).await?;
+    let uses = read_uses(
+        &discovered,
+        cluster_args,
+        settings,
+        printer,
+        UsageNeed::Optional,
+    )
+    .await?;
+    let rows = match &discovered.registry {
+        Some(registry) => {
+            let access = RegistryAccess {
+                insecure: args.insecure,
+                ca_file: args.ca_file.clone(),
+            };
+            let client = open_registry(&discovered, registry, &access, settings, printer).await?;
+            let entries = inventory::read(&client, &args.repositories, printer).await?;
+            let usage = Usage::new(uses.as_deref().unwrap_or_default(), &hosts(registry));
+            entries
+                .into_iter()
+                .map(|entry| {
+                    let mut digests = vec![entry.digest.as_str()];
+                    digests.extend(entry.children.iter().map(|d| d.as_str()));
+                    let users = uses
+                        .as_ref()
+                        .map(|_| usage.users_of(&entry.repository, &entry.tag, &digests));
+                    Row {
+                        node: None,
+                        repository: entry.repository,
+                        tag: entry.tag,
+                        digest: entry.digest.to_string(),
+                        size: Some(entry.size),
+                        created: entry.created,
+                        in_use_by: users,
+                    }
+                })
+                .collect::<Vec<_>>()
+        }
+        None => {
+            let (cluster, product) = nodes_product(&discovered).await?;
+            let nodes = cluster.nodes().await?;
+            let node_cluster = node_tags::node_cluster(&product, &nodes)?;
+            let tags = node_tags::read(&node_cluster, printer).await?;
+            let usage = Usage::new(uses.as_deref().unwrap_or_default(), &[]);
+            tags.into_iter()
+                .filter(|tag| {
+                    args.repositories.is_empty() || args.repositories.contains(&tag.repository)
+                })
+                .map(|tag| Row {
+                    in_use_by: uses.as_ref().map(|_| usage.users_of_name(&tag.name)),
+                    node: Some(tag.node),
+                    repository: tag.repository,
+                    tag: tag.tag,
+                    digest: tag.digest.to_string(),
+                    size: None,
+                    created: tag.created,
+                })
+                .collect()
+        }
+    };
+    let text = match args.output.output {
+        OutputFormat::Json => serde_json::to_string_pretty(&rows)
+            .context(ExitCode::Failure, || "writing the list as JSON")?,
+        OutputFormat::Text => table::render(&rows, discovered.registry.is_none()),
+    };
+    printer.result(&text)
+}
+
+/// One line of `ls`: the `-o json` shape (see docs/reference.md).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Row {
+    /// Only without a registry: the node holding the content tag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    pub repository: String,
+    pub tag: String,
+    pub digest: String,
+    /// Only with a registry: config and layers (an index: its platforms summed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    pub created: Option<String>,
+    /// `KIND/NAMESPACE/NAME`; null when the workloads could not be read.
+    pub in_use_by: Option<Vec<String>>,
+}
+
+/// How to reach the registry beyond what the environment says.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RegistryAccess {
+    pub insecure: bool,
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+/// Every name the registry is known by: where we push, what the nodes pull, what pods use.
+pub(crate) fn hosts(registry: &LocalRegistry) -> Vec<&RegistryHost> {
+    let mut hosts = vec![&registry.host, &registry.host_from_container_runtime];
+    hosts.extend(registry.host_from_cluster_network.as_ref());
+    hosts
+}
+
+/// A client for the host this run reaches the registry at, answering its ping.
+pub(crate) async fn open_registry(
+    discovered: &Discovered,
+    registry: &LocalRegistry,
+    access: &RegistryAccess,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<RegistryClient> {
+    let host = network::push_host(registry, discovered.vantage)?.host;
+    let options = TransportOptions {
+        insecure: access.insecure,
+        ca_file: access.ca_file.clone(),
+        help: registry.help.clone(),
+        cluster_login: openshift::cluster_login(registry, host, discovered, printer),
+        ..settings.transport_options()
+    };
+    let client = RegistryClient::new(host, &options)?;
+    client.ping().await?;
+    Ok(client)
+}
+
+/// Whether a run may go on without knowing which images are in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UsageNeed {
+    /// `ls`: say so and show no users.
+    Optional,
+}
+
+/// Every image the cluster's pods and workloads name; `None` when they could not be read and
+/// the run may go on without them.
+pub(crate) async fn read_uses(
+    discovered: &Discovered,
+    cluster_args: &ClusterOptions,
+    settings: &Settings,
+    printer: &Printer,
+    need: UsageNeed,
+) -> Result<Option<Vec<ImageUse>>> {
+    let connected;
+    let cluster = match &discovered.cluster {
+        Some(cluster) => cluster,
+        None => match Cluster::connect(cluster_args, settings, printer).await {
+            Ok(cluster) => {
+                connected = cluster;
+                &connected
+            }
+            Err(err) => {
+                let UsageNeed::Optional = need;
+                printer.warn(&format!(
+                    "which workloads use the images is not shown: {}",
+                    err.message()
+                ));
+                return Ok(None);
+            }
+        },
+    };
+    match cluster.image_uses().await? {
+        ImageUses::Listed(uses) => {
+            printer.debug(&format!("{} image uses in pods and workloads", uses.len()));
+            Ok(Some(uses))
+        }
+        ImageUses::Forbidden { resource, .. } => {
+            let UsageNeed::Optional = need;
+            printer.warn(&format!(
+                "which workloads use the images is not shown: listing {resource} in all namespaces is forbidden"
+            ));
+            Ok(None)
+        }
+    }
+}
+
+/// The cluster and its product, for the nodes' content tags.
+pub(crate) async fn nodes_product(discovered: &Discovered) -> Result<(&Cluster, Product)> {
+    let cluster = discovered.cluster.as_ref().ok_or_else(|| {
+        crate::error::Error::new(
+            ExitCode::Load,
+            "no registry and no cluster to read the nodes of",
+        )
+    })?;
+    let nodes = cluster.nodes().await?;
+    Ok((cluster, product::detect(cluster.facts(), &nodes)))
+}

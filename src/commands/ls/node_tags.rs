@@ -1,0 +1,141 @@
+//! The content tags this tool loaded into the nodes (`NAME:TAG-<12 hex>`, the hex being the
+//! start of the image's config digest), per node, with each image's config `created`.
+
+use std::collections::HashMap;
+
+use crate::cluster::client::NodeFacts;
+use crate::cluster::product::Product;
+use crate::delivery::nodeload::{self, NodeCluster};
+use crate::error::{Error, ExitCode, Result};
+use crate::image::digest::Digest;
+use crate::image::oci::parse_manifest;
+use crate::image::reference::ImageName;
+use crate::output::Printer;
+
+/// The hex digits a content tag ends with.
+const HEX: usize = 12;
+
+/// One content tag on one node.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeTag {
+    pub node: String,
+    /// As containerd records it: `docker.io/library/myimg:dev-0123456789ab`.
+    pub name: String,
+    /// `myimg`, `someone/app`: as a pod spec writes it.
+    pub repository: String,
+    pub tag: String,
+    pub digest: Digest,
+    pub created: Option<String>,
+}
+
+/// The cluster's nodes, reachable one by one (kind, k3d), or why not.
+pub(crate) fn node_cluster(product: &Product, nodes: &[NodeFacts]) -> Result<NodeCluster> {
+    NodeCluster::of(product, nodes).ok_or_else(|| {
+        Error::new(
+            ExitCode::Load,
+            format!(
+                "no registry is advertised, and the nodes of {} cannot be asked what they hold",
+                product.target_phrase()
+            ),
+        )
+        .with_hint("ls and prune read the nodes of kind and k3d clusters (docker exec NODE ctr); give the cluster a registry to list and prune it instead")
+    })
+}
+
+/// Every content tag of ours on every node, node by node, in name order.
+pub(crate) async fn read(cluster: &NodeCluster, printer: &Printer) -> Result<Vec<NodeTag>> {
+    let failed =
+        |why: String| Error::new(ExitCode::Load, "reading what the nodes hold").with_source(why);
+    let listed = nodeload::node_images(cluster).await.map_err(failed)?;
+    let mut tags = Vec::new();
+    for (node, images) in listed {
+        // A manifest's config and created time, read once per node.
+        let mut configs: HashMap<Digest, Option<(Digest, Option<String>)>> = HashMap::new();
+        for image in images {
+            let Some((repository, tag, hex)) = content_tag(&image.name) else {
+                continue;
+            };
+            if !configs.contains_key(&image.digest) {
+                let read = config_of(cluster, &node, &image.digest).await;
+                if let Err(why) = &read {
+                    printer.debug(&format!("{node}: {}: {why}", image.name));
+                }
+                configs.insert(image.digest.clone(), read.ok());
+            }
+            let Some(Some((config, created))) = configs.get(&image.digest) else {
+                continue;
+            };
+            // Ours only when the hex is the image's own ID, as push names it.
+            if !config.hex().starts_with(&hex) {
+                continue;
+            }
+            tags.push(NodeTag {
+                node: node.clone(),
+                name: image.name.clone(),
+                repository,
+                tag,
+                digest: image.digest.clone(),
+                created: created.clone(),
+            });
+        }
+    }
+    tags.sort_by(|a, b| (&a.node, &a.name).cmp(&(&b.node, &b.name)));
+    Ok(tags)
+}
+
+/// `(repository, tag, hex)` of a name whose tag ends in `-<12 lowercase hex>`.
+fn content_tag(name: &str) -> Option<(String, String, String)> {
+    let parsed = ImageName::parse(name).ok()?;
+    if parsed.digest.is_some() {
+        return None;
+    }
+    let tag = parsed.tag.clone()?;
+    let (base, hex) = tag.rsplit_once('-')?;
+    let is_hex = hex.len() == HEX && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if base.is_empty() || !is_hex {
+        return None;
+    }
+    Some((parsed.familiar_repository(), tag.clone(), hex.to_string()))
+}
+
+/// The config digest and `created` of an image manifest on `node`.
+async fn config_of(
+    cluster: &NodeCluster,
+    node: &str,
+    manifest: &Digest,
+) -> std::result::Result<(Digest, Option<String>), String> {
+    let bytes = nodeload::node_content(cluster, node, manifest).await?;
+    let parsed = parse_manifest(&bytes).map_err(|err| format!("not a manifest: {err}"))?;
+    let config = parsed
+        .config
+        .ok_or_else(|| "an index, not an image manifest".to_string())?;
+    let created = match nodeload::node_content(cluster, node, &config.digest).await {
+        Ok(bytes) => super::inventory::created_of(&bytes),
+        Err(_) => None,
+    };
+    Ok((config.digest, created))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_tags_end_in_twelve_hex_digits() {
+        assert_eq!(
+            content_tag("docker.io/library/myimg:dev-0123456789ab"),
+            Some((
+                "myimg".to_string(),
+                "dev-0123456789ab".to_string(),
+                "0123456789ab".to_string()
+            ))
+        );
+        assert_eq!(content_tag("docker.io/library/myimg:dev"), None);
+        assert_eq!(
+            content_tag("docker.io/library/myimg:dev-0123456789AB"),
+            None
+        );
+        assert_eq!(content_tag("docker.io/library/myimg:dev-0123456789a"), None);
+        assert_eq!(content_tag("docker.io/library/myimg:-0123456789ab"), None);
+    }
+}

@@ -1,0 +1,117 @@
+//! `ls` as a table: one row per tag (per node and content tag without a registry), columns
+//! padded to their widest cell, digests shortened to 12 hex digits.
+
+use super::Row;
+
+/// The table for `rows`; `nodes`: the node-content-tag shape.
+pub(crate) fn render(rows: &[Row], nodes: bool) -> String {
+    let mut lines: Vec<Vec<String>> = Vec::new();
+    let header: &[&str] = if nodes {
+        &[
+            "NODE",
+            "REPOSITORY",
+            "TAG",
+            "DIGEST",
+            "CREATED",
+            "IN USE BY",
+        ]
+    } else {
+        &[
+            "REPOSITORY",
+            "TAG",
+            "DIGEST",
+            "SIZE",
+            "CREATED",
+            "IN USE BY",
+        ]
+    };
+    lines.push(header.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        let mut cells = Vec::new();
+        if nodes {
+            cells.push(row.node.clone().unwrap_or_default());
+        }
+        cells.push(row.repository.clone());
+        cells.push(row.tag.clone());
+        cells.push(short_digest(&row.digest));
+        if !nodes {
+            cells.push(row.size.map(human_size).unwrap_or_else(|| "-".to_string()));
+        }
+        cells.push(row.created.clone().unwrap_or_else(|| "-".to_string()));
+        cells.push(match &row.in_use_by {
+            None => "?".to_string(),
+            Some(users) if users.is_empty() => "-".to_string(),
+            Some(users) => users.join(","),
+        });
+        lines.push(cells);
+    }
+    let columns = header.len();
+    let widths: Vec<usize> = (0..columns)
+        .map(|i| {
+            lines
+                .iter()
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    lines
+        .iter()
+        .map(|cells| {
+            let mut line = String::new();
+            for (i, cell) in cells.iter().enumerate() {
+                if i + 1 == columns {
+                    line.push_str(cell);
+                } else {
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(widths[i] - cell.chars().count() + 3));
+                }
+            }
+            line
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `sha256:0123456789ab`.
+fn short_digest(digest: &str) -> String {
+    match digest.split_once(':') {
+        Some((algorithm, hex)) if hex.len() > 12 => format!("{algorithm}:{}", &hex[..12]),
+        _ => digest.to_string(),
+    }
+}
+
+/// `1.2 MB`, `640 kB`, `312 B` (decimal units, as docker prints sizes).
+pub(crate) fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1_000_000_000 => format!("{:.1} GB", b as f64 / 1e9),
+        b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
+        b if b >= 1_000 => format!("{:.0} kB", b as f64 / 1e3),
+        b => format!("{b} B"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_line_up_and_users_are_named() {
+        let rows = [Row {
+            node: None,
+            repository: "app".to_string(),
+            tag: "v1".to_string(),
+            digest: format!("sha256:{}", "a".repeat(64)),
+            size: Some(1_234_567),
+            created: Some("2024-05-01T12:00:00Z".to_string()),
+            in_use_by: Some(vec!["Deployment/default/web".to_string()]),
+        }];
+        assert_eq!(
+            render(&rows, false),
+            "REPOSITORY   TAG   DIGEST                SIZE     CREATED                IN USE BY\n\
+             app          v1    sha256:aaaaaaaaaaaa   1.2 MB   2024-05-01T12:00:00Z   Deployment/default/web"
+        );
+        assert_eq!(human_size(999), "999 B");
+        assert_eq!(human_size(640_000), "640 kB");
+    }
+}

@@ -42,6 +42,7 @@ fn first_word_offers_the_visible_subcommands_with_their_about() {
             "info",
             "advertise",
             "doctor",
+            "ls",
             "version",
             "completion"
         ]

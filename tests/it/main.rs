@@ -25,6 +25,7 @@ mod push_faults;
 mod push_formats;
 mod push_inputs;
 mod push_memory;
+mod push_messages;
 mod push_multi;
 mod push_nodeload;
 mod push_secrets;

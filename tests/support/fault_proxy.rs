@@ -120,7 +120,7 @@ struct Shared {
     stop: AtomicBool,
     /// Requests a stall rule is holding right now.
     stalled: Mutex<usize>,
-    port: u16,
+    address: std::net::SocketAddr,
 }
 
 pub(crate) struct FaultProxy {
@@ -131,12 +131,21 @@ pub(crate) struct FaultProxy {
 impl FaultProxy {
     /// A proxy in front of `upstream` (`127.0.0.1:PORT`) applying `rules` in order.
     pub(crate) fn start(upstream: &str, rules: Vec<Rule>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("fault proxy port");
+        Self::start_on(listener, upstream, rules)
+    }
+
+    /// The same, listening on `listener` (another loopback address, or port 80).
+    pub(crate) fn start_on(listener: TcpListener, upstream: &str, rules: Vec<Rule>) -> Self {
         assert!(
             upstream.starts_with("127.0.0.1:"),
             "the fault proxy only forwards to loopback"
         );
-        let listener = TcpListener::bind("127.0.0.1:0").expect("fault proxy port");
-        let port = listener.local_addr().expect("fault proxy address").port();
+        let address = listener.local_addr().expect("fault proxy address");
+        assert!(
+            address.ip().is_loopback(),
+            "the fault proxy listens on loopback"
+        );
         listener
             .set_nonblocking(true)
             .expect("non-blocking listener");
@@ -147,7 +156,7 @@ impl FaultProxy {
             bearer: Mutex::new(None),
             stop: AtomicBool::new(false),
             stalled: Mutex::new(0),
-            port,
+            address,
         });
         let accepting = Arc::clone(&shared);
         let thread = std::thread::spawn(move || accept_loop(&listener, &accepting));
@@ -169,7 +178,7 @@ impl FaultProxy {
     }
 
     pub(crate) fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.shared.port)
+        self.shared.address.to_string()
     }
 
     /// Every request so far, in arrival order.
@@ -281,8 +290,8 @@ fn handle(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
                         &[(
                             "WWW-Authenticate".into(),
                             format!(
-                                "Bearer realm=\"http://127.0.0.1:{}/token\",service=\"fault-proxy\"",
-                                shared.port
+                                "Bearer realm=\"http://{}/token\",service=\"fault-proxy\"",
+                                shared.address
                             ),
                         )],
                         br#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#,

@@ -18,6 +18,8 @@ pub(crate) struct RegistryConfig {
     pub basic_auth: Option<(String, String)>,
     /// Serve HTTPS with a certificate signed by a CA made for this registry.
     pub tls: bool,
+    /// With `tls`: the registry's certificate expired on 2020-01-02 (its CA is still valid).
+    pub expired_certificate: bool,
     /// Bearer token auth, with tokens from a stand-in token server.
     pub token_auth: Option<TokenAuth>,
     /// Refuse DELETE (distribution's default: `storage.delete.enabled: false`).
@@ -103,6 +105,9 @@ impl TestRegistry {
         });
         let tls = if config.tls {
             make_certificates(dir.path());
+            if config.expired_certificate {
+                reissue_expired(dir.path());
+            }
             format!(
                 ", tls: {{certificate: {}, key: {}}}",
                 dir.path().join("server.crt").display(),
@@ -432,6 +437,49 @@ pub(crate) fn make_certificates(dir: &Path) {
         "-extfile",
         "server.ext",
     ]);
+}
+
+/// Signs `server.csr` again with `make_certificates`' CA, valid only from 2020-01-01 to
+/// 2020-01-02: `openssl ca`, since `openssl x509` of OpenSSL 3.0 cannot set past dates.
+pub(crate) fn reissue_expired(dir: &Path) {
+    std::fs::write(
+        dir.join("ca.cnf"),
+        "[ca]\ndefault_ca = test\n[test]\ndatabase = index.txt\nnew_certs_dir = .\n\
+         serial = serial\ndefault_md = sha256\npolicy = any\n[any]\ncommonName = supplied\n",
+    )
+    .expect("writing ca.cnf");
+    std::fs::write(dir.join("index.txt"), "").expect("writing index.txt");
+    std::fs::write(dir.join("serial"), "1000\n").expect("writing serial");
+    let output = Command::new("openssl")
+        .args([
+            "ca",
+            "-batch",
+            "-config",
+            "ca.cnf",
+            "-in",
+            "server.csr",
+            "-out",
+            "server.crt",
+            "-keyfile",
+            "ca.key",
+            "-cert",
+            "certs/ca.crt",
+            "-extfile",
+            "server.ext",
+            "-startdate",
+            "20200101000000Z",
+            "-enddate",
+            "20200102000000Z",
+            "-notext",
+        ])
+        .current_dir(dir)
+        .output()
+        .expect("running openssl");
+    assert!(
+        output.status.success(),
+        "openssl ca failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 fn parse_answer(raw: &[u8], head: bool) -> HttpAnswer {

@@ -136,8 +136,12 @@ impl Auth {
 
     /// After a 401: remember what the registry asks for and drop the token it refused.
     /// False when the answer carries no challenge we can meet.
-    pub(super) fn on_unauthorized(&self, www_authenticate: Option<&str>, scope: &Scope) -> bool {
-        let Some(challenge) = www_authenticate.and_then(parse_challenge) else {
+    /// A registry may send several `WWW-Authenticate` headers; the first one we can meet counts.
+    pub(super) fn on_unauthorized(&self, www_authenticate: &[String], scope: &Scope) -> bool {
+        let Some(challenge) = www_authenticate
+            .iter()
+            .find_map(|value| parse_challenge(value))
+        else {
             return false;
         };
         *lock(&self.challenge) = Some(challenge);
@@ -215,6 +219,7 @@ impl Auth {
             .get_or_try_init(|| async {
                 credentials::lookup(
                     &transport.host,
+                    transport.scheme().default_port(),
                     &self.sources,
                     transport.limits.helper_timeout,
                 )
@@ -412,6 +417,39 @@ pub(super) fn parse_challenge(header: &str) -> Option<Challenge> {
         realm,
         service: params.get("service").cloned(),
     })
+}
+
+/// The scheme of a challenge we cannot meet and should name: Kerberos or NTLM through SPNEGO
+/// (`Negotiate`), or `NTLM` and `Kerberos` themselves (as IIS and some corporate proxies ask).
+pub(super) fn unspoken_scheme(www_authenticate: &[String]) -> Option<String> {
+    www_authenticate.iter().find_map(|value| {
+        let scheme = value.trim().split([' ', ',']).next().unwrap_or_default();
+        ["Negotiate", "NTLM", "Kerberos"]
+            .iter()
+            .find(|known| known.eq_ignore_ascii_case(scheme))
+            .map(|known| (*known).to_string())
+    })
+}
+
+/// The registry asks for Kerberos/SPNEGO (or NTLM): no `docker login` helps, since we do not
+/// speak it; say so, and what does work.
+pub(super) fn unspoken_scheme_error(transport: &Transport, scheme: &str) -> Error {
+    let host = &transport.host;
+    let what = if scheme == "NTLM" {
+        "NTLM"
+    } else {
+        "Kerberos (SPNEGO)"
+    };
+    Error::new(
+        ExitCode::Registry,
+        format!(
+            "{host} asks for {what} authentication (`WWW-Authenticate: {scheme}`), which kubectl-registry does not speak"
+        ),
+    )
+    .with_hint(format!(
+        "we speak Basic and Bearer (token) auth: get a username and password or a token for {host} \
+         from whoever runs it, then run `docker login {host}`"
+    ))
 }
 
 /// `key="quoted, with commas",key2=bare` → map with lowercase keys.

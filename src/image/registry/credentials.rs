@@ -133,16 +133,20 @@ struct AuthEntry {
 }
 
 /// Finds credentials for `host`: docker's config (helper for the host, the default store, `auths`),
-/// then podman's `auth.json`. `Ok(None)` means anonymous.
+/// then podman's `auth.json`. `Ok(None)` means anonymous. `default_port` is the port of the scheme
+/// we reach `host` by (80 for plain HTTP, 443 for HTTPS): a key naming it explicitly, or leaving
+/// it out, is the same registry.
 pub(super) async fn lookup(
     host: &RegistryHost,
+    default_port: u16,
     sources: &CredentialSources,
     helper_timeout: Duration,
 ) -> Result<Option<Credentials>> {
+    let wanted = Wanted { host, default_port };
     if let Some(path) = &sources.docker_config
         && let Some(config) = read_config(path)?
     {
-        if let Some(helper) = find_entry(&config.cred_helpers, host) {
+        if let Some(helper) = find_entry(&config.cred_helpers, &wanted) {
             let origin = format!(
                 "credential helper docker-credential-{helper} (credHelpers in {})",
                 path.display()
@@ -161,13 +165,13 @@ pub(super) async fn lookup(
                 return Ok(Some(Credentials { secret, origin }));
             }
         }
-        if let Some(found) = from_auths(&config, host, path)? {
+        if let Some(found) = from_auths(&config, &wanted, path)? {
             return Ok(Some(found));
         }
     }
     if let Some(path) = &sources.podman_auth_file
         && let Some(config) = read_config(path)?
-        && let Some(found) = from_auths(&config, host, path)?
+        && let Some(found) = from_auths(&config, &wanted, path)?
     {
         return Ok(Some(found));
     }
@@ -199,12 +203,39 @@ fn read_config(path: &Path) -> Result<Option<ConfigFile>> {
     })
 }
 
-/// Keys are written as `host`, `https://host`, `http://host/v1/`...: compare the host part.
-fn find_entry<'a, V>(entries: &'a HashMap<String, V>, host: &RegistryHost) -> Option<&'a V> {
-    entries
+/// The registry a key must name, and the default port of the scheme we reach it by.
+struct Wanted<'a> {
+    host: &'a RegistryHost,
+    default_port: u16,
+}
+
+/// Keys are written as `host`, `https://host`, `http://host/v1/`...: compare the host part, the
+/// same text first; else the same name on the same port, each side's default port filled in (a
+/// key's scheme names its own default; a bare key's is the scheme we use), so that
+/// `127.0.0.1:80` is `127.0.0.1` over plain HTTP, as Go's URL rules make them one origin.
+fn find_entry<'a, V>(entries: &'a HashMap<String, V>, wanted: &Wanted) -> Option<&'a V> {
+    let host = wanted.host;
+    let exact = entries
         .iter()
-        .find(|(key, _)| normalize_key(key).eq_ignore_ascii_case(host.as_str()))
-        .map(|(_, value)| value)
+        .find(|(key, _)| normalize_key(key).eq_ignore_ascii_case(host.as_str()));
+    let same_origin = || {
+        let port = host.port().unwrap_or(wanted.default_port);
+        entries.iter().find(|(key, _)| {
+            let Ok(named) = RegistryHost::parse(normalize_key(key)) else {
+                return false;
+            };
+            let key_default = if key.starts_with("http://") {
+                80
+            } else if key.starts_with("https://") {
+                443
+            } else {
+                wanted.default_port
+            };
+            named.hostname().eq_ignore_ascii_case(host.hostname())
+                && named.port().unwrap_or(key_default) == port
+        })
+    };
+    exact.or_else(same_origin).map(|(_, value)| value)
 }
 
 fn normalize_key(key: &str) -> &str {
@@ -215,12 +246,9 @@ fn normalize_key(key: &str) -> &str {
     without_scheme.split('/').next().unwrap_or(without_scheme)
 }
 
-fn from_auths(
-    config: &ConfigFile,
-    host: &RegistryHost,
-    path: &Path,
-) -> Result<Option<Credentials>> {
-    let Some(entry) = find_entry(&config.auths, host) else {
+fn from_auths(config: &ConfigFile, wanted: &Wanted, path: &Path) -> Result<Option<Credentials>> {
+    let host = wanted.host;
+    let Some(entry) = find_entry(&config.auths, wanted) else {
         return Ok(None);
     };
     let origin = format!("auths entry for {host} in {}", path.display());
@@ -414,7 +442,7 @@ mod tests {
         host: &RegistryHost,
         sources: &CredentialSources,
     ) -> Result<Option<Credentials>> {
-        super::lookup(host, sources, Duration::from_secs(10)).await
+        super::lookup(host, 443, sources, Duration::from_secs(10)).await
     }
 
     fn host(raw: &str) -> RegistryHost {
@@ -433,6 +461,41 @@ mod tests {
             podman_auth_file: podman,
             helper_path: Some(OsString::new()),
         }
+    }
+
+    #[test]
+    fn an_explicit_default_port_names_the_same_registry() {
+        let entries: HashMap<String, u8> = [
+            ("127.0.0.1:80".to_string(), 1),
+            ("https://reg.example".to_string(), 2),
+            ("other.example:5000".to_string(), 3),
+        ]
+        .into_iter()
+        .collect();
+        let find = |raw: &str, default_port: u16| {
+            let host = host(raw);
+            find_entry(
+                &entries,
+                &Wanted {
+                    host: &host,
+                    default_port,
+                },
+            )
+            .copied()
+        };
+        assert_eq!(find("127.0.0.1", 80), Some(1));
+        assert_eq!(
+            find("127.0.0.1", 443),
+            None,
+            "127.0.0.1 over HTTPS is port 443"
+        );
+        assert_eq!(
+            find("reg.example:443", 80),
+            Some(2),
+            "the key's scheme names its port"
+        );
+        assert_eq!(find("reg.example:80", 80), None);
+        assert_eq!(find("other.example", 443), None);
     }
 
     #[tokio::test]

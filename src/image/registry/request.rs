@@ -8,7 +8,7 @@ use bytes::Bytes;
 use reqwest::header::{AUTHORIZATION, HeaderMap, WWW_AUTHENTICATE};
 use reqwest::{Method, Response, StatusCode, Url};
 
-use super::auth::{Auth, Scope};
+use super::auth::{Auth, Scope, unspoken_scheme, unspoken_scheme_error};
 use super::errors::{
     RegistryResponse, Retryable, is_retryable, is_transient_status, retry_after, unexpected_answer,
 };
@@ -169,13 +169,18 @@ async fn send_once(
     watchdog.progressed();
     let status = response.status();
     if status == StatusCode::UNAUTHORIZED {
-        let challenge = response
+        let challenges: Vec<String> = response
             .headers()
-            .get(WWW_AUTHENTICATE)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_string);
-        if auth.on_unauthorized(challenge.as_deref(), &request.scope) {
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .map(str::to_string)
+            .collect();
+        if auth.on_unauthorized(&challenges, &request.scope) {
             return Ok(Sent::Challenged(response));
+        }
+        if let Some(scheme) = unspoken_scheme(&challenges) {
+            return Err(unspoken_scheme_error(transport, &scheme));
         }
         return Err(auth.refused(transport, read(transport, response).await));
     }

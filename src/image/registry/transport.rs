@@ -47,6 +47,13 @@ impl Scheme {
             Scheme::Https => "https",
         }
     }
+
+    pub(super) fn default_port(self) -> u16 {
+        match self {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        }
+    }
 }
 
 /// How long we wait for a TCP (and TLS) connection: registries here are local or near.
@@ -223,6 +230,8 @@ pub(super) enum ConnectFailure {
     ServerSpeaksHttp,
     /// The server's certificate did not verify.
     UntrustedCertificate,
+    /// The server's certificate is past its `notAfter` (seconds since the epoch, when told).
+    ExpiredCertificate(Option<u64>),
     /// Some other TLS failure.
     Tls,
     /// The connection broke after it was made (reset, closed mid-request).
@@ -239,6 +248,13 @@ pub(super) fn connect_failure(err: &reqwest::Error) -> Option<ConnectFailure> {
         if let Some(tls) = as_rustls_error(current) {
             return Some(match tls {
                 rustls::Error::InvalidMessage(_) => ConnectFailure::ServerSpeaksHttp,
+                rustls::Error::InvalidCertificate(rustls::CertificateError::Expired) => {
+                    ConnectFailure::ExpiredCertificate(None)
+                }
+                rustls::Error::InvalidCertificate(rustls::CertificateError::ExpiredContext {
+                    not_after,
+                    ..
+                }) => ConnectFailure::ExpiredCertificate(Some(not_after.as_secs())),
                 rustls::Error::InvalidCertificate(_) => ConnectFailure::UntrustedCertificate,
                 _ => ConnectFailure::Tls,
             });
@@ -308,6 +324,24 @@ pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
                     .to_string(),
             ),
         ),
+        Some(ConnectFailure::ExpiredCertificate(not_after)) => (
+            match not_after {
+                Some(seconds) => format!(
+                    "the TLS certificate of {host} expired on {}",
+                    utc_text(seconds)
+                ),
+                None => format!("the TLS certificate of {host} has expired"),
+            },
+            Some(format!(
+                "renew the registry's certificate (whoever runs {host} can); \
+                 check this machine's clock too{}",
+                if transport.has_ca_file {
+                    ": the --ca-file given is not the problem"
+                } else {
+                    ""
+                }
+            )),
+        ),
         Some(ConnectFailure::Tls) => (
             format!("the TLS handshake with {host} failed"),
             Some("pass --ca-file with the registry's CA, or --insecure".to_string()),
@@ -330,6 +364,33 @@ pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
         Some(hint) => error.with_hint(hint),
         None => error,
     }
+}
+
+/// `2020-01-02 00:00:00 UTC` for seconds since the Unix epoch (proleptic Gregorian calendar).
+fn utc_text(seconds: u64) -> String {
+    let days = seconds / 86_400;
+    let rest = seconds % 86_400;
+    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
 }
 
 /// The cause to show when an operation made no progress for its whole allowance.
@@ -410,6 +471,16 @@ pub(crate) fn same_authority(url: &Url, host: &RegistryHost) -> bool {
 mod tests {
     use super::*;
     use crate::image::reference::is_loopback_url;
+
+    #[test]
+    fn utc_text_is_the_calendar_date() {
+        assert_eq!(utc_text(0), "1970-01-01 00:00:00 UTC");
+        // `date -u -d @1577923200`, `date -u -d @951782399`, `date -u -d @4107542400`
+        assert_eq!(utc_text(1_577_923_200), "2020-01-02 00:00:00 UTC");
+        assert_eq!(utc_text(951_782_399), "2000-02-28 23:59:59 UTC");
+        assert_eq!(utc_text(951_868_800), "2000-03-01 00:00:00 UTC");
+        assert_eq!(utc_text(4_107_542_400), "2100-03-01 00:00:00 UTC");
+    }
 
     /// A transport to `host`, settled on HTTPS or plain HTTP.
     fn transport(host: &str, https: bool) -> Transport {

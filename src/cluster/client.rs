@@ -1,6 +1,7 @@
 //! The only Kubernetes I/O: kubeconfig, the hosting ConfigMap, OpenShift's image config, nodes,
 //! services -> plain facts.
 
+mod answers;
 mod health;
 mod hosting_write;
 mod pods;
@@ -33,6 +34,8 @@ pub use workloads::{ImageUse, ImageUses, usage_forbidden};
 /// An unreachable API server fails in seconds, never hangs.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const READ_TIMEOUT: Duration = Duration::from_secs(15);
+/// Nodes per list request (kubectl's page size).
+const NODE_PAGE: u32 = 500;
 
 /// microk8s's registry addon Service.
 pub const MICROK8S_REGISTRY_NAMESPACE: &str = "container-registry";
@@ -113,7 +116,7 @@ impl Cluster {
         exec_plugin::resolve(&mut config.auth_info)
             .await
             .map_err(|failure| target.plugin_error(failure))?;
-        let client = kube::Client::try_from(config).map_err(|err| match err {
+        let builder = kube::client::ClientBuilder::try_from(config).map_err(|err| match err {
             kube::Error::Auth(auth) => target.credentials_error(auth),
             other => Error::new(
                 ExitCode::Cluster,
@@ -121,6 +124,12 @@ impl Cluster {
             )
             .with_source(other),
         })?;
+        // kube's client buffers whole answers: each is capped, and a web page is told as one.
+        let client = builder
+            .with_layer(&answers::Guard {
+                limit: answers::API_ANSWER_LIMIT,
+            })
+            .build();
         Ok(Self {
             client,
             facts,
@@ -187,13 +196,24 @@ impl Cluster {
             .nodes
             .get_or_try_init(|| async {
                 let api: Api<Node> = Api::all(self.client.clone());
-                let listed = api.list(&ListParams::default()).await;
-                match self.lookup(listed, || "listing nodes".to_string())? {
-                    Lookup::Found(list) => Ok(list.items.into_iter().map(node_facts).collect()),
-                    Lookup::NotFound | Lookup::Forbidden => {
-                        self.printer
-                            .debug("listing nodes is not allowed here; no node facts");
-                        Ok::<_, Error>(Vec::new())
+                let mut facts = Vec::new();
+                let mut page = ListParams::default().limit(NODE_PAGE);
+                // In pages, as kubectl lists: each answer stays far under the cap.
+                loop {
+                    let listed = api.list(&page).await;
+                    match self.lookup(listed, || "listing nodes".to_string())? {
+                        Lookup::Found(list) => {
+                            facts.extend(list.items.into_iter().map(node_facts));
+                            match list.metadata.continue_.filter(|token| !token.is_empty()) {
+                                Some(token) => page = page.continue_token(&token),
+                                None => return Ok::<_, Error>(facts),
+                            }
+                        }
+                        Lookup::NotFound | Lookup::Forbidden => {
+                            self.printer
+                                .debug("listing nodes is not allowed here; no node facts");
+                            return Ok(Vec::new());
+                        }
                     }
                 }
             })
@@ -260,26 +280,74 @@ impl Cluster {
             )
             .with_source(status.message.clone()),
             kube::Error::Auth(auth) => self.target.credentials_error(auth),
-            other => {
-                let unreachable = Error::new(
-                    ExitCode::Cluster,
-                    format!("{doing}: cannot reach the API server of {target}"),
-                )
-                .with_hint(format!(
-                    "is the {} running? {check} shows whether it answers",
-                    if self.target.proxy.is_some() {
-                        "cluster (and the proxy)"
-                    } else {
-                        "cluster"
-                    }
-                ));
-                // The transport's own chain says more than kube's wrapper around it.
-                match other {
-                    kube::Error::Service(transport) => unreachable.with_source(transport),
-                    kube::Error::HyperError(transport) => unreachable.with_source(transport),
-                    other => unreachable.with_source(other),
-                }
-            }
+            other => self.transport_error(doing, other),
+        }
+    }
+
+    /// A request that got no usable answer: a web page instead of the API, an answer over the
+    /// cap, no answer in time, or no connection at all.
+    fn transport_error(&self, doing: String, err: kube::Error) -> Error {
+        let target = self.target.describe();
+        let check = self.target.check();
+        let through = if self.target.proxy.is_some() {
+            "cluster (and the proxy)"
+        } else {
+            "cluster"
+        };
+        if let Some(page) = find_in_chain::<answers::NotTheApi>(&err) {
+            return Error::new(
+                ExitCode::Cluster,
+                format!("{doing}: {target} is not answered by a Kubernetes API server: {page}"),
+            )
+            .with_hint(format!(
+                "something else answers at that address (a login page of a proxy or VPN?): log in \
+                 to it, or fix the server (or proxy-url) of the kubeconfig, then try {check}"
+            ));
+        }
+        if find_in_chain::<http_body_util::LengthLimitError>(&err).is_some() {
+            return Error::new(
+                ExitCode::Cluster,
+                format!(
+                    "{doing}: the API server of {target} sent more than {} MiB; we stopped reading there",
+                    answers::API_ANSWER_LIMIT >> 20
+                ),
+            )
+            .with_hint(format!(
+                "no answer we ask for is that large: check what answers at that address, then try {check}"
+            ));
+        }
+        let connecting = find_in_chain::<hyper_util::client::legacy::Error>(&err)
+            .is_some_and(hyper_util::client::legacy::Error::is_connect);
+        let timed_out = chain(&err).any(|cause| {
+            cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        });
+        if timed_out && !connecting {
+            return Error::new(
+                ExitCode::Cluster,
+                format!(
+                    "{doing}: the API server of {target} did not answer within {}",
+                    seconds_text(READ_TIMEOUT)
+                ),
+            )
+            .with_hint(format!(
+                "the connection was made but no answer came: is the {through} overloaded or stuck? \
+                 {check} shows whether it answers"
+            ));
+        }
+        let unreachable = Error::new(
+            ExitCode::Cluster,
+            format!("{doing}: cannot reach the API server of {target}"),
+        )
+        .with_hint(format!(
+            "is the {through} running? {check} shows whether it answers"
+        ));
+        // The transport's own chain says more than kube's wrapper around it.
+        match err {
+            kube::Error::Service(transport) => unreachable.with_source(transport),
+            kube::Error::HyperError(transport) => unreachable.with_source(transport),
+            other => unreachable.with_source(other),
         }
     }
 }
@@ -488,6 +556,18 @@ fn bearer_token(auth: &AuthInfo) -> Option<SecretString> {
     let text = std::fs::read_to_string(auth.token_file.as_deref()?).ok()?;
     let token = text.trim();
     (!token.is_empty()).then(|| SecretString::from(token.to_string()))
+}
+
+/// `err` and each error under it.
+fn chain<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(err), |current| current.source())
+}
+
+/// The first error of type `T` in `err`'s chain.
+fn find_in_chain<T: std::error::Error + 'static>(err: &kube::Error) -> Option<&T> {
+    chain(err).find_map(|cause| cause.downcast_ref::<T>())
 }
 
 fn openshift_image_config(data: &serde_json::Value) -> OpenshiftImageConfig {

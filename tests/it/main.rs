@@ -5,6 +5,7 @@ mod support;
 
 mod advertise;
 mod archive;
+mod cluster_answers;
 mod completion;
 mod doctor;
 mod help;

@@ -1,5 +1,6 @@
 //! `kubectl registry push` of a 1 GiB layer keeps its memory flat: the child's peak RSS, as
-//! the kernel reports it to `wait4` (`/usr/bin/time -f %M`), stays under 64 MiB.
+//! the kernel reports it to `wait4` (`/usr/bin/time -f %M`), stays under 64 MiB; so does a push
+//! whose engine socket answers its image inspect without end.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
@@ -138,4 +139,98 @@ fn sha256sum(path: &Path) -> String {
     assert!(out.status.success(), "sha256sum failed");
     let text = String::from_utf8(out.stdout).unwrap();
     format!("sha256:{}", text.split_whitespace().next().unwrap())
+}
+
+/// A stand-in engine socket: every request (the `_ping`, `GET /images/{name}/json`) is answered
+/// 200 with a chunked JSON body that starts as an inspect answer and never ends, until the
+/// client hangs up or `limit` bytes went out. It stops when `stop` is set (or after 90 s), and
+/// returns how many bytes it sent in all.
+fn endless_engine(
+    socket: &Path,
+    limit: u64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    let listener = std::os::unix::net::UnixListener::bind(socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        let mut sent = 0u64;
+        // The push asks once (or a few times); each connection is served in turn.
+        while std::time::Instant::now() < deadline
+            && !stop.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            let mut connection = match listener.accept() {
+                Ok((connection, _)) => connection,
+                Err(_) => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    continue;
+                }
+            };
+            connection.set_nonblocking(false).unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n")
+                && std::io::Read::read(&mut connection, &mut byte).unwrap_or(0) == 1
+            {
+                head.push(byte[0]);
+            }
+            let start = "{\"Id\":\"sha256:0000000000000000000000000000000000000000000000000000000000000000\",\
+                         \"RepoTags\":[\"myimg:dev\"],\"Comment\":\"";
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
+                 {:x}\r\n{start}\r\n",
+                start.len()
+            );
+            if connection.write_all(answer.as_bytes()).is_err() {
+                continue;
+            }
+            let chunk = vec![b'a'; 64 << 10];
+            let framed = [format!("{:x}\r\n", chunk.len()).as_bytes(), &chunk, b"\r\n"].concat();
+            while sent < limit && connection.write_all(&framed).is_ok() {
+                sent += chunk.len() as u64;
+            }
+        }
+        sent
+    })
+}
+
+#[test]
+fn an_engine_socket_answering_without_end_is_cut_at_the_inspect_cap() {
+    let bench = Bench::new();
+    let socket = bench.path("docker.sock");
+    // 8 GiB at most: far past the cap, and past this machine's memory without one.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let engine = endless_engine(&socket, 8 << 30, std::sync::Arc::clone(&stop));
+    let rss_file = bench.path("peak-rss-kib");
+    let mut timed = clean_std_cmd("/usr/bin/time".as_ref(), bench.dir.path());
+    timed
+        .env("KUBECONFIG", &bench.kubeconfig)
+        .env("KUBECTL_REGISTRY_ENGINE", "docker")
+        .env("DOCKER_HOST", format!("unix://{}", socket.display()))
+        .args(["-f", "%M", "-o"])
+        .arg(&rss_file)
+        .arg(assert_cmd::cargo::cargo_bin("kubectl-registry"))
+        .args(["push", "myimg:dev"]);
+    let run = bench.run(Command::from_std(timed).timeout(std::time::Duration::from_secs(90)));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""), "{}", run.stderr);
+    assert_eq!(
+        run.stderr_lines()[..2],
+        [
+            "error: \"myimg:dev\" is not a file, and no local engine has it:",
+            "  docker: reading the inspect answer: the answer is larger than 4194304 bytes",
+        ],
+        "{}",
+        run.stderr
+    );
+    let sent = engine.join().unwrap();
+    assert!(
+        sent < 1 << 30,
+        "the engine sent {sent} bytes before the push hung up"
+    );
+    // GNU time says "Command exited with non-zero status 4" first, then the figure.
+    let report = std::fs::read_to_string(&rss_file).unwrap();
+    let peak_kib: u64 = report.lines().last().unwrap().trim().parse().unwrap();
+    eprintln!("peak RSS {peak_kib} KiB, the engine sent {sent} bytes");
+    assert!(peak_kib < PEAK_RSS_CEILING_KIB, "peak RSS {peak_kib} KiB");
 }

@@ -540,3 +540,163 @@ fn a_filesystem_tar_is_refused_with_how_to_make_it_an_image() {
         ]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 8. broken layouts, named for what they are (issue 21)
+
+#[test]
+fn an_error_about_the_entry_asked_for_names_only_that_entry() {
+    let damaged = Image::sample(134);
+    let bench = Bench::new();
+    let mut layout = Layout::new();
+    let sbom = layout.sbom(3);
+    layout.entry(&sbom, Some("sbom"));
+    let manifest = layout.image(&damaged);
+    layout.entry(&manifest, Some("damaged:1"));
+    let bad_layer = sha256(damaged.layer(0));
+    layout.damage_blob(&bad_layer);
+    let archive = bench.path("layout.tar");
+    layout.write_tar(&archive);
+
+    // Nothing named: every entry, and why none is an image.
+    let run = bench.push(&[text(&archive)]);
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    assert_eq!(
+        run.stderr_lines()[0],
+        "error: $DIR/layout.tar holds no image, only sbom (SBOM (application/spdx+json)), \
+         damaged:1 (unreadable)"
+    );
+
+    // One entry named: its own problem, and nothing about the other.
+    let run = bench.push(&[text(&archive), "--image", "damaged:1"]);
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    let hex = bad_layer.trim_start_matches("sha256:");
+    let size = damaged.layer(0).len();
+    assert_eq!(
+        run.stderr_lines()[0],
+        format!(
+            "error: size of blobs/sha256/{hex} in $DIR/layout.tar does not match: expected {size} bytes, got {} bytes",
+            size + 7
+        )
+    );
+    assert!(!run.stderr.contains("sbom"), "{}", run.stderr);
+
+    let run = bench.push(&[text(&archive), "--image", "sbom", "--tag", "sbom:1"]);
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    assert_eq!(
+        run.stderr_lines()[0],
+        "error: sbom in $DIR/layout.tar is not a container image but an artifact: SBOM (application/spdx+json)"
+    );
+    assert!(!run.stderr.contains("damaged"), "{}", run.stderr);
+
+    let run = bench.push(&[text(&archive), "--image", "other:2"]);
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    assert_eq!(
+        run.stderr_lines()[0],
+        "error: $DIR/layout.tar has no image named other:2; it holds no image (not images: \
+         sbom (SBOM (application/spdx+json)), damaged:1 (unreadable))"
+    );
+    assert_eq!(
+        bench.registry.get("/v2/_catalog").body,
+        br#"{"repositories":[]}
+"#
+    );
+}
+
+/// Runs the real `tar` with `args` in `dir`.
+fn tar(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("tar")
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .expect("running tar");
+    assert!(status.success(), "tar {args:?} failed");
+}
+
+#[test]
+fn an_image_manifest_where_index_json_belongs_is_named_as_one() {
+    let image = Image::sample(135);
+    let bench = Bench::new();
+    let source = bench.path("source");
+    image.layout_dir(&source, &["dev"]);
+    let layout = bench.path("layout");
+    fixtures::skopeo_copy(&source, "dev", &format!("oci:{}:dev", layout.display()));
+    // The mistake: the image's manifest copied over index.json.
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
+    let digest = index["manifests"][0]["digest"].as_str().unwrap();
+    let manifest = layout
+        .join("blobs/sha256")
+        .join(digest.trim_start_matches("sha256:"));
+    std::fs::copy(&manifest, layout.join("index.json")).unwrap();
+    let archive = bench.path("layout.tar");
+    tar(&layout, &["-cf", text(&archive), "."]);
+
+    let layers = image.diff_ids().len();
+    for (input, shown) in [(&layout, "$DIR/layout"), (&archive, "$DIR/layout.tar")] {
+        let run = bench.push(&[text(input), "--tag", "myimg:dev"]);
+        assert_eq!((run.code, run.stdout.as_str()), (4, ""), "{run:?}");
+        assert_eq!(
+            run.stderr_lines(),
+            [
+                format!(
+                    "error: {shown}: index.json is an image manifest ({OCI_MANIFEST}), with a config \
+                     and {layers} layers, not an image index: an OCI layout's index.json lists \
+                     manifests by digest"
+                )
+                .as_str(),
+                "hint: store the manifest as blobs/sha256/<its sha256> and write an index.json naming it \
+                 ({\"schemaVersion\":2,\"manifests\":[{\"mediaType\":...,\"digest\":...,\"size\":...}]}), \
+                 or write the layout again with the tool that made it (skopeo copy ... oci:DIR:TAG)",
+            ]
+        );
+    }
+}
+
+#[test]
+fn a_symlink_loop_where_manifest_json_belongs_is_named_as_a_loop() {
+    let image = Image::sample(136);
+    let bench = Bench::new();
+    let source = bench.path("source");
+    image.layout_dir(&source, &["dev"]);
+    let saved = bench.path("saved.tar");
+    fixtures::skopeo_copy(
+        &source,
+        "dev",
+        &format!("docker-archive:{}:myimg:dev", saved.display()),
+    );
+    let dir = bench.path("unpacked");
+    std::fs::create_dir(&dir).unwrap();
+    tar(&dir, &["-xf", text(&saved)]);
+    // manifest.json -> loop/a -> ../manifest.json
+    std::fs::remove_file(dir.join("manifest.json")).unwrap();
+    std::fs::create_dir(dir.join("loop")).unwrap();
+    std::os::unix::fs::symlink("loop/a", dir.join("manifest.json")).unwrap();
+    std::os::unix::fs::symlink("../manifest.json", dir.join("loop/a")).unwrap();
+    let archive = bench.path("looped.tar");
+    tar(&dir, &["-cf", text(&archive), "."]);
+    let hint = "hint: point the link at the file it stands for, or write the archive again (e.g. \
+                docker save -o FILE IMAGE)";
+
+    let run = bench.push(&[text(&archive)]);
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""), "{run:?}");
+    assert_eq!(
+        run.stderr_lines(),
+        [
+            "error: $DIR/looped.tar: manifest.json: it is a symbolic link that never reaches a \
+             file (manifest.json -> loop/a -> manifest.json)",
+            hint,
+        ]
+    );
+
+    let run = bench.push(&[text(&dir)]);
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""), "{run:?}");
+    assert_eq!(
+        run.stderr_lines(),
+        [
+            "error: $DIR/unpacked: manifest.json: it is a symbolic link to loop/a that cannot be \
+             followed: Too many levels of symbolic links (os error 40)",
+            hint,
+        ]
+    );
+}

@@ -98,10 +98,27 @@ pub enum ArchiveError {
     },
 
     #[error("{archive}: {member}: {reason}")]
+    BrokenLink {
+        archive: String,
+        member: String,
+        reason: String,
+    },
+
+    #[error("{archive}: {member}: {reason}")]
     Invalid {
         archive: String,
         member: String,
         reason: String,
+    },
+
+    #[error(
+        "{archive}: {member} is {found}, not an image index: an OCI layout's index.json lists manifests by digest"
+    )]
+    ManifestForIndex {
+        archive: String,
+        member: String,
+        /// `an image manifest (application/vnd.oci.image.manifest.v1+json), with a config and 1 layer`
+        found: String,
     },
 
     #[error("{archive} holds no image{}{}", only_others(.others), truncation_note(*.looks_truncated))]
@@ -126,7 +143,7 @@ pub enum ArchiveError {
         others: Vec<String>,
     },
 
-    #[error("{archive} has no image named {wanted}; it holds: {}{}", .images.join(", "), also_there(.others))]
+    #[error("{archive} has no image named {wanted}; it holds{}{}", holds(.images), also_there(.others))]
     NoSuchImage {
         archive: String,
         wanted: String,
@@ -193,6 +210,15 @@ fn counts(images: usize, artifacts: usize, unreadable: usize) -> String {
         parts.push(plural(unreadable, "unreadable entry", "unreadable entries"));
     }
     parts.join(", ")
+}
+
+/// `: myimg:dev, other:1`, or ` no image` when there is none.
+fn holds(images: &[String]) -> String {
+    if images.is_empty() {
+        " no image".to_string()
+    } else {
+        format!(": {}", images.join(", "))
+    }
 }
 
 fn also_there(others: &[String]) -> String {
@@ -277,6 +303,14 @@ impl ArchiveError {
             ),
             Self::Spool { .. } => Some(
                 "the archive is copied (decompressed) to a temporary file first: free space there, or point TMPDIR at a disk with room",
+            ),
+            Self::BrokenLink { .. } => Some(
+                "point the link at the file it stands for, or write the archive again (e.g. docker save -o FILE IMAGE)",
+            ),
+            Self::ManifestForIndex { .. } => Some(
+                "store the manifest as blobs/sha256/<its sha256> and write an index.json naming it \
+                 ({\"schemaVersion\":2,\"manifests\":[{\"mediaType\":...,\"digest\":...,\"size\":...}]}), \
+                 or write the layout again with the tool that made it (skopeo copy ... oci:DIR:TAG)",
             ),
             Self::NoPlatformPresent { .. } => Some(
                 "export the image with its blobs, e.g. docker save --platform OS/ARCH or ctr export --platform OS/ARCH",

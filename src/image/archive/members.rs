@@ -54,17 +54,59 @@ impl Container {
         }
     }
 
-    /// Like `find`, but a missing member is an error naming who listed it.
+    /// Like `find`, but a missing member is an error naming who listed it (or the link that
+    /// stands where it should be and leads nowhere).
     pub(crate) fn require(
         &self,
         path: &str,
         listed_by: &str,
     ) -> Result<BlobLocation, ArchiveError> {
-        self.find(path).ok_or_else(|| ArchiveError::MissingMember {
+        if let Some(location) = self.find(path) {
+            return Ok(location);
+        }
+        if let Some(broken) = self.broken_link(path) {
+            return Err(broken);
+        }
+        Err(ArchiveError::MissingMember {
             archive: self.name.to_string(),
             member: clean_path(path),
             listed_by: listed_by.to_string(),
             looks_truncated: self.looks_truncated(),
+        })
+    }
+
+    /// When `path` is a symbolic link that cannot be followed to a file (a loop, in a tar or a
+    /// directory; or, in a directory, any other reason the system gives), the error saying so.
+    pub(crate) fn broken_link(&self, path: &str) -> Option<ArchiveError> {
+        let member = clean_path(path);
+        let reason = match &self.members {
+            Members::Tar { index, .. } => {
+                let chain = index.link_loop(&member)?;
+                format!(
+                    "it is a symbolic link that never reaches a file ({})",
+                    chain.join(" -> ")
+                )
+            }
+            Members::Directory { root } => {
+                if member.is_empty() {
+                    return None;
+                }
+                let full = root.join(Path::new(&member));
+                let link = std::fs::symlink_metadata(&full).ok()?;
+                if !link.file_type().is_symlink() {
+                    return None;
+                }
+                let err = std::fs::metadata(&full).err()?;
+                let target = std::fs::read_link(&full)
+                    .map(|target| format!(" to {}", target.display()))
+                    .unwrap_or_default();
+                format!("it is a symbolic link{target} that cannot be followed: {err}")
+            }
+        };
+        Some(ArchiveError::BrokenLink {
+            archive: self.name.to_string(),
+            member,
+            reason,
         })
     }
 

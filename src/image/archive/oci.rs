@@ -83,6 +83,31 @@ pub(crate) struct Layout {
 fn read_index_json(container: &Container) -> Result<Vec<Descriptor>, ArchiveError> {
     let location = container.require(INDEX_JSON, "an OCI layout")?;
     let bytes = container.read_small(&location, "index.json")?;
+    // A manifest copied where the index belongs (config and layers, no manifest list) would
+    // read as an index listing nothing: say what it is instead.
+    if let Ok(document) = shapes::parse_manifest(&bytes)
+        && !document.is_index()
+        && (document.config.is_some() || document.layers.is_some())
+    {
+        let kind = document.artifact_kind().map_or_else(
+            || "an image manifest".to_string(),
+            |kind| format!("the manifest of an artifact ({kind})"),
+        );
+        let media_type = document
+            .media_type
+            .as_deref()
+            .map(|media_type| format!(" ({media_type})"))
+            .unwrap_or_default();
+        let layers = document.layers().len();
+        return Err(ArchiveError::ManifestForIndex {
+            archive: container.name.to_string(),
+            member: INDEX_JSON.to_string(),
+            found: format!(
+                "{kind}{media_type}, with a config and {layers} layer{}",
+                if layers == 1 { "" } else { "s" }
+            ),
+        });
+    }
     shapes::parse_index_json(&bytes).map_err(|source| ArchiveError::Json {
         archive: container.name.to_string(),
         member: INDEX_JSON.to_string(),

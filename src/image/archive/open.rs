@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::error::ArchiveError;
-use super::image::{Image, OtherEntry};
+use super::image::Image;
 use super::members::{Container, Members};
 use super::oci::Layout;
 use super::spool::{self, Magic};
@@ -121,6 +121,9 @@ impl Archive {
         if container.find(oci::INDEX_JSON).is_none()
             && container.find(docker::MANIFEST_JSON).is_none()
         {
+            if let Some(broken) = metadata_link(&container) {
+                return Err(broken);
+            }
             return Err(ArchiveError::NotAnArchive {
                 archive: name,
                 reason: "it is a directory without index.json or manifest.json, so neither an OCI \
@@ -170,22 +173,13 @@ impl Archive {
             }
             (false, false) => return Err(no_metadata(&container)),
         };
-        if layout.images.is_empty() {
-            if let [only] = layout.others.as_slice() {
-                // One entry, and it is not an image: say exactly why.
-                return Err(match oci::image_of(&container, only) {
-                    Err(err) => err,
-                    Ok(_) => ArchiveError::NoImages {
-                        archive: container.name.to_string(),
-                        looks_truncated: container.looks_truncated(),
-                        others: vec![only.label()],
-                    },
-                });
-            }
+        // An archive of artifacts or unreadable entries opens: `select` says what is wrong with
+        // the entry asked for, or with all of them when none is named.
+        if layout.images.is_empty() && layout.others.is_empty() {
             return Err(ArchiveError::NoImages {
                 archive: container.name.to_string(),
                 looks_truncated: container.looks_truncated(),
-                others: layout.others.iter().map(OtherEntry::label).collect(),
+                others: Vec::new(),
             });
         }
         Ok(Self {
@@ -234,7 +228,17 @@ const ROOT_FILESYSTEM_DIRS: [&str; 9] = [
     "bin", "etc", "usr", "lib", "sbin", "var", "opt", "home", "root",
 ];
 
+/// A symbolic link where `manifest.json` or `index.json` belongs that leads to no file.
+fn metadata_link(container: &Container) -> Option<ArchiveError> {
+    [docker::MANIFEST_JSON, oci::INDEX_JSON]
+        .into_iter()
+        .find_map(|member| container.broken_link(member))
+}
+
 fn no_metadata(container: &Container) -> ArchiveError {
+    if let Some(broken) = metadata_link(container) {
+        return broken;
+    }
     if container.looks_truncated() {
         return ArchiveError::TruncatedBeforeMetadata {
             archive: container.name.to_string(),

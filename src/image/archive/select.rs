@@ -72,6 +72,9 @@ impl Archive {
 
     fn choose_image(&self, wanted: Option<&str>) -> Result<Image, ArchiveError> {
         let Some(wanted) = wanted else {
+            if self.images().is_empty() {
+                return Err(self.no_image());
+            }
             let unreadable = self
                 .others
                 .iter()
@@ -119,6 +122,26 @@ impl Archive {
                 others: self.others.iter().map(OtherEntry::label).collect(),
             }),
             _ => Err(self.ambiguous(images, &others.into_iter().cloned().collect::<Vec<_>>())),
+        }
+    }
+
+    /// An archive without an image, none having been named: why its one entry is not one, or
+    /// what each of its entries is.
+    fn no_image(&self) -> ArchiveError {
+        if let [only] = self.others.as_slice() {
+            return match oci::image_of(&self.container, only) {
+                Err(err) => err,
+                Ok(_) => ArchiveError::NoImages {
+                    archive: self.name().to_string(),
+                    looks_truncated: self.container.looks_truncated(),
+                    others: vec![only.label()],
+                },
+            };
+        }
+        ArchiveError::NoImages {
+            archive: self.name().to_string(),
+            looks_truncated: self.container.looks_truncated(),
+            others: self.others.iter().map(OtherEntry::label).collect(),
         }
     }
 

@@ -95,6 +95,28 @@ impl TarIndex {
         None
     }
 
+    /// The chain of links from `path` when it never reaches data (`manifest.json -> a ->
+    /// manifest.json`): a loop, or more links than we follow. `None` when `path` is not a link
+    /// or its links end (at data, or at nothing).
+    pub(crate) fn link_loop(&self, path: &str) -> Option<Vec<String>> {
+        let mut name = clean_path(path);
+        let mut chain = vec![name.clone()];
+        for _ in 0..MAX_LINK_DEPTH {
+            match self.members.get(&name)? {
+                Member::Data(_) => return None,
+                Member::Link(target) => {
+                    name = target.clone();
+                    let looped = chain.contains(&name);
+                    chain.push(name.clone());
+                    if looped {
+                        return Some(chain);
+                    }
+                }
+            }
+        }
+        Some(chain)
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.members.is_empty()
     }

@@ -31,6 +31,9 @@ _kubectl__registry() {
             kubectl__registry,ls)
                 cmd="kubectl__registry__subcmd__ls"
                 ;;
+            kubectl__registry,prune)
+                cmd="kubectl__registry__subcmd__prune"
+                ;;
             kubectl__registry,push)
                 cmd="kubectl__registry__subcmd__push"
                 ;;
@@ -44,7 +47,7 @@ _kubectl__registry() {
 
     case "${cmd}" in
         kubectl__registry)
-            opts="-n -v -q -h -V --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version push info advertise doctor ls version completion"
+            opts="-n -v -q -h -V --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version push info advertise doctor ls prune version completion"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -292,6 +295,64 @@ _kubectl__registry() {
                 return 0
             fi
             case "${prev}" in
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-from-runtime)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network)
+                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl__registry__subcmd__prune)
+            opts="-o -n -v -q -h -V --keep --dry-run --nodes --ignore-usage --gc --insecure --ca-file --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --keep)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --ca-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -97,6 +97,9 @@ pub enum Command {
     /// List the registry's repositories and tags (or the nodes' content tags) and who uses them.
     #[command(long_about = LS_LONG_ABOUT, after_help = LS_EXAMPLES)]
     Ls(LsArgs),
+    /// Delete old tags from the registry (or the nodes), never what a workload uses.
+    #[command(long_about = PRUNE_LONG_ABOUT, after_help = PRUNE_EXAMPLES)]
+    Prune(PruneArgs),
     /// Print the version.
     #[command(after_help = VERSION_EXAMPLES)]
     Version(OutputArgs),
@@ -164,6 +167,46 @@ pub struct LsArgs {
     /// Only these repositories (default: every repository in the registry's catalog).
     #[arg(value_name = "REPOSITORY")]
     pub repositories: Vec<String>,
+
+    /// Allow plain HTTP to a registry that is not on loopback.
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Trust this PEM CA bundle for the registry's TLS certificate.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Only these repositories (default: every repository in the registry's catalog).
+    #[arg(value_name = "REPOSITORY")]
+    pub repositories: Vec<String>,
+
+    /// Images kept per repository, newest first by their created time (a manifest's tags count
+    /// once).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub keep: u32,
+
+    /// Say what would be deleted; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Prune the nodes' content tags, even when a registry is advertised.
+    #[arg(long)]
+    pub nodes: bool,
+
+    /// Go on when the workloads cannot be read (images they use may be deleted).
+    #[arg(long)]
+    pub ignore_usage: bool,
+
+    /// Then run `registry garbage-collect --delete-untagged` in the registry's container
+    /// (kind-registry, k3d's registry) to free the disk.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub gc: bool,
 
     /// Allow plain HTTP to a registry that is not on loopback.
     #[arg(long)]
@@ -394,6 +437,32 @@ Examples:
 
   # One repository, as JSON
   kubectl registry ls myimg -o json";
+
+const PRUNE_LONG_ABOUT: &str = "\
+Delete old tags from the cluster's registry: per repository, the tags of the --keep newest images \
+(by their created time; tags as new as the last of them, or with no time, are kept) and every tag a pod or workload \
+uses are kept, and the rest are deleted by manifest digest, never a digest a kept tag points at. \
+Reading the workloads is required (exit 3 when it is forbidden) unless --ignore-usage.
+
+A registry frees the blobs only in its offline garbage-collect: --gc runs `registry \
+garbage-collect --delete-untagged` in the registry's container (kind's and ctlptl's \
+kind-registry, k3d's registry) and says what it freed. Deletes must be enabled in the registry \
+(REGISTRY_STORAGE_DELETE_ENABLED=true).
+
+Without a registry (or with --nodes), removes the older content tags push loaded into each node \
+of a kind or k3d cluster (ctr images rm), keeping the --keep newest per name and any a pod or \
+workload uses; containerd frees the content itself. OpenShift's image streams are not pruned.";
+
+const PRUNE_EXAMPLES: &str = "\
+Examples:
+  # Show what would be deleted, delete nothing
+  kubectl registry prune --dry-run
+
+  # Keep the 5 newest tags of myimg, and reclaim the disk in kind-registry
+  kubectl registry prune myimg --keep 5 --gc
+
+  # The nodes' content tags, with no registry
+  kubectl registry prune --nodes";
 
 const VERSION_EXAMPLES: &str = "\
 Examples:

@@ -5,4 +5,5 @@ pub mod completion;
 pub mod doctor;
 pub mod info;
 pub mod ls;
+pub mod prune;
 pub mod push;

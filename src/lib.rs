@@ -51,6 +51,9 @@ pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
                     commands::info::run(&args, &cluster, settings, printer).await
                 }
                 Command::Ls(args) => commands::ls::run(&args, &cluster, settings, printer).await,
+                Command::Prune(args) => {
+                    commands::prune::run(&args, &cluster, settings, printer).await
+                }
                 Command::Completion(args) => commands::completion::print_script(args.shell),
                 Command::Push(args) => {
                     commands::push::run(&args, &cluster, settings, printer).await

@@ -2,17 +2,17 @@
 //! size, created time and the workloads that use it; without a registry, the content tags this
 //! tool loaded into each node. A table, or `-o json`.
 
-mod created;
+pub(crate) mod created;
 pub(crate) mod inventory;
 pub(crate) mod node_tags;
-mod table;
+pub(crate) mod table;
 pub(crate) mod usage;
 
 use serde::Serialize;
 
 use crate::cli::{LsArgs, OutputFormat};
 use crate::cluster::ClusterOptions;
-use crate::cluster::client::{Cluster, ImageUse, ImageUses};
+use crate::cluster::client::{Cluster, ImageUse, ImageUses, usage_forbidden};
 use crate::cluster::discovery::{self, Discovered};
 use crate::cluster::hosting::LocalRegistry;
 use crate::cluster::network;
@@ -157,6 +157,10 @@ pub(crate) async fn open_registry(
 pub(crate) enum UsageNeed {
     /// `ls`: say so and show no users.
     Optional,
+    /// `prune`: refuse (exit 3) when the workloads cannot be read.
+    Required { command: &'static str },
+    /// `prune --ignore-usage`: not read at all.
+    Ignored,
 }
 
 /// Every image the cluster's pods and workloads name; `None` when they could not be read and
@@ -168,6 +172,10 @@ pub(crate) async fn read_uses(
     printer: &Printer,
     need: UsageNeed,
 ) -> Result<Option<Vec<ImageUse>>> {
+    if need == UsageNeed::Ignored {
+        printer.warn("--ignore-usage: the workloads are not read; images they use may be removed");
+        return Ok(None);
+    }
     let connected;
     let cluster = match &discovered.cluster {
         Some(cluster) => cluster,
@@ -177,12 +185,18 @@ pub(crate) async fn read_uses(
                 &connected
             }
             Err(err) => {
-                let UsageNeed::Optional = need;
-                printer.warn(&format!(
-                    "which workloads use the images is not shown: {}",
-                    err.message()
-                ));
-                return Ok(None);
+                return match need {
+                    UsageNeed::Required { .. } => Err(err.with_hint(
+                        "the workloads tell what is in use; pass --ignore-usage to go on without them",
+                    )),
+                    _ => {
+                        printer.warn(&format!(
+                            "which workloads use the images is not shown: {}",
+                            err.message()
+                        ));
+                        Ok(None)
+                    }
+                };
             }
         },
     };
@@ -191,13 +205,15 @@ pub(crate) async fn read_uses(
             printer.debug(&format!("{} image uses in pods and workloads", uses.len()));
             Ok(Some(uses))
         }
-        ImageUses::Forbidden { resource, .. } => {
-            let UsageNeed::Optional = need;
-            printer.warn(&format!(
-                "which workloads use the images is not shown: listing {resource} in all namespaces is forbidden"
-            ));
-            Ok(None)
-        }
+        ImageUses::Forbidden { resource, message } => match need {
+            UsageNeed::Required { command } => Err(usage_forbidden(&resource, &message, command)),
+            _ => {
+                printer.warn(&format!(
+                    "which workloads use the images is not shown: listing {resource} in all namespaces is forbidden"
+                ));
+                Ok(None)
+            }
+        },
     }
 }
 

@@ -264,6 +264,7 @@ fn kubectl_completes_subcommand_names() {
             "advertise",
             "doctor",
             "ls",
+            "prune",
             "version",
             "completion"
         ]

@@ -8,10 +8,13 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::support::apiserver::{ApiServer, ApiServerBuilder};
+use crate::support::apiserver::redact_ports;
+use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode};
+use crate::support::containerd::Containerd;
 use crate::support::fixtures::{self, Image};
 use crate::support::push::{CONTEXT, Outcome, RUNTIME_HOST, clean_cmd, hosting_yaml};
-use crate::support::registry::TestRegistry;
+use crate::support::registry::{RegistryConfig, TestRegistry};
+use crate::support::standins::StandIns;
 
 /// A registry advertised by a cluster whose API server serves what `cluster` adds.
 struct Lab {
@@ -87,9 +90,26 @@ impl Lab {
         tags
     }
 
+    /// The status of `HEAD /v2/<repo>/manifests/<digest>`.
+    fn manifest_status(&self, repo: &str, digest: &str) -> u16 {
+        self.registry
+            .request_with(
+                "HEAD",
+                &format!("/v2/{repo}/manifests/{digest}"),
+                &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
+            )
+            .status
+    }
+
     fn run(&self, args: &[&str]) -> Outcome {
+        self.run_with_path(args, std::env::var_os("PATH").unwrap_or_default())
+    }
+
+    /// Runs with `path` as PATH (stand-ins first).
+    fn run_with_path(&self, args: &[&str], path: std::ffi::OsString) -> Outcome {
         let output = clean_cmd(self.dir.path())
             .env("KUBECONFIG", &self.kubeconfig)
+            .env("PATH", path)
             .args(args)
             .output()
             .expect("running kubectl-registry");
@@ -254,5 +274,448 @@ fn ls_says_when_the_workloads_cannot_be_read_and_still_lists() {
     assert_eq!(
         out.stderr,
         "warning: which workloads use the images is not shown: listing deployments.apps in all namespaces is forbidden\n"
+    );
+}
+
+/// `app` with five dated tags, one undated, and an alias of v3; the cluster runs v3 by tag in a
+/// Deployment and pins v2 by digest in a Deployment scaled to 0.
+struct Pruned {
+    lab: Lab,
+    digests: std::collections::BTreeMap<&'static str, String>,
+}
+
+fn five_versions(config: RegistryConfig, forbid: Option<&str>) -> Pruned {
+    let staging = Lab::new(TestRegistry::start_with(config), |api, _| api);
+    let mut digests = std::collections::BTreeMap::new();
+    for (seed, tag, created) in [
+        (11, "v1", Some("2024-01-01T00:00:00Z")),
+        (12, "v2", Some("2024-02-01T00:00:00Z")),
+        (13, "v3", Some("2024-03-01T00:00:00Z")),
+        (14, "v4", Some("2024-04-01T00:00:00Z")),
+        (15, "v5", Some("2024-05-01T00:00:00Z")),
+        (16, "nodate", None),
+    ] {
+        digests.insert(tag, staging.put(&image(seed, created), "app", tag));
+    }
+    let alias = staging.put(&image(13, Some("2024-03-01T00:00:00Z")), "app", "v3-alias");
+    assert_eq!(alias, digests["v3"], "the alias is the same manifest");
+    let v2 = digests["v2"].clone();
+    let Lab { registry, .. } = staging;
+    let lab = Lab::new(registry, |api, host| {
+        let api = api
+            .workload(
+                "Deployment",
+                "web",
+                "web",
+                &[&format!("{RUNTIME_HOST}/app:v3")],
+                2,
+            )
+            .workload(
+                "Deployment",
+                "batch",
+                "rollback",
+                &[&format!("{host}/app@{v2}")],
+                0,
+            );
+        match forbid {
+            Some(resource) => api.forbid(resource),
+            None => api,
+        }
+    });
+    Pruned { lab, digests }
+}
+
+const ALL_TAGS: [&str; 7] = ["nodate", "v1", "v2", "v3", "v3-alias", "v4", "v5"];
+
+#[test]
+fn prune_dry_run_says_what_it_would_delete_and_changes_nothing() {
+    let Pruned { lab, digests } = five_versions(RegistryConfig::default(), None);
+    let out = lab.run(&["prune", "--keep", "2", "--dry-run", "-o", "json"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
+    let report = out.json();
+    assert_eq!(report["dryRun"], true);
+    assert_eq!(
+        report["deleted"],
+        json!([{"repository": "app", "digest": digests["v1"], "tags": ["v1"],
+                "size": manifest_size(&lab, "app", "v1")}])
+    );
+    assert_eq!(lab.tags("app"), ALL_TAGS);
+    assert_eq!(lab.manifest_status("app", &digests["v1"]), 200);
+
+    let out = lab.run(&["prune", "--keep", "2", "--dry-run"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .starts_with(&format!("would delete app:v1 ({}, ", digests["v1"])),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(lab.tags("app"), ALL_TAGS);
+}
+
+#[test]
+fn prune_keeps_the_newest_the_used_and_their_digests_and_deletes_the_rest() {
+    let Pruned { lab, digests } = five_versions(RegistryConfig::default(), None);
+    let v1_size = manifest_size(&lab, "app", "v1");
+    let out = lab.run(&["prune", "--keep", "2", "-o", "json"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
+    let report = out.json();
+    let kept: Vec<(String, String)> = report["kept"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["tag"].as_str().unwrap().to_string(),
+                k["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("nodate", "no-created-time"),
+        ("v2", "in-use"),
+        ("v3", "in-use"),
+        ("v3-alias", "shares-a-kept-digest"),
+        ("v4", "newest"),
+        ("v5", "newest"),
+    ]
+    .iter()
+    .map(|(t, r)| (t.to_string(), r.to_string()))
+    .collect();
+    assert_eq!(kept, expected);
+    assert_eq!(
+        report["kept"][1]["inUseBy"],
+        json!(["Deployment/batch/rollback"])
+    );
+    assert_eq!(report["kept"][2]["inUseBy"], json!(["Deployment/web/web"]));
+    // v1's own config and layers are referenced by nothing kept.
+    assert_eq!(report["deleted"][0]["size"], v1_size);
+    assert_eq!(report["unreferencedBytes"], v1_size);
+
+    assert_eq!(
+        lab.tags("app"),
+        ["nodate", "v2", "v3", "v3-alias", "v4", "v5"]
+    );
+    assert_eq!(lab.manifest_status("app", &digests["v1"]), 404);
+    for tag in ["v2", "v3", "v4", "v5", "nodate"] {
+        assert_eq!(lab.manifest_status("app", &digests[tag]), 200, "{tag}");
+        assert_eq!(
+            lab.digest("app", tag),
+            digests[tag],
+            "skopeo reads {tag} back"
+        );
+    }
+
+    // Again: nothing more to delete.
+    let out = lab.run(&["prune", "--keep", "2"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .starts_with("deleted 0 manifests, kept 6 tags (2 in use)"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_registry_refusing_deletes_is_a_clear_error_and_nothing_changes() {
+    let config = RegistryConfig {
+        deletes_disabled: true,
+        ..RegistryConfig::default()
+    };
+    let Pruned { lab, digests } = five_versions(config, None);
+    let out = lab.run(&["prune", "--keep", "2"]);
+    assert_eq!(out.code, 5, "{}", out.stdout);
+    assert_eq!(out.stdout, "");
+    assert!(
+        out.stderr.starts_with(&format!(
+            "error: the registry {} does not allow deletes; nothing was deleted\n",
+            redact_ports(&lab.registry.host())
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("UNSUPPORTED"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("REGISTRY_STORAGE_DELETE_ENABLED=true"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(lab.tags("app"), ALL_TAGS);
+    assert_eq!(lab.manifest_status("app", &digests["v1"]), 200);
+}
+
+#[test]
+fn prune_refuses_when_the_workloads_cannot_be_read_unless_told_to_ignore_them() {
+    let Pruned { lab, digests } = five_versions(RegistryConfig::default(), Some("pods"));
+    let out = lab.run(&["prune", "--keep", "2"]);
+    assert_eq!(out.code, 3, "{}", out.stdout);
+    assert_eq!(out.stdout, "");
+    assert!(
+        out.stderr.starts_with(
+            "error: prune must know which images the cluster's workloads use, but listing pods in all namespaces is forbidden\n"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--ignore-usage"), "{}", out.stderr);
+    assert_eq!(lab.tags("app"), ALL_TAGS);
+
+    let out = lab.run(&["prune", "--keep", "2", "--ignore-usage", "-o", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("--ignore-usage"), "{}", out.stderr);
+    // Without the workloads, v2 and v3 (and its alias) go with v1.
+    assert_eq!(lab.tags("app"), ["nodate", "v4", "v5"]);
+    assert_eq!(lab.manifest_status("app", &digests["v3"]), 404);
+}
+
+/// `du -sk DIR` in bytes, as the registry container's `du` answers `--gc`.
+fn disk_usage(dir: &std::path::Path) -> u64 {
+    let out = std::process::Command::new("du")
+        .arg("-sk")
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.split_whitespace()
+        .next()
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 1024
+}
+
+/// Where the registry's filesystem storage keeps a blob.
+fn blob_file(lab: &Lab, digest: &str) -> PathBuf {
+    let hex = digest.strip_prefix("sha256:").unwrap();
+    lab.registry.data_dir().join(format!(
+        "docker/registry/v2/blobs/sha256/{}/{hex}/data",
+        &hex[..2]
+    ))
+}
+
+/// The config and layer digests of `repo:tag`.
+fn blobs_of(lab: &Lab, repo: &str, tag: &str) -> Vec<String> {
+    let manifest: Value =
+        serde_json::from_slice(&lab.registry.skopeo_raw_manifest(&format!("{repo}:{tag}")))
+            .unwrap();
+    std::iter::once(&manifest["config"])
+        .chain(manifest["layers"].as_array().unwrap())
+        .map(|d| d["digest"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// PATH with the stand-ins first, then this machine's tools (docker-registry, du, ctr).
+fn path_with(standins: &StandIns) -> std::ffi::OsString {
+    let inherited = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(
+        std::iter::once(standins.bin_dir()).chain(std::env::split_paths(&inherited)),
+    )
+    .unwrap()
+}
+
+#[test]
+fn gc_runs_the_registrys_own_garbage_collect_in_its_container_and_frees_the_disk() {
+    let Pruned { lab, digests } = five_versions(RegistryConfig::default(), None);
+    let node = Containerd::start();
+    let standins = StandIns::new(&node);
+    standins.add_registry_container(
+        "kind-registry",
+        &lab.registry.config_file(),
+        &lab.registry.data_dir(),
+    );
+    let v1_blobs = blobs_of(&lab, "app", "v1");
+    let v2_blobs = blobs_of(&lab, "app", "v2");
+    let v1_size = manifest_size(&lab, "app", "v1");
+    let before = disk_usage(&lab.registry.data_dir());
+
+    // Deleting alone frees nothing: the blobs stay until the garbage-collect.
+    let out = lab.run(&["prune", "--keep", "2"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("prune --gc runs it in kind-registry"),
+        "{}",
+        out.stdout
+    );
+    assert!(v1_blobs.iter().all(|blob| blob_file(&lab, blob).exists()));
+    let after_delete = disk_usage(&lab.registry.data_dir());
+    assert!(
+        after_delete + 64 * 1024 > before,
+        "{before} -> {after_delete}"
+    );
+
+    let out = lab.run_with_path(
+        &["prune", "--keep", "2", "--gc", "-o", "json"],
+        path_with(&standins),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let after = disk_usage(&lab.registry.data_dir());
+    let gc = &out.json()["garbageCollect"];
+    assert_eq!(gc["container"], "kind-registry");
+    assert_eq!(gc["bytesBefore"], after_delete);
+    assert_eq!(gc["bytesAfter"], after);
+    assert_eq!(gc["freedBytes"], after_delete - after);
+    assert_eq!(gc["restarted"], true);
+    // v1's config and layers, and its manifest (stored as a blob too).
+    assert_eq!(gc["blobsDeleted"], v1_blobs.len() + 1);
+    // What was freed is at least v1's config and layers; they are gone, the kept ones are not.
+    assert!(
+        after_delete - after >= v1_size,
+        "freed {} < {v1_size}",
+        after_delete - after
+    );
+    for blob in &v1_blobs {
+        assert!(!blob_file(&lab, blob).exists(), "{blob} still on disk");
+    }
+    for blob in &v2_blobs {
+        assert!(
+            blob_file(&lab, blob).exists(),
+            "{blob} of a kept tag was freed"
+        );
+    }
+    for tag in ["v2", "v3", "v4", "v5", "nodate"] {
+        assert_eq!(
+            lab.digest("app", tag),
+            digests[tag],
+            "skopeo reads {tag} back"
+        );
+    }
+    let calls = standins.calls();
+    assert!(
+        calls.contains(
+            &[
+                "docker",
+                "exec",
+                "kind-registry",
+                "registry",
+                "garbage-collect",
+                "--delete-untagged",
+                "/etc/docker/registry/config.yml"
+            ]
+            .map(str::to_string)
+            .to_vec()
+        ),
+        "{calls:?}"
+    );
+    assert_eq!(
+        calls.last().unwrap(),
+        &["docker", "restart", "kind-registry"]
+    );
+    eprintln!(
+        "measured: {} bytes before prune, {after_delete} after the deletes, {after} after garbage-collect ({} freed; v1's blobs {v1_size} bytes)",
+        before,
+        after_delete - after
+    );
+}
+
+#[test]
+fn prune_nodes_removes_old_content_tags_keeping_the_newest_and_the_used() {
+    // Four builds of myimg:dev loaded by push into a kind node of real containerd.
+    let builds: Vec<Image> = [
+        (21, "2024-01-01T00:00:00Z"),
+        (22, "2024-02-01T00:00:00Z"),
+        (23, "2024-03-01T00:00:00Z"),
+        (24, "2024-04-01T00:00:00Z"),
+    ]
+    .iter()
+    .map(|(seed, created)| image(*seed, Some(created)))
+    .collect();
+    let tag_of = |image: &Image| format!("dev-{}", &image.config_digest()["sha256:".len()..][..12]);
+    let node = Containerd::start();
+    let standins = StandIns::new(&node);
+    standins.add_node("dev-control-plane", &node);
+    let api = ApiServer::builder()
+        .node(
+            StandInNode::new("dev-control-plane")
+                .provider_id("kind://docker/dev/dev-control-plane"),
+        )
+        .pod(
+            "default",
+            "app-1",
+            "dev-control-plane",
+            &[&format!("myimg:{}", tag_of(&builds[0]))],
+            &[""],
+        )
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    let run = |args: &[&str]| {
+        let output = clean_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("PATH", path_with(&standins))
+            .args(args)
+            .output()
+            .unwrap();
+        Outcome {
+            code: output.status.code().unwrap(),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    };
+    for (i, build) in builds.iter().enumerate() {
+        let archive = dir.path().join(format!("build-{i}.tar"));
+        build.write(fixtures::Format::DockerLegacy, &archive, &["myimg:dev"]);
+        let out = run(&["push", archive.to_str().unwrap()]);
+        assert_eq!(
+            out.stdout,
+            format!("myimg:{}\n", tag_of(build)),
+            "{}",
+            out.stderr
+        );
+    }
+    let content_names = |builds: &[&Image]| -> Vec<String> {
+        builds
+            .iter()
+            .map(|b| format!("docker.io/library/myimg:{}", tag_of(b)))
+            .collect()
+    };
+    let held = || -> Vec<String> {
+        let mut names: Vec<String> = node
+            .images()
+            .into_iter()
+            .filter(|n| n.contains(":dev-"))
+            .collect();
+        names.sort();
+        names
+    };
+    let mut all = content_names(&builds.iter().collect::<Vec<_>>());
+    all.sort();
+    assert_eq!(held(), all);
+
+    let out = run(&["ls", "-o", "json"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
+    let rows = out.json();
+    assert_eq!(rows.as_array().unwrap().len(), 4, "{rows}");
+    let v1 = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["tag"] == tag_of(&builds[0]).as_str())
+        .unwrap();
+    assert_eq!(v1["node"], "dev-control-plane");
+    assert_eq!(v1["repository"], "myimg");
+    assert_eq!(v1["created"], "2024-01-01T00:00:00Z");
+    assert_eq!(v1["inUseBy"], json!(["Pod/default/app-1"]));
+
+    let out = run(&["prune", "--keep", "2", "--dry-run"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        format!(
+            "would remove docker.io/library/myimg:{} from dev-control-plane\nwould remove 1 content tags, kept 3 (1 in use); each node's containerd frees what no image names\n",
+            tag_of(&builds[1])
+        )
+    );
+    assert_eq!(held(), all);
+
+    let out = run(&["prune", "--keep", "2"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut left = content_names(&[&builds[0], &builds[2], &builds[3]]);
+    left.sort();
+    assert_eq!(held(), left, "v1 is used, v3 and v4 are the newest");
+    assert!(
+        node.images()
+            .contains(&"docker.io/library/myimg:dev".to_string()),
+        "the plain name stays"
     );
 }

@@ -166,6 +166,11 @@ impl TestRegistry {
         panic!("docker-registry did not start; its log:\n{last_log}");
     }
 
+    /// The registry's config file (`docker-registry garbage-collect` reads it too).
+    pub(crate) fn config_file(&self) -> PathBuf {
+        self.dir.path().join("registry.yml")
+    }
+
     /// The registry's process id (to kill it in the middle of something).
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()

@@ -132,6 +132,25 @@ impl StandIns {
         std::fs::create_dir_all(self.received_dir().join(name)).expect("creating received dir");
     }
 
+    /// Makes `name` the container a registry runs in, as kind's `kind-registry` (the
+    /// `registry:2` image): `docker exec NAME registry garbage-collect ARGS` runs the real
+    /// registry binary's garbage-collect with `config` in place of the image's
+    /// `/etc/docker/registry/config.yml`, `docker exec NAME du -sk /var/lib/registry` measures
+    /// `storage`, and `docker restart NAME` is recorded and answered as docker does.
+    pub(crate) fn add_registry_container(&self, name: &str, config: &Path, storage: &Path) {
+        std::fs::create_dir_all(self.registries_dir()).expect("creating the registries dir");
+        let facts = format!(
+            "conf={}\ndata={}\n",
+            quote(&config.to_string_lossy()),
+            quote(&storage.to_string_lossy()),
+        );
+        std::fs::write(self.registries_dir().join(name), facts).expect("adding a registry");
+    }
+
+    fn registries_dir(&self) -> PathBuf {
+        self.dir.path().join("registries")
+    }
+
     /// Takes every node away: `kind get nodes` lists none.
     pub(crate) fn remove_nodes(&self) {
         for entry in std::fs::read_dir(self.nodes_dir()).expect("reading the nodes dir") {
@@ -257,6 +276,30 @@ fi
         format!(
             r#"nodes={nodes}
 received={received}
+registries={registries}
+if [ "$1" = restart ] && [ "$#" -eq 2 ] && [ -f "$registries/$2" ]; then
+  echo "$2"
+  exit 0
+fi
+if [ "$1" = exec ] && [ -f "$registries/$2" ]; then
+  . "$registries/$2"
+  shift 2
+  if [ "$1 $2" = "registry garbage-collect" ]; then
+    shift 2
+    args=
+    for arg do
+      [ "$arg" = /etc/docker/registry/config.yml ] && arg=$conf
+      args="$args $arg"
+    done
+    exec docker-registry garbage-collect $args
+  fi
+  if [ "$*" = "du -sk /var/lib/registry" ]; then
+    du -sk "$data" | sed "s|$data|/var/lib/registry|"
+    exit 0
+  fi
+  echo "OCI runtime exec failed: exec: "$1": executable file not found in \$PATH" >&2
+  exit 126
+fi
 if [ "$1" = exec ]; then
   shift
   stdin=
@@ -306,6 +349,7 @@ fi
 {importer}"#,
             nodes = quote(&self.nodes_dir().to_string_lossy()),
             received = quote(&self.received_dir().to_string_lossy()),
+            registries = quote(&self.registries_dir().to_string_lossy()),
             ctr = quote(&self.ctr.to_string_lossy()),
             importer = self.importer(&["load", "-i"], ""),
         )

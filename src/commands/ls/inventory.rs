@@ -31,6 +31,8 @@ pub(crate) struct TagEntry {
     pub created: Option<String>,
     /// An index's platform manifests.
     pub children: Vec<Digest>,
+    /// Every blob the manifest (and an index's platform manifests) references, with its size.
+    pub blobs: BTreeMap<Digest, u64>,
 }
 
 /// A manifest read once, whatever number of tags point at it.
@@ -83,6 +85,7 @@ pub(crate) async fn read(
                 size: about.size,
                 created: about.created,
                 children: about.children,
+                blobs: about.blobs,
             });
         }
     }

@@ -86,8 +86,13 @@ fn parse_images_ls(text: &str) -> Vec<NodeImage> {
         .collect()
 }
 
-/// Runs `command` with no stdin; its stdout, or why it failed (its last stderr line).
 async fn run(command: &LoadCommand) -> Result<Vec<u8>, String> {
+    run_tool(command, COMMAND_TIMEOUT).await
+}
+
+/// Runs `command` with no stdin, for at most `timeout` (then it is killed, as it is when the
+/// run is dropped); its stdout (the first 16 MiB), or why it failed (its last stderr line).
+pub async fn run_tool(command: &LoadCommand, timeout: Duration) -> Result<Vec<u8>, String> {
     let mut child = tokio::process::Command::new(command.program())
         .args(command.args())
         .stdin(Stdio::null())
@@ -105,10 +110,10 @@ async fn run(command: &LoadCommand) -> Result<Vec<u8>, String> {
         let status = child.wait().await;
         (out, err, status)
     };
-    let Ok((out, err, status)) = tokio::time::timeout(COMMAND_TIMEOUT, work).await else {
+    let Ok((out, err, status)) = tokio::time::timeout(timeout, work).await else {
         return Err(format!(
             "`{command}` did not finish within {} s; it was stopped",
-            COMMAND_TIMEOUT.as_secs()
+            timeout.as_secs()
         ));
     };
     let status = status.map_err(|err| format!("waiting for `{command}`: {err}"))?;

@@ -43,6 +43,7 @@ fn first_word_offers_the_visible_subcommands_with_their_about() {
             "advertise",
             "doctor",
             "ls",
+            "prune",
             "version",
             "completion"
         ]

@@ -1,0 +1,135 @@
+//! `kubectl registry prune`: delete old tags from the cluster's registry (or the nodes' content
+//! tags), keeping the N newest per repository and everything a workload uses; `--gc` then runs
+//! the registry's own garbage-collect in its container.
+
+mod gc;
+mod nodes;
+mod plan;
+mod report;
+
+use crate::cli::PruneArgs;
+use crate::cluster::ClusterOptions;
+use crate::cluster::discovery;
+use crate::cluster::hosting::{LocalRegistry, RegistrySource};
+use crate::commands::ls::usage::Usage;
+use crate::commands::ls::{self, RegistryAccess, UsageNeed};
+use crate::error::{Error, ExitCode, Result};
+use crate::image::registry::{RegistryClient, Removal};
+use crate::output::Printer;
+use crate::settings::Settings;
+use plan::Doomed;
+use report::Report;
+
+pub async fn run(
+    args: &PruneArgs,
+    cluster_args: &ClusterOptions,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<()> {
+    let discovered = discovery::discover(cluster_args, settings, printer).await?;
+    let need = if args.ignore_usage {
+        UsageNeed::Ignored
+    } else {
+        UsageNeed::Required { command: "prune" }
+    };
+    let registry = match (&discovered.registry, args.nodes) {
+        (Some(registry), false) => registry,
+        _ => {
+            if args.gc {
+                return Err(Error::new(
+                    ExitCode::Usage,
+                    "--gc frees a registry's disk; the nodes' containerd frees its own",
+                )
+                .with_hint("drop --gc when pruning the nodes"));
+            }
+            let uses = ls::read_uses(&discovered, cluster_args, settings, printer, need).await?;
+            return nodes::prune(args, &discovered, uses.as_deref(), printer).await;
+        }
+    };
+    if registry.source == RegistrySource::Openshift {
+        return Err(openshift_refusal(registry));
+    }
+    let uses = ls::read_uses(&discovered, cluster_args, settings, printer, need).await?;
+    let access = RegistryAccess {
+        insecure: args.insecure,
+        ca_file: args.ca_file.clone(),
+    };
+    let client = ls::open_registry(&discovered, registry, &access, settings, printer).await?;
+    let entries = ls::inventory::read(&client, &args.repositories, printer).await?;
+    let usage = uses
+        .as_deref()
+        .map(|uses| Usage::new(uses, &ls::hosts(registry)));
+    let keep = usize::try_from(args.keep).unwrap_or(usize::MAX);
+    let plan = plan::plan(&entries, usage.as_ref(), keep);
+    let mut report = Report::new(args.dry_run, !args.repositories.is_empty(), plan);
+    if !args.dry_run {
+        delete(&client, &report.plan.deletions, printer).await?;
+        if args.gc {
+            // distribution 2.x's --delete-untagged also removes the platform manifests of a
+            // kept index (a known 2.x bug): only when the whole registry was read and holds none.
+            let delete_untagged =
+                args.repositories.is_empty() && entries.iter().all(|e| e.children.is_empty());
+            report.gc = Some(gc::collect(registry, delete_untagged, printer).await?);
+        } else {
+            report.gc_hint = gc::hint(registry);
+        }
+    }
+    report.print(args.output.output, printer)
+}
+
+/// Deletes each manifest in turn. A registry that refuses deletes refuses the first: nothing
+/// is changed then, and the error says how to enable them.
+async fn delete(client: &RegistryClient, doomed: &[Doomed], printer: &Printer) -> Result<()> {
+    for (done, manifest) in doomed.iter().enumerate() {
+        match client
+            .delete_manifest_digest(&manifest.repository, &manifest.digest)
+            .await?
+        {
+            Removal::Deleted => printer.debug(&format!(
+                "deleted {}@{} ({})",
+                manifest.repository,
+                manifest.digest,
+                manifest.tags.join(", ")
+            )),
+            Removal::Gone => printer.debug(&format!(
+                "{}@{} was already gone",
+                manifest.repository, manifest.digest
+            )),
+            Removal::DeletesDisabled(said) => {
+                return Err(deletes_disabled(client, said, done));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn deletes_disabled(client: &RegistryClient, said: String, done: usize) -> Error {
+    let changed = if done == 0 {
+        "nothing was deleted".to_string()
+    } else {
+        format!("{done} manifests were deleted before it refused")
+    };
+    Error::new(
+        ExitCode::Registry,
+        format!(
+            "the registry {} does not allow deletes; {changed}",
+            client.host()
+        ),
+    )
+    .with_source(said)
+    .with_hint(
+        "a distribution registry deletes only with storage.delete.enabled: run it with REGISTRY_STORAGE_DELETE_ENABLED=true (kind: docker run ... -e REGISTRY_STORAGE_DELETE_ENABLED=true registry:2), then prune again",
+    )
+}
+
+/// OpenShift's registry serves image streams; prune leaves them to OpenShift.
+fn openshift_refusal(registry: &LocalRegistry) -> Error {
+    Error::new(
+        ExitCode::Usage,
+        format!(
+            "prune does not prune OpenShift's integrated registry ({}): its images belong to image streams, which prune does not touch",
+            registry.host
+        ),
+    )
+    .with_hint("delete image stream tags with `oc tag -d PROJECT/NAME:TAG` (or `oc delete istag`), then `oc adm prune images --confirm` frees the registry's storage")
+}

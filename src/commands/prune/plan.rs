@@ -1,0 +1,286 @@
+//! What prune keeps and deletes in the registry, decided from what was read (pure): per
+//! repository the N newest tags by their image's `created` (ties and missing times kept) and
+//! every tag in use; the rest deleted by manifest digest, never a digest a kept tag points at.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::commands::ls::created;
+use crate::commands::ls::inventory::TagEntry;
+use crate::commands::ls::usage::Usage;
+use crate::image::digest::Digest;
+
+/// Why a tag stays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Why {
+    /// Among the N newest (or as new as the Nth).
+    Newest,
+    /// A pod or workload names it, by tag or digest.
+    InUse,
+    /// Its image has no `created` time to rank it by.
+    NoCreatedTime,
+    /// Its manifest is also what a kept tag points at.
+    SharesAKeptDigest,
+}
+
+/// A tag that stays.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Kept {
+    pub repository: String,
+    pub tag: String,
+    pub digest: Digest,
+    pub reason: Why,
+    pub in_use_by: Vec<String>,
+}
+
+/// One manifest to delete, and the tags that go with it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Doomed {
+    pub repository: String,
+    pub digest: Digest,
+    pub tags: Vec<String>,
+    /// Config and layers of the image (as `ls` counts them).
+    pub size: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    pub kept: Vec<Kept>,
+    pub deletions: Vec<Doomed>,
+    /// Blobs (and an index's platform manifests) that only the deleted manifests reference,
+    /// among the repositories read: what the registry's garbage-collect can free.
+    pub unreferenced_bytes: u64,
+}
+
+/// Decides, repository by repository. `usage: None` (with `--ignore-usage`): nothing is known
+/// to be in use.
+pub(crate) fn plan(entries: &[TagEntry], usage: Option<&Usage>, keep: usize) -> Plan {
+    let mut by_repository: BTreeMap<&str, Vec<&TagEntry>> = BTreeMap::new();
+    for entry in entries {
+        by_repository
+            .entry(&entry.repository)
+            .or_default()
+            .push(entry);
+    }
+    let mut plan = Plan::default();
+    let mut kept_blobs: BTreeSet<&Digest> = BTreeSet::new();
+    let mut doomed_blobs: BTreeMap<&Digest, u64> = BTreeMap::new();
+    for (repository, tags) in by_repository {
+        let newest = newest_threshold(&tags, keep);
+        let mut kept_digests: BTreeSet<&Digest> = BTreeSet::new();
+        let mut reasons: BTreeMap<&str, (Why, Vec<String>)> = BTreeMap::new();
+        for tag in &tags {
+            let users = usage
+                .map(|usage| {
+                    let mut digests = vec![tag.digest.as_str()];
+                    digests.extend(tag.children.iter().map(Digest::as_str));
+                    usage.users_of(repository, &tag.tag, &digests)
+                })
+                .unwrap_or_default();
+            let created_at = tag.created.as_deref().and_then(created::parse);
+            let why = if !users.is_empty() {
+                Some(Why::InUse)
+            } else if created_at.is_none() {
+                Some(Why::NoCreatedTime)
+            } else if newest.is_some_and(|newest| created_at >= Some(newest)) {
+                Some(Why::Newest)
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                kept_digests.insert(&tag.digest);
+                kept_digests.extend(tag.children.iter());
+                reasons.insert(&tag.tag, (why, users));
+            }
+        }
+        let mut doomed: BTreeMap<&Digest, Doomed> = BTreeMap::new();
+        for tag in &tags {
+            if let Some((why, users)) = reasons.remove(tag.tag.as_str()) {
+                plan.kept.push(kept(tag, why, users));
+                kept_blobs.extend(tag.blobs.keys());
+                continue;
+            }
+            if kept_digests.contains(&tag.digest) {
+                plan.kept
+                    .push(kept(tag, Why::SharesAKeptDigest, Vec::new()));
+                kept_blobs.extend(tag.blobs.keys());
+                continue;
+            }
+            doomed
+                .entry(&tag.digest)
+                .or_insert_with(|| Doomed {
+                    repository: repository.to_string(),
+                    digest: tag.digest.clone(),
+                    tags: Vec::new(),
+                    size: tag.size,
+                })
+                .tags
+                .push(tag.tag.clone());
+            doomed_blobs.extend(tag.blobs.iter().map(|(digest, size)| (digest, *size)));
+        }
+        plan.deletions
+            .extend(doomed.into_values().map(|mut doomed| {
+                doomed.tags.sort();
+                doomed
+            }));
+    }
+    plan.kept
+        .sort_by(|a, b| (&a.repository, &a.tag).cmp(&(&b.repository, &b.tag)));
+    plan.unreferenced_bytes = doomed_blobs
+        .iter()
+        .filter(|(digest, _)| !kept_blobs.contains(*digest))
+        .map(|(_, size)| size)
+        .sum();
+    plan
+}
+
+fn kept(tag: &TagEntry, reason: Why, in_use_by: Vec<String>) -> Kept {
+    Kept {
+        repository: tag.repository.clone(),
+        tag: tag.tag.clone(),
+        digest: tag.digest.clone(),
+        reason,
+        in_use_by,
+    }
+}
+
+/// The created time of the `keep`th newest dated image (tags of one manifest count once): tags
+/// as new as it stay. `None` when none is kept for age (`--keep 0`); the oldest time when there
+/// are no more than `keep`.
+pub(crate) fn newest_threshold<T: Dated>(tags: &[T], keep: usize) -> Option<created::Instant> {
+    if keep == 0 {
+        return None;
+    }
+    let images: BTreeMap<&Digest, created::Instant> = tags
+        .iter()
+        .filter_map(|tag| Some((tag.digest(), tag.created_at()?)))
+        .collect();
+    let mut times: Vec<created::Instant> = images.into_values().collect();
+    times.sort_unstable_by(|a, b| b.cmp(a));
+    times.get(keep - 1).or(times.last()).copied()
+}
+
+/// A tag with a manifest and a created time to rank it by.
+pub(crate) trait Dated {
+    fn digest(&self) -> &Digest;
+    fn created_at(&self) -> Option<created::Instant>;
+}
+
+impl Dated for &TagEntry {
+    fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    fn created_at(&self) -> Option<created::Instant> {
+        self.created.as_deref().and_then(created::parse)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::client::ImageUse;
+    use crate::image::reference::RegistryHost;
+
+    fn digest(n: u8) -> Digest {
+        Digest::of_bytes(&[n])
+    }
+
+    fn entry(tag: &str, digest_of: u8, created: Option<&str>, blobs: &[(u8, u64)]) -> TagEntry {
+        TagEntry {
+            repository: "app".to_string(),
+            tag: tag.to_string(),
+            digest: digest(digest_of),
+            size: blobs.iter().map(|(_, s)| s).sum(),
+            created: created.map(str::to_string),
+            children: Vec::new(),
+            blobs: blobs.iter().map(|(d, s)| (digest(*d), *s)).collect(),
+        }
+    }
+
+    #[test]
+    fn keeps_the_newest_ties_undated_and_used_and_deletes_the_rest_by_digest() {
+        let entries = [
+            entry(
+                "v1",
+                1,
+                Some("2024-01-01T00:00:00Z"),
+                &[(100, 10), (101, 1000)],
+            ),
+            entry(
+                "v2",
+                2,
+                Some("2024-02-01T00:00:00Z"),
+                &[(100, 10), (102, 2000)],
+            ),
+            entry(
+                "v3",
+                3,
+                Some("2024-03-01T00:00:00Z"),
+                &[(100, 10), (103, 3000)],
+            ),
+            entry("v3-tie", 4, Some("2024-03-01T00:00:00Z"), &[(104, 4)]),
+            entry("v4", 5, Some("2024-04-01T00:00:00Z"), &[(105, 5)]),
+            entry("nodate", 6, None, &[(106, 6)]),
+            entry("alias-of-v4", 5, Some("2024-04-01T00:00:00Z"), &[(105, 5)]),
+            entry(
+                "old-alias-of-v2",
+                2,
+                Some("2024-02-01T00:00:00Z"),
+                &[(100, 10), (102, 2000)],
+            ),
+        ];
+        let uses = [ImageUse {
+            kind: "Deployment",
+            namespace: "default".to_string(),
+            name: "web".to_string(),
+            image: format!("kind-registry:5000/app@{}", digest(1)),
+            node: None,
+        }];
+        let host = RegistryHost::parse("kind-registry:5000").unwrap();
+        let usage = Usage::new(&uses, &[&host]);
+        let plan = plan(&entries, Some(&usage), 2);
+        let kept: Vec<(&str, Why)> = plan
+            .kept
+            .iter()
+            .map(|k| (k.tag.as_str(), k.reason))
+            .collect();
+        // keep 2: v4 (and its alias) then the v3 tie; v1 is used; v2 goes.
+        assert_eq!(
+            kept,
+            [
+                ("alias-of-v4", Why::Newest),
+                ("nodate", Why::NoCreatedTime),
+                ("v1", Why::InUse),
+                ("v3", Why::Newest),
+                ("v3-tie", Why::Newest),
+                ("v4", Why::Newest),
+            ]
+        );
+        assert_eq!(plan.deletions.len(), 1);
+        assert_eq!(plan.deletions[0].digest, digest(2));
+        assert_eq!(plan.deletions[0].tags, ["old-alias-of-v2", "v2"]);
+        // blob 100 is shared with kept tags: only v2's own layer is freed.
+        assert_eq!(plan.unreferenced_bytes, 2000);
+    }
+
+    #[test]
+    fn a_digest_a_kept_tag_points_at_is_never_deleted() {
+        let entries = [
+            entry("old", 1, Some("2024-01-01T00:00:00Z"), &[(100, 10)]),
+            entry("new", 2, Some("2024-02-01T00:00:00Z"), &[(101, 10)]),
+            // An older tag of the newest digest: ranked by the image, so it is as new.
+            entry("dev", 2, Some("2024-02-01T00:00:00Z"), &[(101, 10)]),
+        ];
+        let plan = plan(&entries, None, 1);
+        assert_eq!(plan.deletions.len(), 1);
+        assert_eq!(plan.deletions[0].tags, ["old"]);
+        let plan_zero = super::plan(&entries, None, 0);
+        assert_eq!(plan_zero.kept.len(), 0);
+        assert_eq!(plan_zero.deletions.len(), 2);
+    }
+}

@@ -1,0 +1,110 @@
+//! What prune did (or would do), as text lines or the `-o json` object (docs/reference.md).
+
+use serde::Serialize;
+
+use super::gc::Collected;
+use super::plan::{Doomed, Kept, Plan};
+use crate::cli::OutputFormat;
+use crate::commands::ls::table::human_size;
+use crate::error::{Context, ExitCode, Result};
+use crate::output::Printer;
+
+pub(super) struct Report {
+    pub dry_run: bool,
+    /// Only some repositories were read: the unreferenced bytes are counted among them.
+    pub filtered: bool,
+    pub plan: Plan,
+    pub gc: Option<Collected>,
+    /// How to reclaim the space without `--gc`.
+    pub gc_hint: String,
+}
+
+/// The `-o json` shape.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Json<'a> {
+    dry_run: bool,
+    deleted: &'a [Doomed],
+    kept: &'a [Kept],
+    unreferenced_bytes: u64,
+    garbage_collect: Option<&'a Collected>,
+}
+
+impl Report {
+    pub(super) fn new(dry_run: bool, filtered: bool, plan: Plan) -> Self {
+        Self {
+            dry_run,
+            filtered,
+            plan,
+            gc: None,
+            gc_hint: String::new(),
+        }
+    }
+
+    pub(super) fn print(&self, format: OutputFormat, printer: &Printer) -> Result<()> {
+        let text = match format {
+            OutputFormat::Json => serde_json::to_string_pretty(&Json {
+                dry_run: self.dry_run,
+                deleted: &self.plan.deletions,
+                kept: &self.plan.kept,
+                unreferenced_bytes: self.plan.unreferenced_bytes,
+                garbage_collect: self.gc.as_ref(),
+            })
+            .context(ExitCode::Failure, || "writing the report as JSON")?,
+            OutputFormat::Text => self.text(),
+        };
+        printer.result(&text)
+    }
+
+    fn text(&self) -> String {
+        let verb = if self.dry_run {
+            "would delete"
+        } else {
+            "deleted"
+        };
+        let mut lines: Vec<String> = self
+            .plan
+            .deletions
+            .iter()
+            .map(|doomed| {
+                format!(
+                    "{verb} {}:{} ({}, {})",
+                    doomed.repository,
+                    doomed.tags.join(","),
+                    doomed.digest,
+                    human_size(doomed.size)
+                )
+            })
+            .collect();
+        let in_use = self
+            .plan
+            .kept
+            .iter()
+            .filter(|kept| !kept.in_use_by.is_empty())
+            .count();
+        let among = if self.filtered {
+            " (among the repositories named)"
+        } else {
+            ""
+        };
+        lines.push(format!(
+            "{} {} manifests, kept {} tags ({in_use} in use); {} no longer referenced{among}",
+            if self.dry_run {
+                "would delete"
+            } else {
+                "deleted"
+            },
+            self.plan.deletions.len(),
+            self.plan.kept.len(),
+            human_size(self.plan.unreferenced_bytes),
+        ));
+        match &self.gc {
+            Some(collected) => lines.push(collected.summary()),
+            None if !self.dry_run && !self.plan.deletions.is_empty() => {
+                lines.push(self.gc_hint.clone());
+            }
+            None => {}
+        }
+        lines.join("\n")
+    }
+}

@@ -719,3 +719,141 @@ fn prune_nodes_removes_old_content_tags_keeping_the_newest_and_the_used() {
         "the plain name stays"
     );
 }
+
+#[test]
+fn an_index_is_sized_over_its_platforms_and_gc_leaves_its_platforms_alone() {
+    let lab = Lab::new(TestRegistry::start(), |api, _| api);
+    let amd64 = Image::sample_for(31, "linux/amd64");
+    let arm64 = Image::sample_for(32, "linux/arm64/v8");
+    let archive = lab.dir.path().join("multi.tar");
+    fixtures::write_multi_platform(
+        &archive,
+        "multi:v1",
+        &[&amd64, &arm64],
+        &[],
+        fixtures::LayerCompression::None,
+    );
+    let output = std::process::Command::new("skopeo")
+        .args(["copy", "--quiet", "--all", "--dest-tls-verify=false"])
+        .arg(format!("oci-archive:{}", archive.display()))
+        .arg(format!("docker://{}/multi:v1", lab.registry.host()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    lab.put(&image(33, Some("2023-01-01T00:00:00Z")), "app", "old");
+    lab.put(&image(34, Some("2024-01-01T00:00:00Z")), "app", "new");
+    let index: Value =
+        serde_json::from_slice(&lab.registry.skopeo_raw_manifest("multi:v1")).unwrap();
+    let children: Vec<String> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["digest"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(children.len(), 2);
+    let platforms_size: u64 = children
+        .iter()
+        .map(|child| {
+            let manifest: Value = serde_json::from_slice(
+                &lab.registry.skopeo_raw_manifest(&format!("multi@{child}")),
+            )
+            .unwrap();
+            manifest["config"]["size"].as_u64().unwrap()
+                + manifest["layers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|l| l["size"].as_u64().unwrap())
+                    .sum::<u64>()
+        })
+        .sum();
+
+    let out = lab.run(&["ls", "multi", "-o", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json()[0]["size"], platforms_size);
+    assert_eq!(out.json()[0]["created"], "1970-01-01T00:00:00Z");
+
+    let node = Containerd::start();
+    let standins = StandIns::new(&node);
+    standins.add_registry_container(
+        "kind-registry",
+        &lab.registry.config_file(),
+        &lab.registry.data_dir(),
+    );
+    let out = lab.run_with_path(
+        &["prune", "--keep", "1", "--gc", "-o", "json"],
+        path_with(&standins),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("without --delete-untagged"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.json()["deleted"][0]["tags"], json!(["old"]));
+    assert!(
+        standins.calls().iter().any(|call| call.len() > 4
+            && call[4] == "garbage-collect"
+            && !call.contains(&"--delete-untagged".to_string())),
+        "{:?}",
+        standins.calls()
+    );
+    for child in &children {
+        assert_eq!(
+            lab.registry
+                .request_with(
+                    "HEAD",
+                    &format!("/v2/multi/manifests/{child}"),
+                    &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
+                )
+                .status,
+            200,
+            "the platform manifest {child} of a kept index must survive the garbage-collect (distribution 2.8 --delete-untagged removes it)"
+        );
+    }
+    let copied = std::process::Command::new("skopeo")
+        .args(["copy", "--quiet", "--all", "--src-tls-verify=false"])
+        .arg(format!("docker://{}/multi:v1", lab.registry.host()))
+        .arg(format!(
+            "oci:{}:v1",
+            lab.dir.path().join("pulled").display()
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        copied.status.success(),
+        "every platform reads back: {}",
+        String::from_utf8_lossy(&copied.stderr)
+    );
+}
+
+#[test]
+fn prune_says_plainly_it_does_not_touch_openshift_image_streams() {
+    let api = ApiServer::builder()
+        .openshift(
+            "image-registry.openshift-image-registry.svc:5000",
+            &["default-route-openshift-image-registry.apps-crc.testing"],
+        )
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path(), "crc-admin", "api-crc-testing:6443");
+    let output = clean_cmd(dir.path())
+        .env("KUBECONFIG", &kubeconfig)
+        .args(["prune", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.starts_with(
+            "error: prune does not prune OpenShift's integrated registry (default-route-openshift-image-registry.apps-crc.testing): its images belong to image streams, which prune does not touch\n"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("oc adm prune images"), "{stderr}");
+}

@@ -450,7 +450,7 @@ kind-registry, k3d's registry) and says what it freed. Deletes must be enabled i
 (REGISTRY_STORAGE_DELETE_ENABLED=true).
 
 Without a registry (or with --nodes), removes the older content tags push loaded into each node \
-of a kind or k3d cluster (ctr images rm), keeping the --keep newest per name and any a pod or \
+of a kind or k3d cluster, or the local node of microk8s or k3s (ctr images rm), keeping the --keep newest per name and any a pod or \
 workload uses; containerd frees the content itself. OpenShift's image streams are not pruned.";
 
 const PRUNE_EXAMPLES: &str = "\

@@ -66,6 +66,11 @@ impl ProductKind {
         self.spec().loader
     }
 
+    /// `microk8s ctr`, `k3s ctr`: the local node's containerd, where the product has one.
+    pub fn node_ctr(self) -> Option<&'static [&'static str]> {
+        self.spec().node_ctr
+    }
+
     /// True when the nodes run on the local docker engine's image store, so `docker load` is
     /// all it takes.
     pub fn shares_local_docker_store(self) -> bool {

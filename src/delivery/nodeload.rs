@@ -26,7 +26,8 @@ use crate::output::Printer;
 
 pub use deliver::{Delivered, Delivery, NodeReport, deliver};
 pub use images::{
-    NodeImage, content as node_content, node_images, remove as remove_node_images, run_tool,
+    NodeAccess, NodeImage, content as node_content, node_images, remove as remove_node_images,
+    run_tool,
 };
 pub use nodes::NodeCluster;
 pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadCommand, LoadPlan, PlanSource};

@@ -610,6 +610,27 @@ fn gc_runs_the_registrys_own_garbage_collect_in_its_container_and_frees_the_disk
 
 #[test]
 fn prune_nodes_removes_old_content_tags_keeping_the_newest_and_the_used() {
+    let node =
+        StandInNode::new("dev-control-plane").provider_id("kind://docker/dev/dev-control-plane");
+    prunes_the_content_tags_of("kind-dev", "kind-dev", "dev-control-plane", node, true);
+}
+
+#[test]
+fn prune_nodes_of_microk8s_goes_through_its_own_ctr() {
+    let node = StandInNode::new("laptop").label("microk8s.io/cluster", "true");
+    prunes_the_content_tags_of("microk8s", "microk8s-cluster", "laptop", node, false);
+}
+
+/// Four builds of `myimg:dev` pushed (node-load) into a cluster whose node is a real
+/// containerd, the oldest used by a pod: `ls` lists the content tags, `prune --keep 2` removes
+/// the second oldest only.
+fn prunes_the_content_tags_of(
+    context: &str,
+    cluster: &str,
+    node_name: &str,
+    api_node: StandInNode,
+    container: bool,
+) {
     // Four builds of myimg:dev loaded by push into a kind node of real containerd.
     let builds: Vec<Image> = [
         (21, "2024-01-01T00:00:00Z"),
@@ -623,22 +644,21 @@ fn prune_nodes_removes_old_content_tags_keeping_the_newest_and_the_used() {
     let tag_of = |image: &Image| format!("dev-{}", &image.config_digest()["sha256:".len()..][..12]);
     let node = Containerd::start();
     let standins = StandIns::new(&node);
-    standins.add_node("dev-control-plane", &node);
+    if container {
+        standins.add_node(node_name, &node);
+    }
     let api = ApiServer::builder()
-        .node(
-            StandInNode::new("dev-control-plane")
-                .provider_id("kind://docker/dev/dev-control-plane"),
-        )
+        .node(api_node)
         .pod(
             "default",
             "app-1",
-            "dev-control-plane",
+            node_name,
             &[&format!("myimg:{}", tag_of(&builds[0]))],
             &[""],
         )
         .start();
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = api.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    let kubeconfig = api.write_kubeconfig(dir.path(), context, cluster);
     let run = |args: &[&str]| {
         let output = clean_cmd(dir.path())
             .env("KUBECONFIG", &kubeconfig)
@@ -692,7 +712,7 @@ fn prune_nodes_removes_old_content_tags_keeping_the_newest_and_the_used() {
         .iter()
         .find(|r| r["tag"] == tag_of(&builds[0]).as_str())
         .unwrap();
-    assert_eq!(v1["node"], "dev-control-plane");
+    assert_eq!(v1["node"], node_name);
     assert_eq!(v1["repository"], "myimg");
     assert_eq!(v1["created"], "2024-01-01T00:00:00Z");
     assert_eq!(v1["inUseBy"], json!(["Pod/default/app-1"]));
@@ -702,7 +722,7 @@ fn prune_nodes_removes_old_content_tags_keeping_the_newest_and_the_used() {
     assert_eq!(
         out.stdout,
         format!(
-            "would remove docker.io/library/myimg:{} from dev-control-plane\nwould remove 1 content tags, kept 3 (1 in use); each node's containerd frees what no image names\n",
+            "would remove docker.io/library/myimg:{} from {node_name}\nwould remove 1 content tags, kept 3 (1 in use); each node's containerd frees what no image names\n",
             tag_of(&builds[1])
         )
     );
@@ -713,6 +733,19 @@ fn prune_nodes_removes_old_content_tags_keeping_the_newest_and_the_used() {
     let mut left = content_names(&[&builds[0], &builds[2], &builds[3]]);
     left.sort();
     assert_eq!(held(), left, "v1 is used, v3 and v4 are the newest");
+    let removal = standins
+        .calls()
+        .into_iter()
+        .find(|call| call.iter().any(|arg| arg == "rm"))
+        .expect("a removal was run");
+    let through: Vec<&str> = if container {
+        vec![
+            "docker", "exec", node_name, "ctr", "-n", "k8s.io", "images", "rm",
+        ]
+    } else {
+        vec!["microk8s", "ctr", "-n", "k8s.io", "images", "rm"]
+    };
+    assert_eq!(removal[..through.len()], through, "{removal:?}");
     assert!(
         node.images()
             .contains(&"docker.io/library/myimg:dev".to_string()),

@@ -45,7 +45,17 @@ impl StandIns {
             socket: runtime.socket().to_path_buf(),
         };
         for (program, prefix) in LOADERS {
-            standins.write(program, &standins.importer(prefix, ""));
+            // `microk8s ctr ...` and `k3s ctr ...` (other than an import) run the real ctr on
+            // the single runtime, as those products' own ctr runs on the local node's.
+            let passthrough = match *program {
+                "microk8s" | "k3s" => format!(
+                    "if [ \"$1\" = ctr ] && [ \"$4 $5\" != \"images import\" ]; then shift; exec {} -a {} \"$@\"; fi\n",
+                    quote(&standins.ctr.to_string_lossy()),
+                    quote(&standins.socket.to_string_lossy()),
+                ),
+                _ => String::new(),
+            };
+            standins.write(program, &standins.importer(prefix, &passthrough));
         }
         std::fs::create_dir(standins.nodes_dir()).expect("creating the nodes dir");
         standins.write("kind", &standins.kind_script());

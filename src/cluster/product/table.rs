@@ -16,6 +16,9 @@ pub struct ProductSpec {
     pub registry_guide: &'static str,
     /// The CLI that loads images into its nodes; `None` where nodes are never loaded by hand.
     pub loader: Option<LoaderSpec>,
+    /// How to run `ctr` against the local node's containerd (`microk8s ctr`, `k3s ctr`), for
+    /// `ls` and `prune` of node images; kind's and k3d's nodes are reached by `docker exec`.
+    pub node_ctr: Option<&'static [&'static str]>,
 }
 
 /// A product's node-load CLI: where to get it, how it loads an archive, how it says its version.
@@ -83,6 +86,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "kind",
         display_name: "kind",
         registry_guide: "https://kind.sigs.k8s.io/docs/user/local-registry/",
+        node_ctr: None,
         loader: Some(LoaderSpec {
             program: "kind",
             install_url: "https://kind.sigs.k8s.io/docs/user/quick-start/#installation",
@@ -99,6 +103,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "k3d",
         display_name: "k3d",
         registry_guide: "https://k3d.io/stable/usage/registries/",
+        node_ctr: None,
         loader: Some(LoaderSpec {
             program: "k3d",
             install_url: "https://k3d.io/stable/#installation",
@@ -115,6 +120,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "minikube",
         display_name: "minikube",
         registry_guide: "https://minikube.sigs.k8s.io/docs/handbook/registry/",
+        node_ctr: None,
         loader: Some(LoaderSpec {
             program: "minikube",
             install_url: "https://minikube.sigs.k8s.io/docs/start/",
@@ -131,6 +137,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "microk8s",
         display_name: "MicroK8s",
         registry_guide: "https://microk8s.io/docs/registry-built-in",
+        node_ctr: Some(&["microk8s", "ctr"]),
         loader: Some(LoaderSpec {
             program: "microk8s",
             install_url: "https://microk8s.io/docs/getting-started",
@@ -152,6 +159,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "k3s",
         display_name: "K3s",
         registry_guide: "https://docs.k3s.io/installation/private-registry",
+        node_ctr: Some(&["k3s", "ctr"]),
         loader: Some(LoaderSpec {
             program: "k3s",
             install_url: "https://docs.k3s.io/quick-start",
@@ -170,6 +178,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "docker-desktop",
         display_name: "Docker Desktop",
         registry_guide: "https://docs.docker.com/desktop/features/kubernetes/",
+        node_ctr: None,
         loader: Some(docker_store("https://docs.docker.com/desktop/", None)),
     },
     ProductSpec {
@@ -177,6 +186,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "orbstack",
         display_name: "OrbStack",
         registry_guide: "https://docs.orbstack.dev/kubernetes/",
+        node_ctr: None,
         loader: Some(docker_store("https://docs.orbstack.dev/install", None)),
     },
     ProductSpec {
@@ -184,6 +194,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "colima",
         display_name: "Colima",
         registry_guide: "https://github.com/abiosoft/colima#kubernetes",
+        node_ctr: None,
         loader: Some(docker_store(
             "https://docs.docker.com/engine/install/binaries/",
             Some(NERDCTL_HINT),
@@ -194,6 +205,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "rancher-desktop",
         display_name: "Rancher Desktop",
         registry_guide: "https://docs.rancherdesktop.io/",
+        node_ctr: None,
         loader: Some(docker_store(
             "https://docs.rancherdesktop.io/getting-started/installation/",
             Some(NERDCTL_HINT),
@@ -205,6 +217,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "openshift",
         display_name: "OpenShift",
         registry_guide: OPENSHIFT_REGISTRY_GUIDE,
+        node_ctr: None,
         loader: None,
     },
     ProductSpec {
@@ -212,6 +225,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "openshift-local",
         display_name: "OpenShift Local",
         registry_guide: OPENSHIFT_REGISTRY_GUIDE,
+        node_ctr: None,
         loader: None,
     },
     ProductSpec {
@@ -219,6 +233,7 @@ pub static PRODUCTS: [ProductSpec; 12] = [
         name: "unknown",
         display_name: "an unknown cluster",
         registry_guide: KEP_URL,
+        node_ctr: None,
         loader: None,
     },
 ];

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::cluster::client::NodeFacts;
 use crate::cluster::product::Product;
-use crate::delivery::nodeload::{self, NodeCluster};
+use crate::delivery::nodeload::{self, NodeAccess, NodeCluster};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::oci::parse_manifest;
@@ -28,22 +28,31 @@ pub(crate) struct NodeTag {
     pub created: Option<String>,
 }
 
-/// The cluster's nodes, reachable one by one (kind, k3d), or why not.
-pub(crate) fn node_cluster(product: &Product, nodes: &[NodeFacts]) -> Result<NodeCluster> {
-    NodeCluster::of(product, nodes).ok_or_else(|| {
-        Error::new(
+/// The cluster's nodes, reachable one by one (kind, k3d) or through the product's `ctr` on the
+/// local node (microk8s, k3s), or why not.
+pub(crate) fn node_cluster(product: &Product, nodes: &[NodeFacts]) -> Result<NodeAccess> {
+    if let Some(cluster) = NodeCluster::of(product, nodes) {
+        return Ok(NodeAccess::Containers(cluster));
+    }
+    if let Some(argv) = product.kind.node_ctr() {
+        let node = nodes
+            .first()
+            .map(|node| node.name.clone())
+            .unwrap_or_else(|| product.kind.as_str().to_string());
+        return Ok(NodeAccess::LocalCtr { argv, node });
+    }
+    Err(Error::new(
             ExitCode::Load,
             format!(
                 "no registry is advertised, and the nodes of {} cannot be asked what they hold",
                 product.target_phrase()
             ),
         )
-        .with_hint("ls and prune read the nodes of kind and k3d clusters (docker exec NODE ctr); give the cluster a registry to list and prune it instead")
-    })
+    .with_hint("ls and prune read the nodes of kind and k3d clusters (docker exec NODE ctr) and the local node of microk8s and k3s (their ctr); give the cluster a registry to list and prune it instead"))
 }
 
 /// Every content tag of ours on every node, node by node, in name order.
-pub(crate) async fn read(cluster: &NodeCluster, printer: &Printer) -> Result<Vec<NodeTag>> {
+pub(crate) async fn read(cluster: &NodeAccess, printer: &Printer) -> Result<Vec<NodeTag>> {
     let failed =
         |why: String| Error::new(ExitCode::Load, "reading what the nodes hold").with_source(why);
     let listed = nodeload::node_images(cluster).await.map_err(failed)?;
@@ -100,7 +109,7 @@ fn content_tag(name: &str) -> Option<(String, String, String)> {
 
 /// The config digest and `created` of an image manifest on `node`.
 async fn config_of(
-    cluster: &NodeCluster,
+    cluster: &NodeAccess,
     node: &str,
     manifest: &Digest,
 ) -> std::result::Result<(Digest, Option<String>), String> {

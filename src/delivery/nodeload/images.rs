@@ -27,17 +27,54 @@ pub struct NodeImage {
     pub digest: Digest,
 }
 
-/// Every node of the cluster and what it holds, listed with the product's CLI and `ctr`.
-pub async fn node_images(cluster: &NodeCluster) -> Result<Vec<(String, Vec<NodeImage>)>, String> {
-    let listing = cluster.list_command();
-    let listed = exec::capture(&listing).await?;
-    let nodes = cluster.parse_node_list(&listed.stdout)?;
-    if nodes.is_empty() {
-        return Err(format!("`{listing}` names no node"));
+/// How `ctr` reaches the nodes' containerd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeAccess {
+    /// kind's and k3d's nodes, containers of the local engine: `docker exec NODE ctr ...`.
+    Containers(NodeCluster),
+    /// The local node of microk8s or k3s, through the product's own `ctr` (`microk8s ctr`).
+    LocalCtr {
+        argv: &'static [&'static str],
+        node: String,
+    },
+}
+
+impl NodeAccess {
+    /// The nodes to ask: listed by kind or k3d, or the one local node.
+    async fn nodes(&self) -> Result<Vec<String>, String> {
+        match self {
+            Self::Containers(cluster) => {
+                let listing = cluster.list_command();
+                let listed = exec::capture(&listing).await?;
+                let nodes = cluster.parse_node_list(&listed.stdout)?;
+                if nodes.is_empty() {
+                    return Err(format!("`{listing}` names no node"));
+                }
+                Ok(nodes)
+            }
+            Self::LocalCtr { node, .. } => Ok(vec![node.clone()]),
+        }
     }
+
+    /// `ctr -n k8s.io ARGS...` on `node`.
+    fn ctr(&self, node: &str, args: &[&str]) -> LoadCommand {
+        match self {
+            Self::Containers(cluster) => cluster.ctr(node, false, args),
+            Self::LocalCtr { argv, .. } => {
+                let (program, first) = argv.split_first().unwrap_or((&"ctr", &[]));
+                let all = first.iter().chain(&["-n", "k8s.io"]).chain(args.iter());
+                LoadCommand::new(program, all.map(std::ffi::OsString::from))
+            }
+        }
+    }
+}
+
+/// Every node of the cluster and what it holds, listed with the product's CLI and `ctr`.
+pub async fn node_images(access: &NodeAccess) -> Result<Vec<(String, Vec<NodeImage>)>, String> {
+    let nodes = access.nodes().await?;
     let mut found = Vec::new();
     for node in nodes {
-        let command = cluster.ctr(&node, false, &["images", "ls"]);
+        let command = access.ctr(&node, &["images", "ls"]);
         let out = run(&command).await?;
         found.push((node, parse_images_ls(&String::from_utf8_lossy(&out))));
     }
@@ -45,12 +82,8 @@ pub async fn node_images(cluster: &NodeCluster) -> Result<Vec<(String, Vec<NodeI
 }
 
 /// `ctr content get DIGEST` on `node`: a manifest or config, checked against its digest.
-pub async fn content(
-    cluster: &NodeCluster,
-    node: &str,
-    digest: &Digest,
-) -> Result<Vec<u8>, String> {
-    let command = cluster.ctr(node, false, &["content", "get", digest.as_str()]);
+pub async fn content(access: &NodeAccess, node: &str, digest: &Digest) -> Result<Vec<u8>, String> {
+    let command = access.ctr(node, &["content", "get", digest.as_str()]);
     let bytes = run(&command).await?;
     if Digest::of_bytes(&bytes) != *digest {
         return Err(format!(
@@ -62,10 +95,10 @@ pub async fn content(
 
 /// `ctr -n k8s.io images rm NAME...` on `node`: the names go; containerd's own garbage
 /// collector frees the content no name holds any more.
-pub async fn remove(cluster: &NodeCluster, node: &str, names: &[String]) -> Result<(), String> {
+pub async fn remove(access: &NodeAccess, node: &str, names: &[String]) -> Result<(), String> {
     let mut args = vec!["images", "rm"];
     args.extend(names.iter().map(String::as_str));
-    run(&cluster.ctr(node, false, &args)).await.map(|_| ())
+    run(&access.ctr(node, &args)).await.map(|_| ())
 }
 
 /// `ctr images ls` lines: `REF TYPE DIGEST SIZE PLATFORMS LABELS`, the header first.

@@ -616,6 +616,14 @@ fn prune_nodes_removes_old_content_tags_keeping_the_newest_and_the_used() {
 }
 
 #[test]
+fn prune_nodes_of_k3d_reaches_the_nodes_it_lists() {
+    let node = StandInNode::new("k3d-dev-server-0")
+        .provider_id("k3s://k3d-dev-server-0")
+        .label("node.kubernetes.io/instance-type", "k3s");
+    prunes_the_content_tags_of("k3d-dev", "k3d-dev", "k3d-dev-server-0", node, true);
+}
+
+#[test]
 fn prune_nodes_of_microk8s_goes_through_its_own_ctr() {
     let node = StandInNode::new("laptop").label("microk8s.io/cluster", "true");
     prunes_the_content_tags_of("microk8s", "microk8s-cluster", "laptop", node, false);

@@ -19,7 +19,7 @@ pub use daemon::{Daemon, DaemonFailure, DaemonPushed, EngineTag, LayerEnd, PushE
 pub use endpoint::{Endpoint, EngineEnv};
 pub use facts::ImageFacts;
 pub use kind::Engine;
-pub(crate) use store::store_fault;
+pub(crate) use store::{StoreFault, store_fault};
 pub use store::{StoreImage, StoreLayer};
 
 use crate::error::{Context, Error, ExitCode, Result};

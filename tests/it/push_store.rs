@@ -4,7 +4,7 @@
 //! record is exported instead; a layer removed while it is read is a clear error, nothing tagged.
 
 use std::io::{BufRead, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -297,4 +297,89 @@ fn a_layer_removed_while_it_is_read_is_a_clear_error_and_nothing_is_tagged() {
         "{stderr}"
     );
     sb.bench.assert_not_tagged("myimg", "dev");
+}
+
+/// Rootless podman keeps files it reads only inside its user namespace: mode 000 (Fedora's and
+/// UBI's /etc/shadow), or owned by a mapped uid with owner-only modes. Our process cannot read
+/// them; podman's export can. Here the push runs without CAP_DAC_OVERRIDE and
+/// CAP_DAC_READ_SEARCH (what root would read them with), and the podman it falls back to answers
+/// with what the real podman printed and exported for this image beforehand, with its capabilities.
+#[test]
+fn a_store_file_we_may_not_read_is_left_to_podmans_export() {
+    let sb = StoreBench::new(Podman::overlay());
+    let dirs = sb.podman.dir();
+    let base = layer_dir(dirs, "base", 91, &[1_000_000]);
+    let app = layer_dir(dirs, "app", 92, &[500_000]);
+    let shadow = app.join("shadow");
+    std::fs::write(&shadow, b"root:!locked::0:99999:7:::\n").unwrap();
+    std::fs::set_permissions(&shadow, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    sb.podman.build("localhost/myimg:dev", &[&base, &app]);
+    let top = sb.podman.top_layer("localhost/myimg:dev");
+    let unreadable = sb.podman.layer_files(&top).join("layer1/shadow");
+    assert_eq!(
+        std::fs::metadata(&unreadable).unwrap().permissions().mode() & 0o777,
+        0,
+        "the store keeps the file's mode"
+    );
+
+    let answers = sb.bench.path("podman-answers");
+    std::fs::create_dir(&answers).unwrap();
+    std::fs::write(
+        answers.join("inspect.json"),
+        sb.podman.tool("podman", &["image", "inspect", "myimg:dev"]),
+    )
+    .unwrap();
+    let saved = Command::new("podman")
+        .envs(sb.podman.envs())
+        .args(["image", "save", "myimg:dev"])
+        .stdout(std::fs::File::create(answers.join("save.tar")).unwrap())
+        .status()
+        .unwrap();
+    assert!(saved.success());
+    std::fs::write(
+        sb.bin.join("podman"),
+        format!(
+            "#!/bin/sh\necho \"podman $*\" >> '{calls}'\ncase \"$1 $2\" in\n\
+             'image inspect') exec cat '{answers}/inspect.json' ;;\n\
+             'image save') exec cat '{answers}/save.tar' ;;\nesac\nexit 125\n",
+            calls = sb.calls.display(),
+            answers = answers.display()
+        ),
+    )
+    .unwrap();
+
+    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+    let mut cmd = push::clean_std_cmd("setpriv".as_ref(), sb.bench.dir.path());
+    cmd.args(["--bounding-set", "-dac_override,-dac_read_search", "--"])
+        .arg(&binary)
+        .args(["push", "myimg:dev", "-v", "-o", "json"])
+        .env("KUBECONFIG", &sb.bench.kubeconfig)
+        .envs(sb.podman.envs())
+        .env("KUBECTL_REGISTRY_ENGINE", "podman")
+        .env("PATH", format!("{}:/usr/bin:/bin", sb.bin.display()));
+    let run = sb.bench.run(&mut assert_cmd::Command::from_std(cmd));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let why = format!(
+        "not reading podman's store: layer {} in the store: {} cannot be read: Permission denied (os error 13); podman reads such files in its user namespace: exporting",
+        &top[..12],
+        unreadable.display()
+    );
+    assert!(run.stderr_lines().contains(&why.as_str()), "{}", run.stderr);
+    assert_eq!(sb.take_calls(), ["podman image save myimg:dev"]);
+    let (bytes, digest) = sb.bench.landed("myimg:dev");
+    let manifest: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        manifest["config"]["digest"],
+        image_id(&sb.podman, "myimg:dev").as_str()
+    );
+    assert_eq!(
+        run.json()["ref"],
+        format!("{RUNTIME_HOST}/myimg:dev@{digest}").as_str()
+    );
+    let node = Node::start(&sb.bench.registry);
+    node.pull(&format!("{RUNTIME_HOST}/myimg:dev@{digest}"), &[]);
+    assert_eq!(
+        node.layer_diff_ids(&digest),
+        sb.podman.diff_ids("localhost/myimg:dev")
+    );
 }

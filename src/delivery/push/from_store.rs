@@ -21,7 +21,7 @@ use super::summary::Transfer;
 use super::to_registry::RegistryPush;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{self, Compression, LargeMember, MemberSink, RawBlob};
-use crate::image::engine::{Found, StoreImage, StoreLayer, store_fault};
+use crate::image::engine::{Found, StoreFault, StoreImage, StoreLayer, store_fault};
 use crate::image::oci::MediaType;
 use crate::image::registry::RegistryClient;
 use crate::limits::seconds_text;
@@ -151,6 +151,19 @@ pub(super) async fn push(
     })
 }
 
+/// The store's file that `err` says we may not read, when that is why the push failed: podman
+/// reads it in its user namespace, so its export still can.
+pub(super) fn denied(err: &Error) -> Option<&StoreFault> {
+    let mut next = std::error::Error::source(err);
+    while let Some(cause) = next {
+        if let Some(fault) = cause.downcast_ref::<StoreFault>() {
+            return fault.denied.then_some(fault);
+        }
+        next = cause.source();
+    }
+    None
+}
+
 /// Each layer as sent, recorded for the next push (a re-encoded digest, a repository to mount from).
 fn remember(context: &Context<'_>, unique: &[&StoreLayer], sent: &[(usize, Descriptor, Outcome)]) {
     let mut record = context
@@ -255,11 +268,11 @@ impl Context<'_> {
             match owned.open() {
                 Ok(mut reader) => {
                     let pumped = uploader.large_member(&member, &mut reader);
-                    let fault = reader.failure().map(str::to_string);
+                    let fault = reader.failure().cloned();
                     (uploader, pumped, fault)
                 }
                 Err(err) => {
-                    let fault = store_fault(&err).map(ToString::to_string);
+                    let fault = store_fault(&err).cloned();
                     (uploader, Err(err), fault)
                 }
             }
@@ -273,7 +286,7 @@ impl Context<'_> {
                 ExitCode::Input,
                 format!("reading {} from {}", self.found.image, self.store.describe),
             )
-            .with_source(Error::new(ExitCode::Input, fault)));
+            .with_source(fault));
         }
         let mut done = uploader.finish().await?;
         pumped.map_err(|err| {

@@ -34,7 +34,18 @@ pub(super) async fn push(
             );
         } else {
             match found.store_image() {
-                Ok(store) => return from_store::push(plan, found, &store, printer).await,
+                Ok(store) => {
+                    let err = match from_store::push(plan, found, &store, printer).await {
+                        Err(err) => err,
+                        pushed => return pushed,
+                    };
+                    let Some(fault) = from_store::denied(&err) else {
+                        return Err(err);
+                    };
+                    printer.debug(&format!(
+                        "not reading podman's store: {fault}; podman reads such files in its user namespace: exporting"
+                    ));
+                }
                 Err(reason) => {
                     printer.debug(&format!("not reading podman's store: {reason}; exporting"));
                 }

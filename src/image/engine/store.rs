@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde::Deserialize;
 
-pub(crate) use tar_split::{LayerReader, store_fault};
+pub(crate) use tar_split::{LayerReader, StoreFault, store_fault};
 
 use super::endpoint::EngineEnv;
 use super::facts::ImageFacts;

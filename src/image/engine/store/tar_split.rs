@@ -18,12 +18,17 @@ use crate::image::digest::Digest;
 const LINE_LIMIT: u64 = 16 << 20;
 
 /// Why reading a layer from the store failed: told as it is, never blamed on the registry.
-#[derive(Debug)]
-pub(crate) struct StoreFault(pub String);
+#[derive(Debug, Clone)]
+pub(crate) struct StoreFault {
+    text: String,
+    /// The store holds a file we may not read. Rootless podman reads such files (owned by a
+    /// mapped uid, or mode 000) inside its user namespace: its export can, we cannot.
+    pub(crate) denied: bool,
+}
 
 impl std::fmt::Display for StoreFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 
@@ -35,7 +40,18 @@ pub(crate) fn store_fault(err: &io::Error) -> Option<&StoreFault> {
 }
 
 fn fault(text: String) -> io::Error {
-    io::Error::other(StoreFault(text))
+    io::Error::other(StoreFault {
+        text,
+        denied: false,
+    })
+}
+
+/// A failure to open or read `path`: a denial is marked as one.
+fn io_fault(text: String, err: &io::Error) -> io::Error {
+    io::Error::other(StoreFault {
+        text,
+        denied: err.kind() == io::ErrorKind::PermissionDenied,
+    })
 }
 
 #[derive(Deserialize)]
@@ -65,7 +81,7 @@ pub struct LayerReader {
     size: u64,
     verified: bool,
     /// The store's failure, once one was returned: whoever the error passed through, it is ours.
-    failed: Option<String>,
+    failed: Option<StoreFault>,
 }
 
 enum Current {
@@ -84,10 +100,13 @@ impl LayerReader {
         size: u64,
     ) -> io::Result<Self> {
         let record = File::open(tar_split).map_err(|err| {
-            fault(format!(
-                "{label}: its tar-split record {} cannot be read: {err}",
-                tar_split.display()
-            ))
+            io_fault(
+                format!(
+                    "{label}: its tar-split record {} cannot be read: {err}",
+                    tar_split.display()
+                ),
+                &err,
+            )
         })?;
         Ok(Self {
             entries: BufReader::new(GzDecoder::new(record)),
@@ -215,11 +234,10 @@ impl LayerReader {
                 path.display()
             ))
         } else {
-            fault(format!(
-                "{}: {} cannot be read: {err}",
-                self.label,
-                path.display()
-            ))
+            io_fault(
+                format!("{}: {} cannot be read: {err}", self.label, path.display()),
+                err,
+            )
         }
     }
 
@@ -250,8 +268,8 @@ fn raw_path(bytes: Vec<u8>) -> PathBuf {
 
 impl LayerReader {
     /// What went wrong reading the store, if something did.
-    pub fn failure(&self) -> Option<&str> {
-        self.failed.as_deref()
+    pub(crate) fn failure(&self) -> Option<&StoreFault> {
+        self.failed.as_ref()
     }
 }
 
@@ -261,7 +279,7 @@ impl Read for LayerReader {
         if let Err(err) = &read
             && let Some(fault) = store_fault(err)
         {
-            self.failed = Some(fault.0.clone());
+            self.failed = Some(fault.clone());
         }
         read
     }
@@ -284,11 +302,10 @@ impl LayerReader {
                 Current::File(file, path) => {
                     let left = file.limit();
                     let n = file.read(buf).map_err(|err| {
-                        fault(format!(
-                            "{}: {} cannot be read: {err}",
-                            self.label,
-                            path.display()
-                        ))
+                        io_fault(
+                            format!("{}: {} cannot be read: {err}", self.label, path.display()),
+                            &err,
+                        )
                     })?;
                     if n == 0 && left > 0 {
                         return Err(fault(format!(
@@ -379,7 +396,12 @@ mod tests {
         .unwrap()
         .read_to_end(&mut Vec::new())
         .unwrap_err();
-        assert!(store_fault(&wrong).unwrap().0.contains("not its diff_id"));
+        assert!(
+            store_fault(&wrong)
+                .unwrap()
+                .text
+                .contains("not its diff_id")
+        );
 
         std::fs::remove_file(files.join("d/f")).unwrap();
         let gone = LayerReader::open(
@@ -395,7 +417,7 @@ mod tests {
         assert!(
             store_fault(&gone)
                 .unwrap()
-                .0
+                .text
                 .contains("removed from the store while it was read"),
             "{gone}"
         );
@@ -416,6 +438,11 @@ mod tests {
         .unwrap()
         .read_to_end(&mut Vec::new())
         .unwrap_err();
-        assert!(store_fault(&err).unwrap().0.contains("outside the layer"));
+        assert!(
+            store_fault(&err)
+                .unwrap()
+                .text
+                .contains("outside the layer")
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! `kubectl registry push NAME` reading podman's store (containers-storage) directly, with real
 //! podman and buildah on overlay storage (as workstations have it) and vfs: podman itself is not
-//! run, only the layers the registry lacks are read, each rebuilt exactly from its tar-split record; a layer without its
-//! record is exported instead; a layer removed while it is read is a clear error, nothing tagged.
+//! run; only the layers the registry lacks are read, each rebuilt exactly from its tar-split
+//! record, with the store's layer lock held for reading; a layer without its record, or holding a
+//! file we may not read, is exported instead; a layer removed while it is read (not by podman) is
+//! a clear error, nothing tagged.
 
 use std::io::{BufRead, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -268,7 +270,14 @@ fn a_layer_removed_while_it_is_read_is_a_clear_error_and_nothing_is_tagged() {
             }
         }
     };
-    // Mid-read, the layer goes: its second file first.
+    // podman's writers (`podman rmi`, a build committing a layer) lock layers.lock for writing
+    // with fcntl: while the push reads, they wait.
+    let layers_lock = sb.podman.dir().join("storage/vfs-layers/layers.lock");
+    assert!(
+        !writer_may_lock(&layers_lock),
+        "layers.lock is not held for reading while a layer is read"
+    );
+    // Mid-read, the layer goes anyway (not through podman): its second file first.
     std::fs::remove_file(files.join(second)).unwrap();
     let mut pipe = std::fs::OpenOptions::new()
         .write(true)
@@ -297,6 +306,25 @@ fn a_layer_removed_while_it_is_read_is_a_clear_error_and_nothing_is_tagged() {
         "{stderr}"
     );
     sb.bench.assert_not_tagged("myimg", "dev");
+    assert!(writer_may_lock(&layers_lock), "the lock outlived the push");
+}
+
+/// Whether a writer may lock `path` now, as containers-storage's writers do (fcntl F_SETLK,
+/// F_WRLCK, the whole file), asked from another process.
+fn writer_may_lock(path: &Path) -> bool {
+    let probe = Command::new("python3")
+        .args([
+            "-c",
+            "import fcntl, sys\nwith open(sys.argv[1], 'r+') as f:\n    try:\n        fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n    except OSError:\n        sys.exit(3)",
+        ])
+        .arg(path)
+        .status()
+        .expect("python3 (scripts/install-test-deps)");
+    match probe.code() {
+        Some(0) => true,
+        Some(3) => false,
+        other => panic!("the lock probe failed: {other:?}"),
+    }
 }
 
 /// Rootless podman keeps files it reads only inside its user namespace: mode 000 (Fedora's and

@@ -52,6 +52,17 @@ pub(super) async fn push(
         return Ok(pushed);
     }
     printer.status(&format!("reading {} from {}", found.image, store.describe));
+    let held = store.clone();
+    let _locks = tokio::task::spawn_blocking(move || held.read_lock())
+        .await
+        .map_err(|err| Error::new(ExitCode::Failure, "locking the store").with_source(err))?
+        .map_err(|err| {
+            Error::new(
+                ExitCode::Input,
+                format!("reading {} from {}", found.image, store.describe),
+            )
+            .with_source(err)
+        })?;
     let context = Context {
         client: &client,
         repo,

@@ -6,6 +6,7 @@
 //! trusted here is a reason to export instead, in words for -v.
 
 mod conf;
+mod lock;
 mod tar_split;
 
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde::Deserialize;
 
+pub(crate) use lock::ReadLock;
 pub(crate) use tar_split::{LayerReader, StoreFault, store_fault};
 
 use super::endpoint::EngineEnv;
@@ -32,6 +34,19 @@ pub struct StoreImage {
     pub layers: Vec<StoreLayer>,
     /// `the overlay store at /var/lib/containers/storage (the system's storage.conf: ...)`.
     pub describe: String,
+    /// The `layers.lock` of each store root a layer is in.
+    lock_files: Vec<PathBuf>,
+}
+
+impl StoreImage {
+    /// The store's layer locks, held for reading (as podman holds them while it reads a layer)
+    /// until dropped: no layer is removed while we read it.
+    pub(crate) fn read_lock(&self) -> std::io::Result<Vec<ReadLock>> {
+        self.lock_files
+            .iter()
+            .filter_map(|path| ReadLock::take(path).transpose())
+            .collect()
+    }
 }
 
 /// One layer and where its bytes are.
@@ -128,7 +143,7 @@ pub(super) fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreIma
             continue;
         };
         let config = root.config(hex)?;
-        let layers = layer_chain(&roots, image.layer.as_deref())?;
+        let (layers, lock_files) = layer_chain(&roots, image.layer.as_deref())?;
         let diff_ids: Vec<&Digest> = layers.iter().map(|layer| &layer.diff_id).collect();
         if diff_ids != facts.diff_ids.iter().collect::<Vec<_>>() {
             return Err(format!(
@@ -139,6 +154,7 @@ pub(super) fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreIma
         return Ok(StoreImage {
             config,
             layers,
+            lock_files,
             describe: format!(
                 "the {} store at {} ({})",
                 root.driver,
@@ -194,7 +210,7 @@ pub(super) fn inspect(env: &EngineEnv, name: &str) -> Option<ImageFacts> {
     };
     let root = &roots[at];
     let config = root.config(&image.id).ok()?;
-    let layers = layer_chain(&roots, image.layer.as_deref()).ok()?;
+    let (layers, _) = layer_chain(&roots, image.layer.as_deref()).ok()?;
     let platform: ConfigJson = serde_json::from_slice(&config).ok()?;
     let platform = match (platform.os, platform.architecture) {
         (Some(os), Some(arch)) if !os.is_empty() && !arch.is_empty() => {
@@ -265,8 +281,12 @@ impl Root {
     }
 }
 
-/// The layers under `top`, base first, each found in the first store that lists it.
-fn layer_chain(roots: &[Root], top: Option<&str>) -> Result<Vec<StoreLayer>, String> {
+/// The layers under `top`, base first, each found in the first store that lists it, and the
+/// `layers.lock` of each store they are in.
+fn layer_chain(
+    roots: &[Root],
+    top: Option<&str>,
+) -> Result<(Vec<StoreLayer>, Vec<PathBuf>), String> {
     let listed: Vec<(usize, Vec<LayerJson>)> = roots
         .iter()
         .enumerate()
@@ -277,6 +297,7 @@ fn layer_chain(roots: &[Root], top: Option<&str>) -> Result<Vec<StoreLayer>, Str
         })
         .collect();
     let mut chain = Vec::new();
+    let mut lock_files = Vec::new();
     let mut next = top.map(str::to_string);
     while let Some(id) = next.take() {
         if chain.len() > 1_000 {
@@ -289,6 +310,10 @@ fn layer_chain(roots: &[Root], top: Option<&str>) -> Result<Vec<StoreLayer>, Str
             return Err(format!("layer {id} is not listed in the store"));
         };
         let root = &roots[at];
+        let lock_file = root.index("layers", "layers.lock");
+        if !lock_files.contains(&lock_file) {
+            lock_files.push(lock_file);
+        }
         let (Some(diff_id), Some(size)) = (&layer.diff_digest, layer.diff_size) else {
             return Err(format!("layer {id} has no recorded diff digest and size"));
         };
@@ -317,7 +342,7 @@ fn layer_chain(roots: &[Root], top: Option<&str>) -> Result<Vec<StoreLayer>, Str
         next = layer.parent.clone().filter(|parent| !parent.is_empty());
     }
     chain.reverse();
-    Ok(chain)
+    Ok((chain, lock_files))
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {

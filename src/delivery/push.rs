@@ -3,6 +3,7 @@
 
 mod attachments;
 mod by_daemon;
+mod by_podman;
 mod cache;
 mod export_upload;
 mod from_engine;

@@ -15,7 +15,8 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use daemon::{Daemon, DaemonFailure, DaemonPushed, EngineTag, LayerEnd, PushEvent};
+pub use cli::CliPush;
+pub use daemon::{Daemon, DaemonPushed, EnginePushFailure, EngineTag, LayerEnd, PushEvent};
 pub use endpoint::{Endpoint, EngineEnv};
 pub use facts::ImageFacts;
 pub use kind::Engine;
@@ -23,6 +24,7 @@ pub(crate) use store::{StoreFault, store_fault};
 pub use store::{StoreImage, StoreLayer};
 
 use crate::error::{Context, Error, ExitCode, Result};
+use crate::image::digest::Digest;
 use crate::image::registry::{Stalled, Watchdog};
 use crate::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
 use crate::output::Printer;
@@ -83,6 +85,29 @@ impl Found {
     /// The image in podman's store (containers-storage), read directly; `Err` says why not.
     pub fn store_image(&self) -> std::result::Result<StoreImage, String> {
         store::find_image(&self.env, &self.facts)
+    }
+
+    /// The engine's CLI pushes the image from its own store to `destination` (`HOST/REPO:TAG`);
+    /// the digest it pushed, when it said.
+    pub async fn cli_push(
+        &self,
+        destination: &str,
+        how: &CliPush<'_>,
+    ) -> std::result::Result<Option<Digest>, EnginePushFailure> {
+        // The ID, not the name: the image we inspected, even if the name moved since.
+        let id = self
+            .facts
+            .id
+            .strip_prefix("sha256:")
+            .unwrap_or(&self.facts.id);
+        cli::push(
+            self.engine.program(),
+            id,
+            destination,
+            how,
+            &self.big_files_dir,
+        )
+        .await
     }
 
     /// Runs `pass` over the engine's export on a blocking thread, as the engine produces it.

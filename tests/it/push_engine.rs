@@ -83,8 +83,9 @@ impl EngineBench {
         std::fs::write(
             &conf,
             format!(
-                "[storage]\ndriver = \"vfs\"\ngraphroot = \"{}\"\n",
-                empty.display()
+                "[storage]\ndriver = \"vfs\"\ngraphroot = \"{}\"\nrunroot = \"{}\"\n",
+                empty.display(),
+                self.bench.path("empty-run").display()
             ),
         )
         .unwrap();
@@ -340,6 +341,148 @@ fn the_engine_api_answers_through_docker_host_a_docker_context_and_container_hos
         [0, 0, 3],
         "pushed, bytes pushed, skipped"
     );
+    eb.assert_nothing_left();
+}
+
+// podman whose store is not here (a podman machine's VM, a remote service): podman pushes
+
+/// Blobs pushed and blobs already there, as `-o json` reports them.
+fn report_counts(report: &Value) -> [u64; 2] {
+    ["blobsPushed", "blobsSkipped"].map(|k| report[k].as_u64().unwrap())
+}
+
+#[test]
+fn podman_pushes_from_its_own_store_when_it_is_not_here_with_our_credentials() {
+    let eb = EngineBench::on(Bench::with_registry(TestRegistry::with_basic_auth(
+        "kind", "s3cret",
+    )));
+    let dirs = eb.podman.dir();
+    let base = layer_dir(dirs, "base", 31, &[1_300_000]);
+    let app = layer_dir(dirs, "app", 32, &[400_000]);
+    let id = eb.podman.build("localhost/myimg:dev", &[&base, &app]);
+    let socket = eb.podman.socket_path();
+    let _service = eb.podman.serve(&format!("unix://{}", socket.display()));
+    eb.spy("podman", "/usr/bin/podman");
+    let host = eb.bench.registry.host();
+    let credentials = crate::support::push::docker_config(&eb.bench, &host, "kind", "s3cret");
+    let cmd = || {
+        let mut cmd = eb.cmd_store_elsewhere();
+        cmd.env("KUBECTL_REGISTRY_ENGINE", "podman")
+            .env("CONTAINER_HOST", format!("unix://{}", socket.display()))
+            .env("DOCKER_CONFIG", &credentials)
+            .arg("-v");
+        cmd
+    };
+
+    let first = eb.push(&mut cmd(), &["myimg:dev", "-o", "json"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let pushes = format!("podman pushes myimg:dev to {host}/myimg:dev from its own store");
+    let pushes = redact_ports(&pushes);
+    assert!(
+        first.stderr_lines().contains(&pushes.as_str()),
+        "{}",
+        first.stderr
+    );
+    assert!(!first.stderr.contains("s3cret"), "{}", first.stderr);
+    let calls = eb.take_calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(
+        calls[0].starts_with("podman push --quiet --digestfile ")
+            && calls[0].ends_with(&format!(" --tls-verify=false {id} {host}/myimg:dev")),
+        "{calls:?}"
+    );
+    let (bytes, digest) = eb.bench.landed("myimg:dev");
+    let manifest: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        manifest["config"]["digest"],
+        format!("sha256:{id}").as_str()
+    );
+    let report = first.json();
+    let reference = format!("{RUNTIME_HOST}/myimg:dev@{digest}");
+    assert_eq!(report["ref"], reference.as_str());
+    assert_eq!(report_counts(&report), [3, 0]);
+    let node = Node::start(&eb.bench.registry);
+    let pulled = |reference: &str| {
+        node.pull(reference, &["--user", "kind:s3cret"]);
+        node.layer_diff_ids(reference.rsplit_once('@').unwrap().1)
+    };
+    assert_eq!(
+        pulled(&reference),
+        eb.podman.diff_ids("localhost/myimg:dev")
+    );
+    eb.assert_nothing_left();
+
+    // Unchanged: only the manifest again, podman not asked.
+    let again = eb.push(&mut cmd(), &["myimg:dev"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(eb.take_calls(), Vec::<String>::new());
+    assert_eq!(again.stdout, format!("{reference}\n"));
+
+    // Rebuilt on the same base: podman pushes again, and the base is reported as already there.
+    let app2 = layer_dir(dirs, "app2", 33, &[500_000]);
+    eb.podman
+        .build_on("localhost/myimg:dev-base0", "localhost/myimg:dev", &[&app2]);
+    let rebuilt = eb.push(&mut cmd(), &["myimg:dev", "-o", "json"]);
+    assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
+    assert_eq!(eb.take_calls().len(), 1);
+    let (_, new_digest) = eb.bench.landed("myimg:dev");
+    assert_eq!(report_counts(&rebuilt.json()), [2, 1], "{}", rebuilt.stdout);
+    let reference = format!("{RUNTIME_HOST}/myimg:dev@{new_digest}");
+    assert_eq!(
+        pulled(&reference),
+        eb.podman.diff_ids("localhost/myimg:dev")
+    );
+    eb.assert_nothing_left();
+}
+
+#[test]
+fn podman_that_cannot_reach_the_registry_leaves_the_push_to_its_export() {
+    let eb = EngineBench::new();
+    let dirs = eb.podman.dir();
+    let layer = layer_dir(dirs, "layer", 41, &[800_000]);
+    let id = eb.podman.build("localhost/myimg:dev", &[&layer]);
+    let socket = eb.podman.socket_path();
+    let _service = eb
+        .podman
+        .serve_isolated(&format!("unix://{}", socket.display()));
+    eb.spy("podman", "/usr/bin/podman");
+
+    let run = eb.push(
+        eb.cmd_store_elsewhere()
+            .env("KUBECTL_REGISTRY_ENGINE", "podman")
+            .env("CONTAINER_HOST", format!("unix://{}", socket.display()))
+            .arg("-v"),
+        &["myimg:dev"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let host = redact_ports(&eb.bench.registry.host());
+    let fell_back = run
+        .stderr_lines()
+        .into_iter()
+        .find(|line| line.starts_with(&format!("podman cannot reach {host} (`podman push` failed")))
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(
+        fell_back.ends_with("): exporting instead") && fell_back.contains("dial tcp"),
+        "{fell_back}"
+    );
+    assert!(
+        run.stderr_lines().contains(
+            &format!(
+                "exporting myimg:dev from podman engine API at unix://{} (CONTAINER_HOST)",
+                socket.display()
+            )
+            .as_str()
+        ),
+        "{}",
+        run.stderr
+    );
+    let (bytes, digest) = eb.bench.landed("myimg:dev");
+    let manifest: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        manifest["config"]["digest"],
+        format!("sha256:{id}").as_str()
+    );
+    assert_eq!(run.stdout, format!("{RUNTIME_HOST}/myimg:dev@{digest}\n"));
     eb.assert_nothing_left();
 }
 

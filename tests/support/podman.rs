@@ -202,7 +202,24 @@ impl Podman {
 
     /// `podman system service` on `address` (`unix://PATH` or `tcp://127.0.0.1:PORT`).
     pub(crate) fn serve(&self, address: &str) -> Service {
-        let child = Command::new("podman")
+        self.serve_in(address, false)
+    }
+
+    /// The service in its own network namespace (`unshare --net`): as podman in a VM, it cannot
+    /// reach our loopback. Its socket is a file, so we still reach it.
+    pub(crate) fn serve_isolated(&self, address: &str) -> Service {
+        self.serve_in(address, true)
+    }
+
+    fn serve_in(&self, address: &str, own_network: bool) -> Service {
+        let mut command = if own_network {
+            let mut command = Command::new("unshare");
+            command.args(["--net", "podman"]);
+            command
+        } else {
+            Command::new("podman")
+        };
+        let child = command
             .args(["system", "service", "--time=0", address])
             .envs(self.envs())
             .stdin(Stdio::null())

@@ -7,9 +7,8 @@
 
 use std::collections::HashMap;
 
-use super::from_engine::{Pushed, Selection, repush_unchanged};
+use super::from_engine::{Pushed, Selection, record_engine_push, repush_unchanged};
 use super::layer_upload::Outcome;
-use super::manifest_record::{SentManifest, SentManifests};
 use super::progress::{BlobProgress, Progress};
 use super::stream::Encoding;
 use super::summary::Transfer;
@@ -17,7 +16,7 @@ use super::to_registry::RegistryPush;
 use crate::cli::Compression;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
-use crate::image::engine::{Daemon, DaemonFailure, DaemonPushed, Found, LayerEnd, PushEvent};
+use crate::image::engine::{Daemon, DaemonPushed, EnginePushFailure, Found, LayerEnd, PushEvent};
 use crate::image::registry::{RegistryClient, StoredManifest};
 use crate::interrupt;
 use crate::output::Printer;
@@ -141,7 +140,7 @@ async fn by_daemon(
     }
     let done = match outcome {
         Ok(done) => done,
-        Err(DaemonFailure::Unreachable(said)) => {
+        Err(EnginePushFailure::Unreachable(said)) => {
             printer.debug(&format!(
                 "the docker daemon cannot reach {} ({}): exporting instead",
                 client.host(),
@@ -149,7 +148,7 @@ async fn by_daemon(
             ));
             return Ok(None);
         }
-        Err(DaemonFailure::Failed(said)) => {
+        Err(EnginePushFailure::Failed(said)) => {
             return Err(Error::new(
                 ExitCode::Registry,
                 format!(
@@ -163,34 +162,9 @@ async fn by_daemon(
             )));
         }
     };
-    let mut manifests = SentManifests::load_in(plan.cache_dir);
-    let stored = match client.stored_manifest(repo, done.digest.as_str()).await {
-        Ok(stored) => Some(stored),
-        Err(err) => {
-            printer.debug(&format!("not recorded for the next push: {err}"));
-            None
-        }
-    };
+    let stored =
+        record_engine_push(plan, &client, found, DAEMON_ENCODING, &done.digest, printer).await;
     let transfer = transfer_of(found, &done, stored.as_ref(), config_there);
-    if let Some(stored) = stored
-        && let Ok(text) = String::from_utf8(stored.bytes)
-    {
-        manifests.record(
-            client.host(),
-            id,
-            DAEMON_ENCODING,
-            SentManifest {
-                media_type: stored.media_type,
-                manifest: text,
-                repository: repo.to_string(),
-            },
-        );
-        if let Err(err) = manifests.save() {
-            printer.debug(&format!(
-                "could not save the record of sent manifests: {err}"
-            ));
-        }
-    }
     Ok(Some(pushed(found, done.digest, transfer)))
 }
 

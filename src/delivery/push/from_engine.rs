@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::image::archive::{Archive, Image, StreamedArchive};
 use crate::image::digest::Digest;
 use crate::image::engine::Found;
-use crate::image::registry::RegistryClient;
+use crate::image::registry::{RegistryClient, StoredManifest};
 use crate::limits::seconds_text;
 use crate::output::Printer;
 
@@ -138,6 +138,45 @@ pub(super) async fn repush_unchanged(
         transfer,
         platforms: found.facts.platform.iter().cloned().collect(),
     }))
+}
+
+/// The manifest an engine pushed (by its digest), read back and recorded for the next push of
+/// this image ID; `None` (said with -v) when it could not be read.
+pub(super) async fn record_engine_push(
+    plan: &RegistryPush<'_>,
+    client: &RegistryClient,
+    found: &Found,
+    encoding: Encoding,
+    digest: &Digest,
+    printer: &Printer,
+) -> Option<StoredManifest> {
+    let repo = plan.target.repository.as_str();
+    let stored = match client.stored_manifest(repo, digest.as_str()).await {
+        Ok(stored) => stored,
+        Err(err) => {
+            printer.debug(&format!("not recorded for the next push: {err}"));
+            return None;
+        }
+    };
+    if let Ok(text) = String::from_utf8(stored.bytes.clone()) {
+        let mut manifests = SentManifests::load_in(plan.cache_dir);
+        manifests.record(
+            client.host(),
+            &found.facts.id,
+            encoding,
+            SentManifest {
+                media_type: stored.media_type.clone(),
+                manifest: text,
+                repository: repo.to_string(),
+            },
+        );
+        if let Err(err) = manifests.save() {
+            printer.debug(&format!(
+                "could not save the record of sent manifests: {err}"
+            ));
+        }
+    }
+    Some(stored)
 }
 
 /// True (with what was skipped) when every blob of `sent` is in `repo` at its size, mounting

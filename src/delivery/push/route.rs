@@ -1,8 +1,10 @@
 //! Which way an engine's image goes to a registry, the fastest that moves only what the registry
 //! lacks: the Docker daemon's own push; else podman's store (containers-storage) read directly;
-//! else the engine's export. The way taken, and why another was not, is said with -v.
+//! else podman's own push where its store is not here; else the engine's export. The way taken,
+//! and why another was not, is said with -v.
 
 use super::by_daemon;
+use super::by_podman;
 use super::from_engine::{self, Pushed, Selection};
 use super::from_store;
 use super::to_registry::RegistryPush;
@@ -45,6 +47,14 @@ pub(super) async fn push(
                     printer.debug(&format!(
                         "not reading podman's store: {fault}; podman reads such files in its user namespace: exporting"
                     ));
+                }
+                Err(reason) if found.engine == Engine::Podman => {
+                    printer.debug(&format!("not reading podman's store: {reason}"));
+                    if let Some(pushed) =
+                        by_podman::push(plan, found, selection, compression, printer).await?
+                    {
+                        return Ok(pushed);
+                    }
                 }
                 Err(reason) => {
                     printer.debug(&format!("not reading podman's store: {reason}; exporting"));

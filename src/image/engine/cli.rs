@@ -1,13 +1,16 @@
 //! An engine's CLI (`docker`, `podman`, `nerdctl`) where its API is not reachable directly:
-//! `image inspect NAME` for the facts, `image save NAME` streaming the archive to our pipe.
+//! `image inspect NAME` for the facts, `image save NAME` streaming the archive to our pipe, and
+//! `push` where podman pushes from its own store.
 
 use std::io;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use super::daemon::{EnginePushFailure, is_unreachable};
 use super::export::Export;
 use super::facts::ImageFacts;
+use crate::image::digest::Digest;
 use crate::image::registry::Watchdog;
 use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
 
@@ -72,4 +75,88 @@ pub(super) fn export(
         .stderr(stderr.try_clone()?)
         .spawn()?;
     Export::from_cli(program, child, stderr, scratch, watchdog)
+}
+
+/// How a `PROGRAM push` goes: credentials in a containers auth file, TLS checked or not, the
+/// layers' compression.
+#[derive(Debug)]
+pub struct CliPush<'a> {
+    pub authfile: &'a Path,
+    pub tls_verify: bool,
+    /// `zstd` where asked for; gzip (podman's default) otherwise.
+    pub zstd: bool,
+}
+
+/// What podman's own words say about its error: we keep at most this much of them.
+const STDERR_LIMIT: u64 = 64 << 10;
+
+/// `PROGRAM push --digestfile F IMAGE DESTINATION`: the engine pushes from its own store (where
+/// it runs: a podman machine, a remote service). Returns the digest it pushed, when it wrote one
+/// (podman's remote client does not). Killed if dropped.
+pub(super) async fn push(
+    program: &str,
+    image: &str,
+    destination: &str,
+    how: &CliPush<'_>,
+    big_files_dir: &Path,
+) -> Result<Option<Digest>, EnginePushFailure> {
+    let failed =
+        |err: io::Error| EnginePushFailure::Failed(format!("running `{program} push`: {err}"));
+    let scratch = tempfile::Builder::new()
+        .prefix("kubectl-registry-push-")
+        .tempdir_in(big_files_dir)
+        .map_err(failed)?;
+    let digest_file = scratch.path().join("digest");
+    let stderr = tempfile::tempfile().map_err(failed)?;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .arg("push")
+        .arg("--quiet")
+        .arg("--digestfile")
+        .arg(&digest_file)
+        .arg("--authfile")
+        .arg(how.authfile)
+        .arg(format!("--tls-verify={}", how.tls_verify));
+    if how.zstd {
+        command.args(["--compression-format", "zstd"]);
+    }
+    let status = command
+        .args([image, destination])
+        .env("TMPDIR", scratch.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr.try_clone().map_err(failed)?)
+        .kill_on_drop(true)
+        .status()
+        .await
+        .map_err(failed)?;
+    if !status.success() {
+        let said = read_start(stderr, STDERR_LIMIT);
+        let said = format!("`{program} push` failed ({status}): {}", said.trim());
+        return Err(if is_unreachable(&said) {
+            EnginePushFailure::Unreachable(said)
+        } else {
+            EnginePushFailure::Failed(said)
+        });
+    }
+    let written = match std::fs::read_to_string(&digest_file) {
+        Ok(written) => written,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(failed(err)),
+    };
+    written.trim().parse::<Digest>().map(Some).map_err(|err| {
+        EnginePushFailure::Failed(format!(
+            "`{program} push` wrote {:?} as the digest it pushed: {err}",
+            written.trim()
+        ))
+    })
+}
+
+/// The first `limit` bytes of `file`, from its start, as text.
+fn read_start(mut file: std::fs::File, limit: u64) -> String {
+    use std::io::{Read, Seek};
+    let mut bytes = Vec::new();
+    let _ = file.seek(io::SeekFrom::Start(0));
+    let _ = file.take(limit).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
 }

@@ -61,9 +61,9 @@ pub struct DaemonPushed {
     pub layers: HashMap<String, LayerEnd>,
 }
 
-/// A push the daemon did not finish.
+/// A push the engine (its daemon, or its CLI) did not finish.
 #[derive(Debug)]
-pub enum DaemonFailure {
+pub enum EnginePushFailure {
     /// It could not reach the registry at all (its own network, its TLS or HTTP rules): another
     /// way may, so this is a reason to use one, not an error.
     Unreachable(String),
@@ -166,11 +166,11 @@ impl Daemon {
         tag: &str,
         auth: &str,
         on_event: &mut dyn FnMut(PushEvent<'_>),
-    ) -> Result<DaemonPushed, DaemonFailure> {
-        let failed = DaemonFailure::Failed;
+    ) -> Result<DaemonPushed, EnginePushFailure> {
+        let failed = EnginePushFailure::Failed;
         let watchdog = Watchdog::new(self.stall_timeout);
         let stalled = |limit: Duration| {
-            DaemonFailure::Failed(format!(
+            EnginePushFailure::Failed(format!(
                 "the daemon's push brought no progress for {} ({STALL_TIMEOUT_ENV})",
                 seconds_text(limit)
             ))
@@ -186,11 +186,13 @@ impl Daemon {
             .header("X-Registry-Auth", auth)
             .send();
         let response = match watchdog.bound(request).await {
-            Ok(response) => response.map_err(|err| DaemonFailure::Failed(connect_failure(&err)))?,
+            Ok(response) => {
+                response.map_err(|err| EnginePushFailure::Failed(connect_failure(&err)))?
+            }
             Err(stalled_at) => return Err(stalled(stalled_at.0)),
         };
         if !response.status().is_success() {
-            return Err(DaemonFailure::Failed(failure(response).await));
+            return Err(EnginePushFailure::Failed(failure(response).await));
         }
         let mut body = response.bytes_stream();
         let mut lines = Lines::default();
@@ -198,7 +200,7 @@ impl Daemon {
         loop {
             let chunk = match watchdog.bound(body.next()).await {
                 Ok(Some(chunk)) => chunk.map_err(|err| {
-                    DaemonFailure::Failed(format!("the daemon's answer broke off: {err}"))
+                    EnginePushFailure::Failed(format!("the daemon's answer broke off: {err}"))
                 })?,
                 Ok(None) => break,
                 Err(stalled_at) => return Err(stalled(stalled_at.0)),
@@ -216,7 +218,7 @@ impl Daemon {
                 digest,
                 layers: progress.layers,
             }),
-            None => Err(DaemonFailure::Failed(
+            None => Err(EnginePushFailure::Failed(
                 "the daemon's push ended without naming the digest it pushed".to_string(),
             )),
         }
@@ -388,25 +390,25 @@ impl Progress {
         &mut self,
         line: &[u8],
         on_event: &mut dyn FnMut(PushEvent<'_>),
-    ) -> Result<(), DaemonFailure> {
+    ) -> Result<(), EnginePushFailure> {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
         let line: ProgressLine = serde_json::from_slice(line).map_err(|err| {
-            DaemonFailure::Failed(format!(
+            EnginePushFailure::Failed(format!(
                 "the daemon sent a line that is not progress: {err}"
             ))
         })?;
         if let Some(error) = line.error_detail.and_then(|d| d.message).or(line.error) {
             return Err(if !self.reached && is_unreachable(&error) {
-                DaemonFailure::Unreachable(error)
+                EnginePushFailure::Unreachable(error)
             } else {
-                DaemonFailure::Failed(error)
+                EnginePushFailure::Failed(error)
             });
         }
         if let Some(digest) = line.aux.and_then(|aux| aux.digest) {
             self.digest = Some(digest.parse().map_err(|_| {
-                DaemonFailure::Failed(format!(
+                EnginePushFailure::Failed(format!(
                     "the daemon named a digest that is not one: {digest:?}"
                 ))
             })?);
@@ -443,7 +445,7 @@ impl Progress {
 
 /// The daemon's words when it could not reach the registry (its ping of `/v2/` failed): no
 /// route from where it runs, a TLS or plain-HTTP rule of its own, a name it cannot resolve.
-fn is_unreachable(error: &str) -> bool {
+pub(super) fn is_unreachable(error: &str) -> bool {
     [
         "/v2/\": ",
         "dial tcp",
@@ -464,10 +466,13 @@ fn is_unreachable(error: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn read_all(text: &str) -> Result<Progress, DaemonFailure> {
+    fn read_all(text: &str) -> Result<Progress, EnginePushFailure> {
         let mut lines = Lines::default();
         let mut progress = Progress::default();
-        for line in lines.push(text.as_bytes()).map_err(DaemonFailure::Failed)? {
+        for line in lines
+            .push(text.as_bytes())
+            .map_err(EnginePushFailure::Failed)?
+        {
             progress.read(&line, &mut |_| {})?;
         }
         Ok(progress)
@@ -499,13 +504,13 @@ mod tests {
              {\"errorDetail\":{\"message\":\"Get \\\"http://127.0.0.1:5555/v2/\\\": dial tcp 127.0.0.1:5555: connect: network is unreachable\"},\"error\":\"x\"}\n",
         );
         assert!(
-            matches!(unreachable, Err(DaemonFailure::Unreachable(m)) if m.contains("network is unreachable"))
+            matches!(unreachable, Err(EnginePushFailure::Unreachable(m)) if m.contains("network is unreachable"))
         );
         let midway = read_all(
             "{\"status\":\"Pushing\",\"progressDetail\":{\"current\":1,\"total\":2},\"id\":\"16b8ab3422de\"}\n\
              {\"errorDetail\":{\"message\":\"dial tcp 127.0.0.1:5555: connection refused\"},\"error\":\"x\"}\n",
         );
-        assert!(matches!(midway, Err(DaemonFailure::Failed(_))));
+        assert!(matches!(midway, Err(EnginePushFailure::Failed(_))));
     }
 
     #[test]

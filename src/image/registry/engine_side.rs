@@ -53,6 +53,27 @@ impl RegistryClient {
         Ok(base64::engine::general_purpose::URL_SAFE.encode(json.to_string()))
     }
 
+    /// A containers auth file (`auth.json`, as `podman login` writes it) for an engine's CLI
+    /// pushing here: no entry while the registry has not challenged our ping, else who we log in
+    /// as. Call after [`RegistryClient::ping`]; write it where only we can read it.
+    pub async fn engine_authfile(&self) -> Result<String> {
+        let login = self
+            .inner
+            .auth
+            .login_for_engine(&self.inner.transport)
+            .await?;
+        let entry = match login.map(|found| found.secret) {
+            None => return Ok(json!({"auths": {}}).to_string()),
+            Some(Secret::Basic { username, password }) => json!({
+                "auth": base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"))
+            }),
+            Some(Secret::IdentityToken(token)) => json!({"identitytoken": token}),
+        };
+        let mut auths = serde_json::Map::new();
+        auths.insert(self.host().to_string(), entry);
+        Ok(json!({ "auths": auths }).to_string())
+    }
+
     /// `GET /v2/<repo>/manifests/<digest>`, its bytes checked against the digest.
     pub async fn stored_manifest(&self, repo: &str, digest: &str) -> Result<StoredManifest> {
         let what = || format!("reading back manifest {digest} in {}/{repo}", self.host());

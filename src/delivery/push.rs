@@ -119,6 +119,23 @@ pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport
     ))
 }
 
+/// podman's store, when the nodes' layers can be read from it (said with -v when not).
+fn nodes_from_store(
+    args: &PushArgs,
+    found: &engine::Found,
+    printer: &Printer,
+) -> Option<engine::StoreImage> {
+    if found.engine != engine::Engine::Podman || args.image.is_some() || args.platform.is_some() {
+        return None;
+    }
+    found
+        .store_image()
+        .map_err(|reason| {
+            printer.debug(&format!("not reading podman's store: {reason}; exporting"))
+        })
+        .ok()
+}
+
 /// The engine's whole export as an archive, for the node loaders that read files. It is spooled
 /// to an anonymous temporary file, which leaves nothing behind however the process ends.
 async fn exported_archive(found: &engine::Found) -> Result<Arc<Archive>> {
@@ -475,11 +492,29 @@ async fn load_engine_image(
     {
         return Ok(report);
     }
-    let archive = exported_archive(found).await?;
-    let image = archive
-        .select(args.image.as_deref(), args.platform.as_deref())
-        .map_err(Error::from)?;
-    let report = load_into(run, discovered, &target, &name, archive, image).await?;
+    let mut loaded = None;
+    if let Some(store) = nodes_from_store(args, found, printer) {
+        // Held until the nodes are loaded: no layer read from the store is removed meanwhile.
+        let (archive, _locks) = from_store::archive_for_nodes(found, store, printer).await?;
+        let image = archive.select(None, None).map_err(Error::from)?;
+        match load_into(run, discovered, &target, &name, archive, image).await {
+            Err(err) => match from_store::denied(&err) {
+                Some(fault) => printer.debug(&from_store::left_to_the_export(fault)),
+                None => return Err(err),
+            },
+            Ok(report) => loaded = Some(report),
+        }
+    }
+    let report = match loaded {
+        Some(report) => report,
+        None => {
+            let archive = exported_archive(found).await?;
+            let image = archive
+                .select(args.image.as_deref(), args.platform.as_deref())
+                .map_err(Error::from)?;
+            load_into(run, discovered, &target, &name, archive, image).await?
+        }
+    };
     if args.load_command.is_none() {
         reload::record(records, &key, &report, printer);
     }

@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+mod assembled;
 mod blob;
 mod config;
 mod dir;
@@ -42,7 +43,8 @@ use std::io;
 use std::path::PathBuf;
 
 pub use crate::image::oci::Platform;
-pub use blob::{BlobLocation, BlobReader};
+pub use assembled::AssembledLayer;
+pub use blob::{BlobLocation, BlobReader, OpenBlob};
 pub use error::{ArchiveError, archive_error_in};
 pub(crate) use image::oci_manifest;
 pub use image::{

@@ -20,7 +20,7 @@ pub use daemon::{Daemon, DaemonPushed, EnginePushFailure, EngineTag, LayerEnd, P
 pub use endpoint::{Endpoint, EngineEnv};
 pub use facts::ImageFacts;
 pub use kind::Engine;
-pub(crate) use store::{StoreFault, store_fault};
+pub(crate) use store::{ReadLock, StoreFault, store_fault};
 pub use store::{StoreImage, StoreLayer};
 
 use crate::error::{Context, Error, ExitCode, Result};

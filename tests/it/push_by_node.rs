@@ -93,13 +93,22 @@ impl Cluster {
     /// `kubectl-registry push ARGS`, the stand-ins first on the child's PATH (the real docker
     /// CLI of this machine, with no daemon, comes after them).
     fn push(&self, args: &[&str]) -> Outcome {
+        self.push_with(args, None, &[])
+    }
+
+    /// `push`, with `bin` first on PATH and `envs` set.
+    fn push_with(&self, args: &[&str], bin: Option<&Path>, envs: &[(&str, OsString)]) -> Outcome {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         let inherited = std::env::var_os("PATH").unwrap_or_default();
-        let dirs =
-            std::iter::once(self.standins.bin_dir()).chain(std::env::split_paths(&inherited));
+        let dirs = bin
+            .map(Path::to_path_buf)
+            .into_iter()
+            .chain(std::iter::once(self.standins.bin_dir()))
+            .chain(std::env::split_paths(&inherited));
         let path: OsString = std::env::join_paths(dirs).unwrap();
         let output = crate::support::env::plugin_cmd(&home)
+            .envs(envs.iter().map(|(k, v)| (k, v)))
             .env("PATH", path)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
@@ -436,4 +445,102 @@ fn a_node_the_image_cannot_get_into_fails_the_push_naming_it_and_why() {
              hint: or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/\n"
         )
     );
+}
+
+/// podman's image by name: each node's layout is written straight from podman's store (overlay,
+/// as workstations have it), so a rebuild reads only the layer the nodes lack, and podman is
+/// never asked to export.
+#[test]
+fn an_image_in_podmans_store_is_loaded_from_the_store_reading_only_what_the_nodes_lack() {
+    use crate::support::podman::{Podman, layer_dir};
+    let cluster = Cluster::kind(&NODES);
+    let podman = Podman::overlay();
+    let dirs = podman.dir();
+    let base = layer_dir(dirs, "base", 51, &[1_200_000]);
+    let app = layer_dir(dirs, "app", 52, &[300_000]);
+    podman.build("localhost/myimg:dev", &[&base, &app]);
+    let bin = cluster.dir.path().join("podman-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = cluster.dir.path().join("podman-calls");
+    let spy = bin.join("podman");
+    std::fs::write(
+        &spy,
+        format!(
+            "#!/bin/sh\necho \"podman $*\" >> '{}'\nexec /usr/bin/podman \"$@\"\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&spy, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut envs: Vec<(&str, OsString)> = podman.envs();
+    envs.push(("KUBECTL_REGISTRY_ENGINE", "podman".into()));
+    let loaded = |run: &Outcome| {
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(
+            !calls.exists(),
+            "podman was run: {:?}",
+            std::fs::read_to_string(&calls)
+        );
+        let id = podman.tool(
+            "podman",
+            &["image", "inspect", "--format", "{{.Id}}", "myimg:dev"],
+        );
+        for (node, runtime) in &cluster.nodes {
+            let out = runtime.ctr(&["images", "check", &format!("name=={LOADED}")]);
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            assert!(text.contains("complete"), "{node}: {text}");
+            let manifest = text
+                .lines()
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .nth(2)
+                .unwrap();
+            let manifest = runtime.ctr(&["content", "get", manifest]);
+            let manifest: serde_json::Value = serde_json::from_slice(&manifest.stdout).unwrap();
+            assert_eq!(
+                manifest["config"]["digest"],
+                format!("sha256:{id}").as_str(),
+                "{node}"
+            );
+        }
+    };
+
+    let first = cluster.push_with(&["myimg:dev", "-v"], Some(&bin), &envs);
+    loaded(&first);
+    assert!(
+        first.stderr.contains("for the nodes: nothing exported"),
+        "{}",
+        first.stderr
+    );
+    let diff_ids = podman.diff_ids("localhost/myimg:dev");
+    for node in NODES {
+        let received = cluster.received(node);
+        assert!(
+            diff_ids.iter().all(|d| received[0].contains(d)),
+            "{node}: {received:?}"
+        );
+    }
+
+    // The nodes hold the base now: its files are not read again (gone, they would fail the load).
+    let base_layer = podman.top_layer("localhost/myimg:dev-base0");
+    std::fs::remove_dir_all(podman.layer_files(&base_layer)).unwrap();
+    std::fs::create_dir(podman.layer_files(&base_layer)).unwrap();
+    let app2 = layer_dir(dirs, "app2", 53, &[400_000]);
+    podman.build_on("localhost/myimg:dev-base0", "localhost/myimg:dev", &[&app2]);
+    let second = cluster.push_with(&["myimg:dev"], Some(&bin), &envs);
+    loaded(&second);
+    let new_diff_ids = podman.diff_ids("localhost/myimg:dev");
+    for node in NODES {
+        let received = cluster.received(node);
+        let layers: Vec<&String> = new_diff_ids
+            .iter()
+            .filter(|d| received[1].contains(*d))
+            .collect();
+        assert_eq!(
+            layers,
+            [&new_diff_ids[1]],
+            "{node}: only the new layer: {received:?}"
+        );
+    }
 }

@@ -20,8 +20,10 @@ use super::stream::Encoding;
 use super::summary::Transfer;
 use super::to_registry::RegistryPush;
 use crate::error::{Error, ExitCode, Result};
-use crate::image::archive::{self, Compression, LargeMember, MemberSink, RawBlob};
-use crate::image::engine::{Found, StoreFault, StoreImage, StoreLayer, store_fault};
+use crate::image::archive::{
+    self, Archive, AssembledLayer, Compression, LargeMember, MemberSink, RawBlob,
+};
+use crate::image::engine::{Found, ReadLock, StoreFault, StoreImage, StoreLayer, store_fault};
 use crate::image::oci::MediaType;
 use crate::image::registry::RegistryClient;
 use crate::limits::seconds_text;
@@ -162,12 +164,58 @@ pub(super) async fn push(
     })
 }
 
-/// The store's file that `err` says we may not read, when that is why the push failed: podman
-/// reads it in its user namespace, so its export still can.
+/// Why the store is left for the export when a file in it may not be read, for -v.
+pub(super) fn left_to_the_export(fault: &StoreFault) -> String {
+    format!(
+        "not reading podman's store: {fault}; podman reads such files in its user namespace: exporting"
+    )
+}
+
+/// The image as an archive whose layers are rebuilt from the store when read, for the node
+/// loaders: a node that lacks one layer gets that one read, nothing exported. Held with the
+/// store's layer locks, which the caller keeps until the load is done.
+pub(super) async fn archive_for_nodes(
+    found: &Found,
+    store: StoreImage,
+    printer: &Printer,
+) -> Result<(Arc<Archive>, Vec<ReadLock>)> {
+    let name = format!("{} in {}", found.image, store.describe);
+    printer.debug(&format!("reading {name} for the nodes: nothing exported"));
+    let names = found.facts.repo_tags.clone();
+    tokio::task::spawn_blocking(move || {
+        let locks = store.read_lock().map_err(|err| {
+            Error::new(ExitCode::Input, format!("reading {name}")).with_source(err)
+        })?;
+        let layers = store
+            .layers
+            .iter()
+            .map(|layer| {
+                let layer = layer.clone();
+                AssembledLayer {
+                    diff_id: layer.diff_id.clone(),
+                    size: layer.size,
+                    open: Arc::new(move || {
+                        Ok(Box::new(layer.open()?) as Box<dyn std::io::Read + Send>)
+                    }),
+                }
+            })
+            .collect();
+        let archive = Archive::assembled(&name, names, store.config, layers)?;
+        Ok((Arc::new(archive), locks))
+    })
+    .await
+    .map_err(|err| Error::new(ExitCode::Failure, "reading the store").with_source(err))?
+}
+
+/// The store's file that `err` says we may not read, when that is why the push (or node load)
+/// failed: podman reads it in its user namespace, so its export still can.
 pub(super) fn denied(err: &Error) -> Option<&StoreFault> {
     let mut next = std::error::Error::source(err);
     while let Some(cause) = next {
-        if let Some(fault) = cause.downcast_ref::<StoreFault>() {
+        let fault = cause
+            .downcast_ref::<StoreFault>()
+            .or_else(|| cause.downcast_ref::<std::io::Error>().and_then(store_fault));
+        if let Some(fault) = fault {
             return fault.denied.then_some(fault);
         }
         next = cause.source();

@@ -44,9 +44,7 @@ pub(super) async fn push(
                     let Some(fault) = from_store::denied(&err) else {
                         return Err(err);
                     };
-                    printer.debug(&format!(
-                        "not reading podman's store: {fault}; podman reads such files in its user namespace: exporting"
-                    ));
+                    printer.debug(&from_store::left_to_the_export(fault));
                 }
                 Err(reason) if found.engine == Engine::Podman => {
                     printer.debug(&format!("not reading podman's store: {reason}"));

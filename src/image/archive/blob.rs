@@ -1,5 +1,6 @@
-//! Where a blob's bytes live (a range of the tar file, or a file of a layout directory) and a
-//! reader over them that uses positioned reads, so several blobs stream from one open file at once.
+//! Where a blob's bytes live (a range of the tar file, a file of a layout directory, or a stream
+//! made when read, such as a layer rebuilt from podman's store) and a reader over them that uses
+//! positioned reads, so several blobs stream from one open file at once.
 
 use std::fmt;
 use std::fs::File;
@@ -21,12 +22,16 @@ pub struct BlobLocation {
     pub(crate) file: BlobFile,
 }
 
+/// Opens a stream of a blob's bytes that are not a file range (a layer rebuilt from a store).
+pub type OpenBlob = Arc<dyn Fn() -> io::Result<Box<dyn Read + Send>> + Send + Sync>;
+
 /// The file holding the bytes: the (shared) tar file, or one file of a layout directory,
-/// opened when read so that a large layout does not hold a descriptor per blob.
+/// opened when read so that a large layout does not hold a descriptor per blob; or a stream.
 #[derive(Clone)]
 pub(crate) enum BlobFile {
     Shared(Arc<File>),
     Path(Arc<PathBuf>),
+    Stream(OpenBlob),
 }
 
 impl fmt::Debug for BlobLocation {
@@ -43,12 +48,13 @@ impl fmt::Debug for BlobLocation {
 impl BlobLocation {
     /// A reader over exactly this blob's bytes.
     pub fn open(&self) -> io::Result<BlobReader> {
-        let file = match &self.file {
-            BlobFile::Shared(file) => Arc::clone(file),
-            BlobFile::Path(path) => Arc::new(File::open(path.as_path())?),
+        let source = match &self.file {
+            BlobFile::Shared(file) => Source::File(Arc::clone(file)),
+            BlobFile::Path(path) => Source::File(Arc::new(File::open(path.as_path())?)),
+            BlobFile::Stream(open) => Source::Stream(open()?),
         };
         Ok(BlobReader {
-            file,
+            source,
             position: self.offset,
             end: self.offset + self.len,
         })
@@ -77,11 +83,24 @@ impl BlobLocation {
 
 /// Reads a byte range of a file with `pread`, so it shares the file with other readers.
 /// Unbuffered: each `read` is one system call, so read with large buffers (256 KiB or more).
-#[derive(Debug)]
 pub struct BlobReader {
-    file: Arc<File>,
+    source: Source,
     position: u64,
     end: u64,
+}
+
+enum Source {
+    File(Arc<File>),
+    Stream(Box<dyn Read + Send>),
+}
+
+impl fmt::Debug for BlobReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlobReader")
+            .field("position", &self.position)
+            .field("end", &self.end)
+            .finish()
+    }
 }
 
 impl BlobReader {
@@ -99,7 +118,10 @@ impl Read for BlobReader {
         if wanted == 0 {
             return Ok(0);
         }
-        let read = positioned::read_at(&self.file, &mut buf[..wanted], self.position)?;
+        let read = match &mut self.source {
+            Source::File(file) => positioned::read_at(file, &mut buf[..wanted], self.position)?,
+            Source::Stream(stream) => stream.read(&mut buf[..wanted])?,
+        };
         if read == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,

@@ -15,8 +15,15 @@ use super::tar_index::{TarIndex, clean_path};
 pub(crate) const METADATA_LIMIT: u64 = 16 << 20;
 
 pub(crate) enum Members {
-    Tar { file: Arc<File>, index: TarIndex },
-    Directory { root: PathBuf },
+    Tar {
+        file: Arc<File>,
+        index: TarIndex,
+    },
+    Directory {
+        root: PathBuf,
+    },
+    /// No files at all: an image assembled from blobs kept elsewhere (an engine's store).
+    Nothing,
 }
 
 /// A source of member files plus the archive's display name for errors.
@@ -51,6 +58,7 @@ impl Container {
                     file: BlobFile::Path(Arc::new(full)),
                 })
             }
+            Members::Nothing => None,
         }
     }
 
@@ -80,6 +88,7 @@ impl Container {
     pub(crate) fn broken_link(&self, path: &str) -> Option<ArchiveError> {
         let member = clean_path(path);
         let reason = match &self.members {
+            Members::Nothing => return None,
             Members::Tar { index, .. } => {
                 let chain = index.link_loop(&member)?;
                 format!(
@@ -125,6 +134,7 @@ impl Container {
                 names.sort();
                 names
             }
+            Members::Nothing => Vec::new(),
         }
     }
 
@@ -132,7 +142,7 @@ impl Container {
     pub(crate) fn looks_truncated(&self) -> bool {
         match &self.members {
             Members::Tar { index, .. } => !index.ends_cleanly,
-            Members::Directory { .. } => false,
+            Members::Directory { .. } | Members::Nothing => false,
         }
     }
 

@@ -21,7 +21,7 @@ pub use endpoint::{Endpoint, EngineEnv};
 pub use facts::ImageFacts;
 pub use kind::Engine;
 pub(crate) use store::{ReadLock, StoreFault, store_fault};
-pub use store::{StoreImage, StoreLayer};
+pub use store::{StoreImage, StoreLayer, StoreMiss};
 
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::digest::Digest;
@@ -83,7 +83,7 @@ impl Found {
     }
 
     /// The image in podman's store (containers-storage), read directly; `Err` says why not.
-    pub fn store_image(&self) -> std::result::Result<StoreImage, String> {
+    pub fn store_image(&self) -> std::result::Result<StoreImage, StoreMiss> {
         store::find_image(&self.env, &self.facts)
     }
 

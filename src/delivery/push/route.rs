@@ -46,7 +46,7 @@ pub(super) async fn push(
                     };
                     printer.debug(&from_store::left_to_the_export(fault));
                 }
-                Err(reason) if found.engine == Engine::Podman => {
+                Err(reason) if found.engine == Engine::Podman && reason.elsewhere => {
                     printer.debug(&format!("not reading podman's store: {reason}"));
                     if let Some(pushed) =
                         by_podman::push(plan, found, selection, compression, printer).await?

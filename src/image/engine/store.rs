@@ -106,14 +106,38 @@ struct Root {
     driver: String,
 }
 
+/// Why an image is not read from the store, in words for -v.
+#[derive(Debug)]
+pub struct StoreMiss {
+    pub reason: String,
+    /// The image is not in a store we can read at all (podman runs elsewhere: a podman machine,
+    /// a remote service; or its driver's layers are not plain directories), as opposed to a
+    /// defect of one of its layers here.
+    pub elsewhere: bool,
+}
+
+impl std::fmt::Display for StoreMiss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
 /// Finds the image `facts` describes in the store podman would use; its layers must be the ones
-/// the engine names, in order. `Err` is the reason it cannot be read from there.
-pub(super) fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreImage, String> {
+/// the engine names, in order.
+pub(super) fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreImage, StoreMiss> {
+    let defect = |reason: String| StoreMiss {
+        reason,
+        elsewhere: false,
+    };
+    let elsewhere = |reason: String| StoreMiss {
+        reason,
+        elsewhere: true,
+    };
     let conf = conf::locate(env);
     let hex = facts
         .id
         .strip_prefix("sha256:")
-        .ok_or_else(|| format!("the image ID {} is not a sha256 digest", facts.id))?;
+        .ok_or_else(|| elsewhere(format!("the image ID {} is not a sha256 digest", facts.id)))?;
     let roots = roots(&conf);
     let main = format!(
         "the store at {} ({})",
@@ -121,13 +145,15 @@ pub(super) fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreIma
         conf.origin
     );
     let Some(first) = roots.first() else {
-        return Err(format!("{main} has no image store podman could use"));
+        return Err(elsewhere(format!(
+            "{main} has no image store podman could use"
+        )));
     };
     if !conf::READABLE_DRIVERS.contains(&first.driver.as_str()) {
-        return Err(format!(
+        return Err(elsewhere(format!(
             "{main} uses the {} driver, whose layers are not plain directories",
             first.driver
-        ));
+        )));
     }
     for root in &roots {
         let index = root.index("images", "images.json");
@@ -136,20 +162,22 @@ pub(super) fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreIma
         }
         let images: Vec<ImageJson> = match read_json(&index) {
             Ok(images) => images,
-            Err(said) if root.path == conf.graphroot => return Err(format!("{main}: {said}")),
+            Err(said) if root.path == conf.graphroot => {
+                return Err(defect(format!("{main}: {said}")));
+            }
             Err(_) => continue,
         };
         let Some(image) = images.into_iter().find(|image| image.id == hex) else {
             continue;
         };
-        let config = root.config(hex)?;
-        let (layers, lock_files) = layer_chain(&roots, image.layer.as_deref())?;
+        let config = root.config(hex).map_err(defect)?;
+        let (layers, lock_files) = layer_chain(&roots, image.layer.as_deref()).map_err(defect)?;
         let diff_ids: Vec<&Digest> = layers.iter().map(|layer| &layer.diff_id).collect();
         if diff_ids != facts.diff_ids.iter().collect::<Vec<_>>() {
-            return Err(format!(
+            return Err(defect(format!(
                 "its layers in {} are not the ones the engine names",
                 root.path.display()
-            ));
+            )));
         }
         return Ok(StoreImage {
             config,
@@ -163,7 +191,10 @@ pub(super) fn find_image(env: &EngineEnv, facts: &ImageFacts) -> Result<StoreIma
             ),
         });
     }
-    Err(format!("{main} does not hold image {}", facts.id))
+    Err(elsewhere(format!(
+        "{main} does not hold image {}",
+        facts.id
+    )))
 }
 
 /// The image `name` picks in podman's store, described as `podman image inspect` would without

@@ -462,16 +462,7 @@ fn an_image_in_podmans_store_is_loaded_from_the_store_reading_only_what_the_node
     let bin = cluster.dir.path().join("podman-bin");
     std::fs::create_dir_all(&bin).unwrap();
     let calls = cluster.dir.path().join("podman-calls");
-    let spy = bin.join("podman");
-    std::fs::write(
-        &spy,
-        format!(
-            "#!/bin/sh\necho \"podman $*\" >> '{}'\nexec /usr/bin/podman \"$@\"\n",
-            calls.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&spy, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    crate::support::standins::spy(&bin, "podman", "/usr/bin/podman", &calls);
     let mut envs: Vec<(&str, OsString)> = podman.envs();
     envs.push(("KUBECTL_REGISTRY_ENGINE", "podman".into()));
     let loaded = |run: &Outcome| {

@@ -50,13 +50,7 @@ impl EngineBench {
 
     /// Puts `program` on the binary's PATH as a spy: it logs its arguments, then runs `real`.
     fn spy(&self, program: &str, real: &str) {
-        self.script(
-            program,
-            &format!(
-                "echo \"{program} $*\" >> '{}'\nexec {real} \"$@\"",
-                self.calls.display()
-            ),
-        );
+        crate::support::standins::spy(&self.bin, program, real, &self.calls);
     }
 
     fn script(&self, program: &str, body: &str) {

@@ -29,17 +29,7 @@ impl StoreBench {
         let bin = bench.path("bin");
         std::fs::create_dir(&bin).unwrap();
         let calls = bench.path("podman-calls");
-        let spy = bin.join("podman");
-        std::fs::write(
-            &spy,
-            format!(
-                "#!/bin/sh\necho \"podman $*\" >> '{}'\nexec /usr/bin/podman \"$@\"\n",
-                calls.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&spy, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        crate::support::standins::spy(&bin, "podman", "/usr/bin/podman", &calls);
         Self {
             bench,
             podman,

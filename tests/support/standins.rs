@@ -427,6 +427,22 @@ fn quote(text: &str) -> String {
 }
 
 /// The first executable `name` on this process's PATH.
+/// Writes `bin/PROGRAM`: a script that appends `PROGRAM ARGS...` to `calls`, then runs `real`
+/// with those arguments.
+pub(crate) fn spy(bin: &Path, program: &str, real: &str, calls: &Path) {
+    let script = bin.join(program);
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"{program} $*\" >> '{}'\nexec {real} \"$@\"\n",
+            calls.display()
+        ),
+    )
+    .expect("writing a spy");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .expect("making a spy executable");
+}
+
 pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)

@@ -40,6 +40,9 @@ _kubectl__registry() {
             kubectl__registry,version)
                 cmd="kubectl__registry__subcmd__version"
                 ;;
+            kubectl__registry,why)
+                cmd="kubectl__registry__subcmd__why"
+                ;;
             *)
                 ;;
         esac
@@ -47,7 +50,7 @@ _kubectl__registry() {
 
     case "${cmd}" in
         kubectl__registry)
-            opts="-n -v -q -h -V --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version push info advertise doctor ls prune version completion"
+            opts="-n -v -q -h -V --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version push info advertise doctor ls prune why version completion"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -487,6 +490,56 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__version)
+            opts="-o -n -v -q -h -V --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-from-runtime)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network)
+                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl__registry__subcmd__why)
             opts="-o -n -v -q -h -V --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -41,6 +41,7 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "a
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "doctor" -d 'Check every hop a push takes, one line per check, and name the one that is broken'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "ls" -d 'List the registry\'s repositories and tags (or the nodes\' content tags) and who uses them'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "prune" -d 'Delete old tags from the registry (or the nodes), never what a workload uses'
+complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "why" -d 'Say why a pod\'s image does not start (pod/NAME or deploy/NAME), with the evidence and the fix'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "version" -d 'Print the version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -f -a "completion" -d 'Print a shell completion script'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s t -l tag -d 'Name to push as, NAME[:TAG] (default: the name recorded in the archive)' -r
@@ -149,6 +150,19 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -s V -l version -d 'Print version'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s o -l output -d 'Output format' -r -f -a "text\t''
+json\t''"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s v -l verbose -d 'More detail on stderr (repeat for more)'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s V -l version -d 'Print version'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s o -l output -d 'Output format' -r -f -a "text\t''
 json\t''"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F

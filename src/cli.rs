@@ -100,6 +100,9 @@ pub enum Command {
     /// Delete old tags from the registry (or the nodes), never what a workload uses.
     #[command(long_about = PRUNE_LONG_ABOUT, after_help = PRUNE_EXAMPLES)]
     Prune(PruneArgs),
+    /// Say why a pod's image does not start (pod/NAME or deploy/NAME), with the evidence and the fix.
+    #[command(long_about = WHY_LONG_ABOUT, after_help = WHY_EXAMPLES)]
+    Why(WhyArgs),
     /// Print the version.
     #[command(after_help = VERSION_EXAMPLES)]
     Version(OutputArgs),
@@ -264,6 +267,17 @@ pub struct DoctorArgs {
     /// Trust this PEM CA bundle for the registry's TLS certificate.
     #[arg(long, value_name = "FILE")]
     pub ca_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct WhyArgs {
+    /// The pod (pod/NAME, or NAME) or deployment (deploy/NAME: its newest failing pod), in the
+    /// namespace of -n or the context.
+    #[arg(value_name = "pod/NAME|deploy/NAME")]
+    pub target: String,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -463,6 +477,23 @@ Examples:
 
   # The nodes' content tags, with no registry
   kubectl registry prune --nodes";
+const WHY_LONG_ABOUT: &str = "\
+Say why a pod's image does not start: for each container that waits on its image, one cause \
+with its evidence and the fix, from the pod's status and the kubelet's events, what the cluster \
+advertises, what the registry holds and what the node is. Causes: wrong-host, not-in-registry, \
+registry-not-mapped, platform-mismatch, unauthorized, digest-after-load, pull-policy, \
+invalid-name, other.
+
+Exits 0 when every container's image is there; else with the exit code of the first cause's \
+area (3 the pod spec or cluster, 5 the registry, 6 the nodes).";
+
+const WHY_EXAMPLES: &str = "\
+Examples:
+  # Why does this pod say ImagePullBackOff?
+  kubectl registry why pod/web-7d4b9c7f-x2x8q
+
+  # A deployment's newest failing pod, in another namespace, as JSON
+  kubectl registry why deploy/web -n shop -o json";
 
 const VERSION_EXAMPLES: &str = "\
 Examples:

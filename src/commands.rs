@@ -7,3 +7,4 @@ pub mod info;
 pub mod ls;
 pub mod prune;
 pub mod push;
+pub mod why;

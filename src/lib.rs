@@ -54,6 +54,7 @@ pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
                 Command::Prune(args) => {
                     commands::prune::run(&args, &cluster, settings, printer).await
                 }
+                Command::Why(args) => commands::why::run(&args, &cluster, settings, printer).await,
                 Command::Completion(args) => commands::completion::print_script(args.shell),
                 Command::Push(args) => {
                     commands::push::run(&args, &cluster, settings, printer).await

@@ -4,6 +4,7 @@
 mod answers;
 mod health;
 mod hosting_write;
+mod pod_status;
 mod pods;
 mod workloads;
 
@@ -28,6 +29,7 @@ use crate::output::Printer;
 use crate::settings::Settings;
 
 pub use hosting_write::Written;
+pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub use pods::{ProbePod, PullState};
 pub use workloads::{ImageUse, ImageUses, usage_forbidden};
 

@@ -265,6 +265,7 @@ fn kubectl_completes_subcommand_names() {
             "doctor",
             "ls",
             "prune",
+            "why",
             "version",
             "completion"
         ]

@@ -34,3 +34,4 @@ mod push_signals;
 mod push_store;
 mod push_wild;
 mod registry_client;
+mod why;

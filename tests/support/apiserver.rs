@@ -373,6 +373,37 @@ impl ApiServer {
     }
 
     /// Writes `dir/kubeconfig` whose only (and current) context points at this server.
+    /// Creates pod `name` in `default` running `image` (as `kubectl run NAME --image IMAGE`
+    /// posts it); the kubelet, when there is one, pulls it before this returns.
+    pub(crate) fn create_pod(&self, name: &str, image: &str, pull_policy: Option<&str>) {
+        let mut container = json!({"name": name, "image": image});
+        if let Some(policy) = pull_policy {
+            container["imagePullPolicy"] = json!(policy);
+        }
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"run": name}},
+            "spec": {"containers": [container], "restartPolicy": "Always"},
+        })
+        .to_string();
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connecting");
+        write!(
+            stream,
+            "POST /api/v1/namespaces/default/pods HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+             Authorization: Bearer stand-in-token\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("sending the pod");
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        assert!(
+            answer.starts_with("HTTP/1.1 201"),
+            "creating pod {name}: {answer}"
+        );
+    }
+
     pub(crate) fn write_kubeconfig(&self, dir: &Path, context: &str, cluster: &str) -> PathBuf {
         let path = dir.join("kubeconfig");
         std::fs::write(&path, kubeconfig_yaml(&self.url(), context, cluster))
@@ -809,7 +840,15 @@ fn respond_for_pods(
         }
         ("get", Some(name)) => match store.pods.get(name) {
             Some(pod) => (200, pod.clone()),
-            None => not_found("pods", name),
+            // A running pod of the builder's, in `default`.
+            None => match state.spec.workloads.iter().find(|(resource, pod)| {
+                resource == "pods"
+                    && pod["metadata"]["name"] == name
+                    && pod["metadata"]["namespace"] == "default"
+            }) {
+                Some((_, pod)) => (200, pod.clone()),
+                None => not_found("pods", name),
+            },
         },
         (_, Some(name)) => match store.pods.remove(name) {
             Some(mut pod) => {

@@ -128,6 +128,38 @@ impl Containerd {
     }
 }
 
+impl Containerd {
+    /// `pull` from a node's own network, where this machine's loopback is not: `ctr` runs in a
+    /// new network namespace (`unshare -n`), as the kubelet's runtime in a kind node would.
+    pub(crate) fn pull_from_elsewhere(
+        &self,
+        reference: &str,
+        hosts_dir: &Path,
+    ) -> Result<(), String> {
+        let hosts_dir = hosts_dir.to_str().expect("UTF-8 hosts dir");
+        let out = Command::new("unshare")
+            .args(["-n", "ctr", "-a"])
+            .arg(&self.socket)
+            .args([
+                "-n",
+                K8S_NAMESPACE,
+                "images",
+                "pull",
+                "--hosts-dir",
+                hosts_dir,
+                reference,
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .expect("running unshare -n ctr");
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+}
+
 impl Drop for Containerd {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -44,6 +44,7 @@ fn first_word_offers_the_visible_subcommands_with_their_about() {
             "doctor",
             "ls",
             "prune",
+            "why",
             "version",
             "completion"
         ]

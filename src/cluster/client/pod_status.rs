@@ -1,0 +1,184 @@
+//! One pod as `why` reads it: its node, each container's image, pull policy and state, and the
+//! kubelet's events about it; a Deployment's newest pod whose containers do not all run.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, ListParams};
+
+use super::{Cluster, Lookup};
+use crate::error::Result;
+
+/// A container's state, as the kubelet last reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContainerState {
+    /// Running, or ran and ended: its image was there.
+    Started,
+    /// Waiting: the kubelet's reason (`ErrImagePull`, `ImagePullBackOff`...) and message.
+    Waiting { reason: String, message: String },
+    /// No status yet (not scheduled, or just created).
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerFacts {
+    pub name: String,
+    pub image: String,
+    pub pull_policy: Option<String>,
+    pub state: ContainerState,
+}
+
+/// What `why` needs of a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodFacts {
+    pub name: String,
+    pub namespace: String,
+    pub node: Option<String>,
+    /// Init containers first, then the containers, as the kubelet starts them.
+    pub containers: Vec<ContainerFacts>,
+    pub created: Option<String>,
+}
+
+impl PodFacts {
+    fn of(pod: Pod) -> Self {
+        let spec = pod.spec.unwrap_or_default();
+        let status = pod.status.unwrap_or_default();
+        let statuses: Vec<_> = status
+            .init_container_statuses
+            .unwrap_or_default()
+            .into_iter()
+            .chain(status.container_statuses.unwrap_or_default())
+            .collect();
+        let containers = spec
+            .init_containers
+            .unwrap_or_default()
+            .into_iter()
+            .chain(spec.containers)
+            .map(|container| {
+                let state = statuses
+                    .iter()
+                    .find(|status| status.name == container.name)
+                    .and_then(|status| status.state.as_ref())
+                    .map_or(ContainerState::Unknown, |state| {
+                        match (&state.running, &state.terminated, &state.waiting) {
+                            (Some(_), _, _) | (_, Some(_), _) => ContainerState::Started,
+                            (_, _, Some(waiting)) => ContainerState::Waiting {
+                                reason: waiting.reason.clone().unwrap_or_default(),
+                                message: waiting.message.clone().unwrap_or_default(),
+                            },
+                            _ => ContainerState::Unknown,
+                        }
+                    });
+                ContainerFacts {
+                    name: container.name,
+                    image: container.image.unwrap_or_default(),
+                    pull_policy: container.image_pull_policy,
+                    state,
+                }
+            })
+            .collect();
+        Self {
+            name: pod.metadata.name.unwrap_or_default(),
+            namespace: pod.metadata.namespace.unwrap_or_default(),
+            node: spec.node_name,
+            containers,
+            created: pod
+                .metadata
+                .creation_timestamp
+                .map(|time| time.0.to_string()),
+        }
+    }
+
+    /// True when some container is not started.
+    pub fn failing(&self) -> bool {
+        self.containers
+            .iter()
+            .any(|container| container.state != ContainerState::Started)
+    }
+}
+
+impl Cluster {
+    /// Pod `name` in `namespace`.
+    pub async fn pod(&self, namespace: &str, name: &str) -> Result<Lookup<PodFacts>> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let lookup = self.lookup(api.get(name).await, || {
+            format!("reading pod {namespace}/{name}")
+        })?;
+        Ok(match lookup {
+            Lookup::Found(pod) => Lookup::Found(PodFacts::of(pod)),
+            Lookup::NotFound => Lookup::NotFound,
+            Lookup::Forbidden => Lookup::Forbidden,
+        })
+    }
+
+    /// Deployment `name`'s newest pod whose containers do not all run, else its newest pod;
+    /// `Found(None)` when it has no pod.
+    pub async fn deployment_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Lookup<Option<PodFacts>>> {
+        let api: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
+        let deployment = match self.lookup(api.get(name).await, || {
+            format!("reading deployment {namespace}/{name}")
+        })? {
+            Lookup::Found(deployment) => deployment,
+            Lookup::NotFound => return Ok(Lookup::NotFound),
+            Lookup::Forbidden => return Ok(Lookup::Forbidden),
+        };
+        let selector = deployment
+            .spec
+            .and_then(|spec| spec.selector.match_labels)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let listed = pods
+            .list(&ListParams::default().labels(&selector).limit(500))
+            .await;
+        let list = match self.lookup(listed, || {
+            format!("listing the pods of deployment {namespace}/{name}")
+        })? {
+            Lookup::Found(list) => list,
+            Lookup::NotFound => return Ok(Lookup::Found(None)),
+            Lookup::Forbidden => return Ok(Lookup::Forbidden),
+        };
+        let mut pods: Vec<PodFacts> = list.items.into_iter().map(PodFacts::of).collect();
+        // RFC 3339 times in UTC sort as text.
+        pods.sort_by(|a, b| b.created.cmp(&a.created));
+        let newest_failing = pods.iter().position(PodFacts::failing);
+        Ok(Lookup::Found(match newest_failing {
+            Some(at) => Some(pods.swap_remove(at)),
+            None => pods.into_iter().next(),
+        }))
+    }
+
+    /// The events about pod `name`, oldest first, as `Reason: message`; empty when RBAC
+    /// forbids reading them.
+    pub async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<String>> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
+        let params = ListParams::default()
+            .fields(&format!(
+                "involvedObject.kind=Pod,involvedObject.name={name}"
+            ))
+            .limit(500);
+        let lookup = self.lookup(api.list(&params).await, || {
+            format!("listing the events of pod {namespace}/{name}")
+        })?;
+        Ok(match lookup {
+            Lookup::Found(events) => events
+                .items
+                .into_iter()
+                .map(|event| {
+                    format!(
+                        "{}: {}",
+                        event.reason.unwrap_or_default(),
+                        event.message.unwrap_or_default().trim()
+                    )
+                })
+                .collect(),
+            Lookup::NotFound | Lookup::Forbidden => Vec::new(),
+        })
+    }
+}

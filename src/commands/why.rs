@@ -1,0 +1,354 @@
+//! `kubectl registry why pod/NAME` (or `deploy/NAME`): for each container whose image does not
+//! start, the cause, its evidence and the fix, from the pod's status and events, what the cluster
+//! advertises, what the registry holds and what the node is.
+
+mod diagnose;
+
+use serde::Serialize;
+
+use crate::cli::{OutputFormat, WhyArgs};
+use crate::cluster::ClusterOptions;
+use crate::cluster::client::{Cluster, ContainerState, Lookup, PodFacts};
+use crate::cluster::discovery::{self, Discovered};
+use crate::commands::ls::{RegistryAccess, open_registry};
+use crate::error::{Context, Error, ExitCode, Result};
+use crate::image::oci::parse_manifest;
+use crate::image::reference::ImageName;
+use crate::output::Printer;
+use crate::settings::Settings;
+use diagnose::{ContainerView, Facts, Finding, InRegistry, on_registry};
+
+const ARCH_LABEL: &str = "kubernetes.io/arch";
+
+/// What the user named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    Pod(String),
+    Deployment(String),
+}
+
+/// `pod/NAME`, `po/NAME`, `pods/NAME`, `NAME` (a pod), `deploy/NAME`, `deployment/NAME`,
+/// `deployments/NAME`, `deployment.apps/NAME`: kubectl's spellings.
+fn parse_target(text: &str) -> Result<Target> {
+    let (kind, name) = text.split_once('/').unwrap_or(("pod", text));
+    if name.is_empty() || name.contains('/') {
+        return Err(bad_target(text));
+    }
+    match kind.to_ascii_lowercase().as_str() {
+        "pod" | "pods" | "po" => Ok(Target::Pod(name.to_string())),
+        "deploy" | "deployment" | "deployments" | "deployment.apps" => {
+            Ok(Target::Deployment(name.to_string()))
+        }
+        _ => Err(bad_target(text)),
+    }
+}
+
+fn bad_target(text: &str) -> Error {
+    Error::new(
+        ExitCode::Usage,
+        format!("{text:?} is not a pod or a deployment"),
+    )
+    .with_hint("name one as pod/NAME (or just NAME) or deploy/NAME, e.g. kubectl registry why pod/web-7d4b9")
+}
+
+/// `-o json`: see docs/reference.md.
+#[derive(Debug, Serialize)]
+struct Report {
+    pod: String,
+    namespace: String,
+    node: Option<String>,
+    containers: Vec<Finding>,
+}
+
+pub async fn run(
+    args: &WhyArgs,
+    cluster_args: &ClusterOptions,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<()> {
+    let target = parse_target(&args.target)?;
+    let discovered = discovery::discover(cluster_args, settings, printer).await?;
+    let connected;
+    let cluster = match &discovered.cluster {
+        Some(cluster) => cluster,
+        None => {
+            connected = Cluster::connect(cluster_args, settings, printer).await?;
+            &connected
+        }
+    };
+    let namespace = cluster.namespace().to_string();
+    let pod = read_pod(cluster, &namespace, &target).await?;
+    let events = cluster.pod_events(&namespace, &pod.name).await?;
+    let node_arch = node_arch(cluster, pod.node.as_deref(), printer).await;
+    let in_registry = registry_answers(&discovered, &pod, settings, printer).await;
+    let containers: Vec<Finding> = pod
+        .containers
+        .iter()
+        .zip(&in_registry)
+        .map(|(container, in_registry)| {
+            let view = ContainerView {
+                name: container.name.clone(),
+                image: container.image.clone(),
+                pull_policy: container.pull_policy.clone(),
+                waiting: match &container.state {
+                    ContainerState::Started => None,
+                    ContainerState::Waiting { reason, message } => {
+                        Some((reason.clone(), message.clone()))
+                    }
+                    ContainerState::Unknown => Some((
+                        "ContainerCreating".to_string(),
+                        "no status from the kubelet yet".to_string(),
+                    )),
+                },
+            };
+            diagnose::diagnose(
+                &view,
+                &Facts {
+                    registry: discovered.registry.as_ref(),
+                    events: &events,
+                    in_registry,
+                    node_arch: node_arch.as_deref(),
+                    node: pod.node.as_deref(),
+                },
+            )
+        })
+        .collect();
+    let report = Report {
+        pod: pod.name.clone(),
+        namespace: pod.namespace.clone(),
+        node: pod.node.clone(),
+        containers,
+    };
+    let text = match args.output.output {
+        OutputFormat::Json => serde_json::to_string_pretty(&report)
+            .context(ExitCode::Failure, || "writing the report as JSON")?,
+        OutputFormat::Text => render(&report),
+    };
+    printer.result(&text)?;
+    verdict(&report).map_or(Ok(()), Err)
+}
+
+async fn read_pod(cluster: &Cluster, namespace: &str, target: &Target) -> Result<PodFacts> {
+    let not_found = |what: &str, name: &str| {
+        Error::new(
+            ExitCode::Cluster,
+            format!("{what} {namespace}/{name} not found"),
+        )
+        .with_hint(format!(
+            "name the namespace with -n NAMESPACE; `kubectl get {what}s -n {namespace}` lists them"
+        ))
+    };
+    let forbidden = |what: &str, name: &str| {
+        Error::new(
+            ExitCode::Cluster,
+            format!("reading {what} {namespace}/{name} is not allowed for these credentials"),
+        )
+        .with_hint(format!(
+            "why needs get on {what}s (and list on pods and events) in {namespace}"
+        ))
+    };
+    match target {
+        Target::Pod(name) => match cluster.pod(namespace, name).await? {
+            Lookup::Found(pod) => Ok(pod),
+            Lookup::NotFound => Err(not_found("pod", name)),
+            Lookup::Forbidden => Err(forbidden("pod", name)),
+        },
+        Target::Deployment(name) => match cluster.deployment_pod(namespace, name).await? {
+            Lookup::Found(Some(pod)) => Ok(pod),
+            Lookup::Found(None) => Err(Error::new(
+                ExitCode::Cluster,
+                format!("deployment {namespace}/{name} has no pod"),
+            )
+            .with_hint(format!(
+                "`kubectl describe deployment {name} -n {namespace}` shows why none was created"
+            ))),
+            Lookup::NotFound => Err(not_found("deployment", name)),
+            Lookup::Forbidden => Err(forbidden("deployment", name)),
+        },
+    }
+}
+
+/// The node's architecture label, when the node list may be read.
+async fn node_arch(cluster: &Cluster, node: Option<&str>, printer: &Printer) -> Option<String> {
+    let node = node?;
+    match cluster.nodes().await {
+        Ok(nodes) => nodes
+            .into_iter()
+            .find(|facts| facts.name == node)
+            .and_then(|facts| facts.labels.get(ARCH_LABEL).cloned()),
+        Err(err) => {
+            printer.debug(&format!(
+                "the node list could not be read: {}",
+                err.message()
+            ));
+            None
+        }
+    }
+}
+
+/// For each container, what the cluster's registry holds of its image (asked only for a
+/// failing container whose image is on that registry).
+async fn registry_answers(
+    discovered: &Discovered,
+    pod: &PodFacts,
+    settings: &Settings,
+    printer: &Printer,
+) -> Vec<InRegistry> {
+    let mut answers = vec![InRegistry::NotAsked; pod.containers.len()];
+    let Some(registry) = &discovered.registry else {
+        return answers;
+    };
+    let wanted: Vec<usize> = pod
+        .containers
+        .iter()
+        .enumerate()
+        .filter(|(_, container)| container.state != ContainerState::Started)
+        .filter(|(_, container)| on_registry(&container.image, registry))
+        .map(|(at, _)| at)
+        .collect();
+    if wanted.is_empty() {
+        return answers;
+    }
+    let client = match open_registry(
+        discovered,
+        registry,
+        &RegistryAccess::default(),
+        settings,
+        printer,
+    )
+    .await
+    {
+        Ok(client) => client,
+        Err(err) => {
+            for at in wanted {
+                answers[at] = InRegistry::Unknown(err.message().to_string());
+            }
+            return answers;
+        }
+    };
+    for at in wanted {
+        let Ok(name) = ImageName::parse(&pod.containers[at].image) else {
+            continue;
+        };
+        let reference = name
+            .digest
+            .clone()
+            .unwrap_or_else(|| name.tag_or_default().to_string());
+        answers[at] = match client.manifest(&name.path, &reference).await {
+            Ok(None) => InRegistry::Absent,
+            Ok(Some(manifest)) => InRegistry::Present {
+                platforms: platforms_of(&manifest.bytes),
+            },
+            Err(err) => InRegistry::Unknown(err.message().to_string()),
+        };
+    }
+    answers
+}
+
+/// The platforms an index lists (`linux/arm64`); empty for a single manifest.
+fn platforms_of(bytes: &[u8]) -> Vec<String> {
+    let Ok(parsed) = parse_manifest(bytes) else {
+        return Vec::new();
+    };
+    if !parsed.is_index() {
+        return Vec::new();
+    }
+    parsed
+        .children()
+        .iter()
+        .filter(|child| !child.is_attachment())
+        .filter_map(|child| child.platform())
+        .map(|platform| platform.to_string())
+        .collect()
+}
+
+fn render(report: &Report) -> String {
+    let mut lines = vec![format!(
+        "pod {}/{}{}",
+        report.namespace,
+        report.pod,
+        report
+            .node
+            .as_deref()
+            .map(|node| format!(" on node {node}"))
+            .unwrap_or_default()
+    )];
+    for finding in &report.containers {
+        match finding.cause {
+            None => lines.push(format!(
+                "✓ {} ({}): {}",
+                finding.name, finding.image, finding.explanation
+            )),
+            Some(cause) => {
+                let cause = serde_json::to_value(cause)
+                    .ok()
+                    .and_then(|value| value.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                lines.push(format!("✗ {} ({}): {cause}", finding.name, finding.image));
+                lines.push(format!("    why: {}", finding.explanation));
+                if let Some(fix) = &finding.fix {
+                    for (at, line) in fix.lines().enumerate() {
+                        let label = if at == 0 { "    fix: " } else { "         " };
+                        lines.push(format!("{label}{line}"));
+                    }
+                }
+            }
+        }
+    }
+    lines.join("\n")
+}
+
+/// `None` when every container runs; else the error coded after the first cause.
+fn verdict(report: &Report) -> Option<Error> {
+    let failing: Vec<&Finding> = report
+        .containers
+        .iter()
+        .filter(|finding| finding.cause.is_some())
+        .collect();
+    let first = failing.first()?;
+    let code = first
+        .cause
+        .map_or(ExitCode::Failure, diagnose::Cause::exit_code);
+    let names: Vec<&str> = failing
+        .iter()
+        .map(|finding| finding.name.as_str())
+        .collect();
+    Some(Error::new(
+        code,
+        format!(
+            "pod {}/{}: {} cannot start {} image ({})",
+            report.namespace,
+            report.pod,
+            if failing.len() == 1 {
+                "1 container".to_string()
+            } else {
+                format!("{} containers", failing.len())
+            },
+            if failing.len() == 1 { "its" } else { "their" },
+            names.join(", ")
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_read_as_kubectl_spells_them() {
+        assert_eq!(parse_target("web").unwrap(), Target::Pod("web".into()));
+        assert_eq!(parse_target("pod/web").unwrap(), Target::Pod("web".into()));
+        assert_eq!(parse_target("po/web").unwrap(), Target::Pod("web".into()));
+        assert_eq!(
+            parse_target("deploy/web").unwrap(),
+            Target::Deployment("web".into())
+        );
+        assert_eq!(
+            parse_target("deployment.apps/web").unwrap(),
+            Target::Deployment("web".into())
+        );
+        for bad in ["svc/web", "pod/", "pod/a/b"] {
+            assert_eq!(parse_target(bad).unwrap_err().exit_code(), ExitCode::Usage);
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! `kubectl registry why pod/NAME` end to end: the stand-in API server holds the pod, and its
+//! kubelet pulls the pod's image with a real containerd (`ctr images pull` through the node's
+//! `hosts.toml`, as a kind node does), writing the status and events a kubelet writes with
+//! containerd's own words; the real registry holds what was pushed. Each cause is named with its
+//! evidence and fix, and the exit code is its area's.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::support::apiserver::{ApiServer, StandInNode, redact_ports};
+use crate::support::containerd::Containerd;
+use crate::support::fixtures::{Format, Image};
+use crate::support::push::{RUNTIME_HOST, clean_cmd, docker_config, hosting_yaml};
+use crate::support::registry::TestRegistry;
+
+/// How the node's containerd reaches `kind-registry:5000`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mapping {
+    /// kind's local-registry script: plain HTTP to the registry.
+    Http,
+    /// A mapping that forgot the scheme: containerd speaks HTTPS to the plain HTTP registry.
+    Https,
+    /// No hosts.toml: the name is looked up in DNS.
+    None,
+    /// kind's mapping, the runtime pulling from its own network namespace, where this
+    /// machine's loopback (and so the host we push to) is not.
+    HttpFromElsewhere,
+}
+
+struct WhyBench {
+    registry: TestRegistry,
+    api: ApiServer,
+    node: Arc<Containerd>,
+    dir: TempDir,
+    kubeconfig: std::path::PathBuf,
+}
+
+impl WhyBench {
+    fn new(registry: TestRegistry, mapping: Mapping) -> Self {
+        let dir = TempDir::new().unwrap();
+        let hosts = dir.path().join("certs.d");
+        let runtime_dir = hosts.join(RUNTIME_HOST);
+        std::fs::create_dir_all(&runtime_dir).unwrap();
+        let scheme = match mapping {
+            Mapping::Http | Mapping::HttpFromElsewhere => Some("http"),
+            Mapping::Https => Some("https"),
+            Mapping::None => None,
+        };
+        if let Some(scheme) = scheme {
+            std::fs::write(
+                runtime_dir.join("hosts.toml"),
+                format!(
+                    "server = \"{scheme}://{RUNTIME_HOST}\"\n[host.\"{scheme}://{}\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+                    registry.host()
+                ),
+            )
+            .unwrap();
+        }
+        let node = Arc::new(Containerd::start());
+        let kubelet_node = Arc::clone(&node);
+        let api = ApiServer::builder()
+            .hosting_v1(&hosting_yaml(&registry.host()))
+            .node(StandInNode::new("stand-in-node"))
+            .kubelet(move |image| {
+                if mapping == Mapping::HttpFromElsewhere {
+                    kubelet_node.pull_from_elsewhere(image, &hosts)
+                } else {
+                    kubelet_node.pull(image, &hosts)
+                }
+            })
+            .start();
+        let kubeconfig = api.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+        Self {
+            registry,
+            api,
+            node,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    fn cmd(&self) -> assert_cmd::Command {
+        let mut cmd = clean_cmd(self.dir.path());
+        cmd.env("KUBECONFIG", &self.kubeconfig);
+        cmd
+    }
+
+    /// Pushes `image` as `myimg:dev` with our binary; the printed ref.
+    fn push(&self, image: &Image, extra_env: &[(&str, &Path)]) -> String {
+        let archive = self.dir.path().join("img.tar");
+        image.write(Format::DockerLegacy, &archive, &["myimg:dev"]);
+        let output = self
+            .cmd()
+            .envs(extra_env.iter().copied())
+            .args(["push", archive.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap().trim().to_string()
+    }
+
+    fn why(&self, args: &[&str]) -> Run {
+        let output = self.cmd().arg("why").args(args).output().unwrap();
+        Run {
+            code: output.status.code().expect("killed by a signal"),
+            stdout: redact_ports(&String::from_utf8(output.stdout).unwrap()),
+            stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|err| panic!("{err}: {self:?}"))
+    }
+}
+
+#[test]
+fn a_pod_whose_image_was_pulled_has_no_cause_and_exits_0() {
+    let bench = WhyBench::new(TestRegistry::start(), Mapping::Http);
+    let reference = bench.push(&Image::sample(141), &[]);
+    bench.api.create_pod("web", &reference, None);
+    let run = bench.why(&["pod/web", "-o", "json"]);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    let report = run.json();
+    assert_eq!(report["pod"], "web");
+    assert_eq!(report["namespace"], "default");
+    assert_eq!(report["node"], "stand-in-node");
+    assert_eq!(report["containers"][0]["image"], reference.as_str());
+    assert_eq!(report["containers"][0]["cause"], Value::Null);
+    assert!(
+        bench.node.images().contains(&reference),
+        "the node pulled it"
+    );
+}
+
+#[test]
+fn an_image_named_by_the_host_we_push_to_is_wrong_host_with_the_right_ref() {
+    let bench = WhyBench::new(TestRegistry::start(), Mapping::HttpFromElsewhere);
+    bench.push(&Image::sample(142), &[]);
+    let image = format!("{}/myimg:dev", bench.registry.host());
+    bench.api.create_pod("web", &image, None);
+    let run = bench.why(&["web"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(
+        run.stdout,
+        "pod default/web on node stand-in-node\n\
+         ✗ web (127.0.0.1:PORT/myimg:dev): wrong-host\n    \
+         why: the image names the registry as 127.0.0.1:PORT, which is where it is reached from \
+         this machine; the nodes' container runtime reaches it as kind-registry:5000\n    \
+         fix: use image kind-registry:5000/myimg:dev in the pod spec\n"
+    );
+    assert_eq!(
+        run.stderr,
+        "error: pod default/web: 1 container cannot start its image (web)\n"
+    );
+}
+
+#[test]
+fn a_tag_never_pushed_is_not_in_registry_with_the_push_command() {
+    let bench = WhyBench::new(TestRegistry::start(), Mapping::Http);
+    bench.push(&Image::sample(143), &[]);
+    bench
+        .api
+        .create_pod("web", "kind-registry:5000/myimg:other", None);
+    let run = bench.why(&["pod/web", "-o", "json"]);
+    assert_eq!(run.code, 5, "{run:?}");
+    let container = &run.json()["containers"][0];
+    assert_eq!(container["cause"], "not-in-registry");
+    assert_eq!(
+        container["explanation"],
+        "the registry has no tag other in repository myimg"
+    );
+    assert_eq!(
+        container["fix"],
+        "push it: kubectl registry push IMAGE --tag myimg:other"
+    );
+}
+
+#[test]
+fn a_node_without_the_mapping_is_registry_not_mapped_with_the_snippet() {
+    for (mapping, symptom) in [
+        (Mapping::None, "resolve the name"),
+        (Mapping::Https, "talk HTTPS to the plain HTTP registry at"),
+    ] {
+        let bench = WhyBench::new(TestRegistry::start(), mapping);
+        let reference = bench.push(&Image::sample(144), &[]);
+        bench.api.create_pod("web", &reference, None);
+        let run = bench.why(&["pod/web", "-o", "json"]);
+        assert_eq!(run.code, 6, "{run:?}");
+        let container = &run.json()["containers"][0];
+        assert_eq!(container["cause"], "registry-not-mapped");
+        let explanation = container["explanation"].as_str().unwrap();
+        assert!(
+            explanation.starts_with(&format!(
+                "the node's container runtime cannot {symptom} kind-registry:5000: Failed: Failed to pull image"
+            )),
+            "{explanation}"
+        );
+        assert_eq!(
+            container["fix"],
+            "map kind-registry:5000 on each node's containerd to the registry (kind: \
+             /etc/containerd/certs.d/kind-registry:5000/hosts.toml):\n\
+             server = \"http://kind-registry:5000\"\n\
+             [host.\"http://kind-registry:5000\"]\n  capabilities = [\"pull\", \"resolve\"]"
+        );
+    }
+}
+
+#[test]
+fn a_registry_refusing_the_node_is_unauthorized() {
+    let bench = WhyBench::new(
+        TestRegistry::with_basic_auth("kind", "right"),
+        Mapping::Http,
+    );
+    let config = docker_config_at(bench.dir.path(), &bench.registry.host());
+    let reference = bench.push(&Image::sample(145), &[("DOCKER_CONFIG", &config)]);
+    bench.api.create_pod("web", &reference, None);
+    let run = bench.why(&["pod/web", "-o", "json"]);
+    assert_eq!(run.code, 5, "{run:?}");
+    let container = &run.json()["containers"][0];
+    assert_eq!(container["cause"], "unauthorized", "{container}");
+    assert!(
+        container["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("give the pod an imagePullSecret for kind-registry:5000")
+    );
+}
+
+fn docker_config_at(dir: &Path, host: &str) -> std::path::PathBuf {
+    use base64::Engine as _;
+    let config = dir.join("docker-config");
+    std::fs::create_dir_all(&config).unwrap();
+    let auth = base64::engine::general_purpose::STANDARD.encode("kind:right");
+    std::fs::write(
+        config.join("config.json"),
+        serde_json::json!({"auths": {host: {"auth": auth}}}).to_string(),
+    )
+    .unwrap();
+    let _ = docker_config;
+    config
+}
+
+#[test]
+fn an_unparsable_reference_is_invalid_name() {
+    let bench = WhyBench::new(TestRegistry::start(), Mapping::Http);
+    bench
+        .api
+        .create_pod("web", "kind-registry:5000/MyImg:dev", None);
+    let run = bench.why(&["pod/web", "-o", "json"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    let container = &run.json()["containers"][0];
+    assert_eq!(container["cause"], "invalid-name");
+}
+
+#[test]
+fn a_missing_pod_is_named_with_its_namespace() {
+    let bench = WhyBench::new(TestRegistry::start(), Mapping::Http);
+    let run = bench.why(&["pod/nothere"]);
+    assert_eq!((run.code, run.stdout.as_str()), (3, ""), "{run:?}");
+    assert_eq!(
+        run.stderr_lines_first(),
+        "error: pod default/nothere not found"
+    );
+}
+
+impl Run {
+    fn stderr_lines_first(&self) -> &str {
+        self.stderr.lines().next().unwrap_or_default()
+    }
+}

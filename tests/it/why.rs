@@ -13,6 +13,7 @@ use tempfile::TempDir;
 use crate::support::apiserver::{ApiServer, StandInNode, redact_ports};
 use crate::support::containerd::Containerd;
 use crate::support::fixtures::{Format, Image};
+use crate::support::layouts::Layout;
 use crate::support::push::{RUNTIME_HOST, clean_cmd, docker_config, hosting_yaml};
 use crate::support::registry::TestRegistry;
 
@@ -92,10 +93,15 @@ impl WhyBench {
     fn push(&self, image: &Image, extra_env: &[(&str, &Path)]) -> String {
         let archive = self.dir.path().join("img.tar");
         image.write(Format::DockerLegacy, &archive, &["myimg:dev"]);
+        self.push_archive(&archive, extra_env)
+    }
+
+    /// Pushes `archive` as `myimg:dev` with our binary; the printed ref.
+    fn push_archive(&self, archive: &Path, extra_env: &[(&str, &Path)]) -> String {
         let output = self
             .cmd()
             .envs(extra_env.iter().copied())
-            .args(["push", archive.to_str().unwrap()])
+            .args(["push", archive.to_str().unwrap(), "--tag", "myimg:dev"])
             .output()
             .unwrap();
         assert!(
@@ -283,4 +289,114 @@ impl Run {
     fn stderr_lines_first(&self) -> &str {
         self.stderr.lines().next().unwrap_or_default()
     }
+}
+
+#[test]
+fn an_image_without_a_build_for_the_nodes_arch_is_platform_mismatch() {
+    let bench = WhyBench::new(TestRegistry::start(), Mapping::Http);
+    // An index with builds for arm64 and arm/v7 only, as `buildx --platform` writes one.
+    let mut layout = Layout::new();
+    let arm64 = layout.image(&Image::sample_for(146, "linux/arm64"));
+    let arm = layout.image(&Image::sample_for(147, "linux/arm/v7"));
+    let (index, _) = layout.index(&[arm64, arm]);
+    layout.entry(&index, Some("dev"));
+    let archive = bench.dir.path().join("arm.tar");
+    layout.write_tar(&archive);
+    let reference = bench.push_archive(&archive, &[]);
+    bench.api.create_pod("web", &reference, None);
+    let run = bench.why(&["pod/web", "-o", "json"]);
+    assert_eq!(run.code, 5, "{run:?}");
+    let container = &run.json()["containers"][0];
+    assert_eq!(container["cause"], "platform-mismatch", "{container}");
+    assert_eq!(
+        container["explanation"],
+        "the image has no build for node stand-in-node's architecture amd64 (it has: \
+         linux/arm64, linux/arm/v7)"
+    );
+    assert_eq!(
+        container["fix"],
+        "build it for linux/amd64 (docker buildx build --platform linux/amd64) and push it again"
+    );
+}
+
+/// A cluster advertising no registry, its node's runtime pulling from a network of its own
+/// (no way out), as a kind node without a registry: images come by `kind load` only.
+fn without_registry() -> (ApiServer, Arc<Containerd>, TempDir) {
+    let dir = TempDir::new().unwrap();
+    let hosts = dir.path().join("certs.d");
+    std::fs::create_dir_all(&hosts).unwrap();
+    let node = Arc::new(Containerd::start());
+    let kubelet_node = Arc::clone(&node);
+    let api = ApiServer::builder()
+        .node(StandInNode::new("stand-in-node").provider_id("kind://docker/dev/stand-in-node"))
+        .kubelet(move |image| kubelet_node.pull_from_elsewhere(image, &hosts))
+        .start();
+    (api, node, dir)
+}
+
+#[test]
+fn without_a_registry_a_digest_or_latest_after_a_load_is_named() {
+    let (api, _node, dir) = without_registry();
+    let kubeconfig = api.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    api.create_pod("pinned", &format!("myimg:dev@{digest}"), None);
+    api.create_pod("latest", "myimg:latest", None);
+    api.create_pod("always", "myimg:dev-0123456789ab", Some("Always"));
+    let why = |pod: &str| {
+        let output = clean_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .args(["why", pod, "-o", "json"])
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (
+            output.status.code().unwrap(),
+            report["containers"][0].clone(),
+        )
+    };
+    let (code, pinned) = why("pod/pinned");
+    assert_eq!(
+        (code, &pinned["cause"]),
+        (6, &Value::from("digest-after-load"))
+    );
+    assert_eq!(
+        pinned["fix"],
+        "use the ref `kubectl registry push` printed (a content tag, NAME:TAG-<12 hex>), or the \
+         name the image was loaded under, e.g. myimg:dev, not a digest"
+    );
+    let (code, latest) = why("pod/latest");
+    assert_eq!((code, &latest["cause"]), (3, &Value::from("pull-policy")));
+    assert!(
+        latest["explanation"]
+            .as_str()
+            .unwrap()
+            .ends_with("its tag is latest, whose default imagePullPolicy is Always"),
+        "{latest}"
+    );
+    let (code, always) = why("always");
+    assert_eq!((code, &always["cause"]), (3, &Value::from("pull-policy")));
+    assert!(
+        always["explanation"]
+            .as_str()
+            .unwrap()
+            .ends_with("its imagePullPolicy is Always"),
+        "{always}"
+    );
+}
+
+#[test]
+fn an_image_of_another_registry_is_other_with_the_kubelets_words() {
+    let bench = WhyBench::new(TestRegistry::start(), Mapping::HttpFromElsewhere);
+    bench.api.create_pod("web", "quay.io/someone/app:1.0", None);
+    let run = bench.why(&["pod/web"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines[1], "✗ web (quay.io/someone/app:1.0): other");
+    assert!(
+        lines[2].starts_with(
+            "    why: the kubelet says: Failed: Failed to pull image \"quay.io/someone/app:1.0\": "
+        ) && lines[2].ends_with("(the image is not on the cluster's registry)"),
+        "{}",
+        run.stdout
+    );
 }

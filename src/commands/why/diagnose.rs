@@ -268,16 +268,18 @@ fn without_registry(
 ) -> Finding {
     let _ = facts;
     if name.digest.is_some() {
-        let mut by_name = name.clone();
-        by_name.digest = None;
+        let example = match &name.tag {
+            Some(tag) => format!(", e.g. {}:{tag}", name.familiar_repository()),
+            None => String::new(),
+        };
         return finding(
             Some(Cause::DigestAfterLoad),
             "the cluster has no registry, and an image loaded into the nodes is found by its name: \
              a digest ref is looked up in a registry, which the nodes do not have"
                 .to_string(),
             Some(format!(
-                "use the content tag `kubectl registry push` printed (e.g. {}), not a digest",
-                by_name.familiar()
+                "use the ref `kubectl registry push` printed (a content tag, NAME:TAG-<12 hex>), \
+                 or the name the image was loaded under{example}, not a digest"
             )),
         );
     }

@@ -30,6 +30,7 @@ use crate::settings::Settings;
 
 pub use hosting_write::Written;
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
+pub(crate) use pods::PULL_FAILURES;
 pub use pods::{ProbePod, PullState};
 pub use workloads::{ImageUse, ImageUses, usage_forbidden};
 

@@ -393,7 +393,7 @@ fn a_pod_that_cannot_pull_fails_with_the_kubelets_events() {
     }
     assert_eq!(
         pod["hint"],
-        "each node's container runtime must reach the registry as kind-registry:5000 (kind: /etc/containerd/certs.d/kind-registry:5000/hosts.toml); this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/"
+        "each node's container runtime must reach the registry as kind-registry:5000 (kind: /etc/containerd/certs.d/kind-registry:5000/hosts.toml); for a pod of your own that cannot pull, `kubectl registry why pod/NAME` names the cause and the fix; this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/"
     );
     assert_eq!(checks[4]["ok"], true, "the round trip from here works");
     assert_eq!(

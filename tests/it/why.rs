@@ -65,6 +65,13 @@ impl WhyBench {
         let api = ApiServer::builder()
             .hosting_v1(&hosting_yaml(&registry.host()))
             .node(StandInNode::new("stand-in-node"))
+            .workload(
+                "Deployment",
+                "default",
+                "web",
+                &["kind-registry:5000/myimg:dev"],
+                2,
+            )
             .kubelet(move |image| {
                 if mapping == Mapping::HttpFromElsewhere {
                     kubelet_node.pull_from_elsewhere(image, &hosts)
@@ -398,5 +405,39 @@ fn an_image_of_another_registry_is_other_with_the_kubelets_words() {
         ) && lines[2].ends_with("(the image is not on the cluster's registry)"),
         "{}",
         run.stdout
+    );
+}
+
+#[test]
+fn a_deployment_is_explained_by_its_newest_failing_pod() {
+    let registry = TestRegistry::start();
+    let bench = WhyBench::new(registry, Mapping::Http);
+    let reference = bench.push(&Image::sample(148), &[]);
+    // The stand-in's Deployment (selector app=web); its pods are created as its ReplicaSet would.
+    bench
+        .api
+        .create_labelled_pod("web-1", &reference, None, &[("app", "web")]);
+    bench.api.create_labelled_pod(
+        "web-2",
+        "kind-registry:5000/myimg:next",
+        None,
+        &[("app", "web")],
+    );
+    bench.api.create_labelled_pod(
+        "other",
+        "kind-registry:5000/nope:1",
+        None,
+        &[("app", "other")],
+    );
+    let run = bench.why(&["deploy/web", "-o", "json"]);
+    assert_eq!(run.code, 5, "{run:?}");
+    let report = run.json();
+    assert_eq!(report["pod"], "web-2");
+    assert_eq!(report["containers"][0]["cause"], "not-in-registry");
+    let run = bench.why(&["deploy/nothere"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(
+        run.stderr.lines().next(),
+        Some("error: deployment default/nothere not found")
     );
 }

@@ -376,6 +376,21 @@ impl ApiServer {
     /// Creates pod `name` in `default` running `image` (as `kubectl run NAME --image IMAGE`
     /// posts it); the kubelet, when there is one, pulls it before this returns.
     pub(crate) fn create_pod(&self, name: &str, image: &str, pull_policy: Option<&str>) {
+        self.create_labelled_pod(name, image, pull_policy, &[("run", name)]);
+    }
+
+    /// `create_pod` with these labels (a Deployment's pods carry its selector's).
+    pub(crate) fn create_labelled_pod(
+        &self,
+        name: &str,
+        image: &str,
+        pull_policy: Option<&str>,
+        labels: &[(&str, &str)],
+    ) {
+        let labels: serde_json::Map<String, Value> = labels
+            .iter()
+            .map(|(key, value)| (key.to_string(), json!(value)))
+            .collect();
         let mut container = json!({"name": name, "image": image});
         if let Some(policy) = pull_policy {
             container["imagePullPolicy"] = json!(policy);
@@ -383,7 +398,7 @@ impl ApiServer {
         let body = json!({
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": name, "labels": {"run": name}},
+            "metadata": {"name": name, "labels": labels},
             "spec": {"containers": [container], "restartPolicy": "Always"},
         })
         .to_string();
@@ -629,6 +644,38 @@ fn respond(state: &Served, method: &str, path: &str) -> (u16, Value) {
         ["apis", group @ ("apps" | "batch"), "v1", resource] => {
             workload_list(spec, group, resource)
         }
+        [
+            "apis",
+            "apps",
+            "v1",
+            "namespaces",
+            namespace,
+            "deployments",
+            name,
+        ] => {
+            let found = spec
+                .workloads
+                .iter()
+                .find(|(resource, object)| {
+                    resource == "deployments"
+                        && object["metadata"]["name"] == *name
+                        && object["metadata"]["namespace"] == *namespace
+                })
+                .map(|(_, object)| {
+                    let mut object = object.clone();
+                    object["kind"] = json!("Deployment");
+                    object["apiVersion"] = json!("apps/v1");
+                    object
+                });
+            lookup(
+                spec,
+                "deployments",
+                "get",
+                Some(namespace),
+                Some(name),
+                found,
+            )
+        }
         ["apis", ..] => (404, Value::Null),
         ["api", "v1"] => (200, core_v1_resources()),
         ["api", "v1", "pods"] => workload_list(spec, "", "pods"),
@@ -780,7 +827,7 @@ fn respond_for_pods(
     };
     if !matches!(
         (resource, verb),
-        ("pods", "create" | "get" | "delete") | ("events", "list")
+        ("pods", "create" | "get" | "delete" | "list") | ("events", "list")
     ) {
         return None;
     }
@@ -811,6 +858,32 @@ fn respond_for_pods(
                 store.kubelet_pulled(&name, &image, pulled);
             }
             (201, created)
+        }
+        ("list", _) if resource == "pods" => {
+            // `labelSelector=app%3Dweb,tier%3Dfront`: every term must match.
+            let selector: Vec<(String, String)> = query
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("labelSelector="))
+                .map(|selector| selector.replace("%3D", "=").replace("%2C", ","))
+                .unwrap_or_default()
+                .split(',')
+                .filter_map(|term| term.split_once('='))
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect();
+            let items: Vec<Value> = store
+                .pods
+                .values()
+                .filter(|pod| {
+                    selector
+                        .iter()
+                        .all(|(key, value)| pod["metadata"]["labels"][key] == value.as_str())
+                })
+                .cloned()
+                .collect();
+            (
+                200,
+                json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}),
+            )
         }
         ("list", _) => {
             let wanted = query

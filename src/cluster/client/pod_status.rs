@@ -88,11 +88,12 @@ impl PodFacts {
         }
     }
 
-    /// True when some container is not started.
+    /// True when some container waits on its image (ErrImagePull, ImagePullBackOff...).
     pub fn failing(&self) -> bool {
-        self.containers
-            .iter()
-            .any(|container| container.state != ContainerState::Started)
+        self.containers.iter().any(|container| {
+            matches!(&container.state, ContainerState::Waiting { reason, .. }
+                if super::PULL_FAILURES.contains(&reason.as_str()))
+        })
     }
 }
 
@@ -110,7 +111,7 @@ impl Cluster {
         })
     }
 
-    /// Deployment `name`'s newest pod whose containers do not all run, else its newest pod;
+    /// Deployment `name`'s newest pod with a container waiting on its image, else its newest pod;
     /// `Found(None)` when it has no pod.
     pub async fn deployment_pod(
         &self,

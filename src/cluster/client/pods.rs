@@ -13,7 +13,7 @@ const POD_NAME_PREFIX: &str = "kubectl-registry-doctor-";
 const POD_DEADLINE_SECONDS: i64 = 300;
 
 /// Container waiting reasons that mean the image could not be pulled.
-const PULL_FAILURES: &[&str] = &[
+pub(crate) const PULL_FAILURES: &[&str] = &[
     "ErrImagePull",
     "ImagePullBackOff",
     "InvalidImageName",

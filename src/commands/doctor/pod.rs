@@ -69,9 +69,13 @@ pub(super) async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &s
         Err(error) => return Check::from_error(CheckId::Pod, &error),
     };
     let runtime = &registry.host_from_container_runtime;
-    let check = check.with_hint(format!(
-        "each node's container runtime must reach the registry as {runtime} (kind: /etc/containerd/certs.d/{runtime}/hosts.toml)"
-    ));
+    let check = check
+        .with_hint(format!(
+            "each node's container runtime must reach the registry as {runtime} (kind: /etc/containerd/certs.d/{runtime}/hosts.toml)"
+        ))
+        .with_hint(
+            "for a pod of your own that cannot pull, `kubectl registry why pod/NAME` names the cause and the fix",
+        );
     match &registry.help {
         Some(help) => check.with_hint(format!("this cluster's registry guide: {help}")),
         None => check,

@@ -3,18 +3,10 @@
 
 use serde::Serialize;
 
+use crate::cluster::client::PULL_FAILURES;
 use crate::cluster::hosting::LocalRegistry;
 use crate::error::ExitCode;
 use crate::image::reference::{ImageName, RegistryHost};
-
-/// Container waiting reasons that mean the image is the problem.
-pub(crate) const PULL_FAILURES: &[&str] = &[
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "InvalidImageName",
-    "ErrImageNeverPull",
-    "RegistryUnavailable",
-];
 
 /// Why a container's image does not start (`-o json`'s `cause`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -481,8 +481,8 @@ const WHY_LONG_ABOUT: &str = "\
 Say why a pod's image does not start: for each container that waits on its image, one cause \
 with its evidence and the fix, from the pod's status and the kubelet's events, what the cluster \
 advertises, what the registry holds and what the node is. Causes: wrong-host, not-in-registry, \
-registry-not-mapped, platform-mismatch, unauthorized, digest-after-load, pull-policy, \
-invalid-name, other.
+registry-not-mapped, platform-mismatch, unauthorized, digest-after-load, not-on-node, \
+pull-policy, invalid-name, other.
 
 Exits 0 when every container's image is there; else with the exit code of the first cause's \
 area (3 the pod spec or cluster, 5 the registry, 6 the nodes).";

@@ -10,13 +10,15 @@ use crate::cli::{OutputFormat, WhyArgs};
 use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, ContainerState, Lookup, PodFacts};
 use crate::cluster::discovery::{self, Discovered};
+use crate::cluster::product;
 use crate::commands::ls::{RegistryAccess, open_registry};
+use crate::delivery::nodeload::{self, NodeCluster};
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::oci::parse_manifest;
 use crate::image::reference::ImageName;
 use crate::output::Printer;
 use crate::settings::Settings;
-use diagnose::{ContainerView, Facts, Finding, InRegistry, on_registry};
+use diagnose::{ContainerView, Facts, Finding, InRegistry, OnNode, on_registry};
 
 const ARCH_LABEL: &str = "kubernetes.io/arch";
 
@@ -81,11 +83,12 @@ pub async fn run(
     let events = cluster.pod_events(&namespace, &pod.name).await?;
     let node_arch = node_arch(cluster, pod.node.as_deref(), printer).await;
     let in_registry = registry_answers(&discovered, &pod, settings, printer).await;
+    let on_node = node_answers(&discovered, cluster, &pod).await;
     let containers: Vec<Finding> = pod
         .containers
         .iter()
-        .zip(&in_registry)
-        .map(|(container, in_registry)| {
+        .zip(in_registry.iter().zip(&on_node))
+        .map(|(container, (in_registry, on_node))| {
             let view = ContainerView {
                 name: container.name.clone(),
                 image: container.image.clone(),
@@ -107,6 +110,7 @@ pub async fn run(
                     registry: discovered.registry.as_ref(),
                     events: &events,
                     in_registry,
+                    on_node,
                     node_arch: node_arch.as_deref(),
                     node: pod.node.as_deref(),
                 },
@@ -243,6 +247,78 @@ async fn registry_answers(
         };
     }
     answers
+}
+
+/// Without a registry, for each failing container named by a tag: whether the pod's node holds
+/// it, asked as node-load asks (`ctr images ls` in each node of a kind or k3d cluster).
+async fn node_answers(discovered: &Discovered, cluster: &Cluster, pod: &PodFacts) -> Vec<OnNode> {
+    let mut answers = vec![OnNode::NotAsked; pod.containers.len()];
+    let Some(node) = pod
+        .node
+        .as_deref()
+        .filter(|_| discovered.registry.is_none())
+    else {
+        return answers;
+    };
+    let wanted: Vec<(usize, String)> = pod
+        .containers
+        .iter()
+        .enumerate()
+        .filter(|(_, container)| container.state != ContainerState::Started)
+        .filter_map(|(at, container)| {
+            let name = ImageName::parse(&container.image).ok()?;
+            name.digest.is_none().then(|| (at, name.normalized()))
+        })
+        .collect();
+    if wanted.is_empty() {
+        return answers;
+    }
+    let held = match what_the_node_holds(cluster, node).await {
+        Ok(held) => held,
+        Err(why) => {
+            for (at, _) in wanted {
+                answers[at] = OnNode::Unknown(why.clone());
+            }
+            return answers;
+        }
+    };
+    for (at, normalized) in wanted {
+        answers[at] = if held.contains(&normalized) {
+            OnNode::Holds
+        } else {
+            OnNode::Lacks(normalized)
+        };
+    }
+    answers
+}
+
+/// The image names in `node`'s containerd.
+async fn what_the_node_holds(
+    cluster: &Cluster,
+    node: &str,
+) -> std::result::Result<Vec<String>, String> {
+    let nodes = cluster
+        .nodes()
+        .await
+        .map_err(|err| err.message().to_string())?;
+    let product = product::detect(cluster.facts(), &nodes);
+    let node_cluster = NodeCluster::of(&product, &nodes).ok_or_else(|| {
+        format!(
+            "the nodes of {} cannot be asked what they hold (kind and k3d nodes can)",
+            product.target_phrase()
+        )
+    })?;
+    let listed = nodeload::node_images(&node_cluster).await?;
+    listed
+        .into_iter()
+        .find(|(name, _)| name == node)
+        .map(|(_, images)| images.into_iter().map(|image| image.name).collect())
+        .ok_or_else(|| {
+            format!(
+                "node {node} is not among the nodes {} lists",
+                product.target_phrase()
+            )
+        })
 }
 
 /// The platforms an index lists (`linux/arm64`); empty for a single manifest.

@@ -16,6 +16,7 @@ use crate::support::fixtures::{Format, Image};
 use crate::support::layouts::Layout;
 use crate::support::push::{RUNTIME_HOST, clean_cmd, docker_config, hosting_yaml};
 use crate::support::registry::TestRegistry;
+use crate::support::standins::StandIns;
 
 /// How the node's containerd reaches `kind-registry:5000`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -440,4 +441,98 @@ fn a_deployment_is_explained_by_its_newest_failing_pod() {
         run.stderr.lines().next(),
         Some("error: deployment default/nothere not found")
     );
+}
+
+#[test]
+fn without_a_registry_an_image_the_node_lacks_is_not_on_node_and_a_loaded_one_is_there() {
+    let node = Arc::new(Containerd::start());
+    let standins = StandIns::new(&node);
+    standins.add_node("stand-in-node", &node);
+    let dir = TempDir::new().unwrap();
+    let hosts = dir.path().join("certs.d");
+    std::fs::create_dir_all(&hosts).unwrap();
+    let kubelet_node = Arc::clone(&node);
+    // IfNotPresent, as the kubelet does: an image the node holds is not pulled.
+    let api = ApiServer::builder()
+        .node(StandInNode::new("stand-in-node").provider_id("kind://docker/dev/stand-in-node"))
+        .kubelet(move |image| {
+            let full = if image.contains('/') {
+                format!("docker.io/{image}")
+            } else {
+                format!("docker.io/library/{image}")
+            };
+            if kubelet_node.images().contains(&full) {
+                Ok(())
+            } else {
+                kubelet_node.pull_from_elsewhere(&full, &hosts)
+            }
+        })
+        .start();
+    let kubeconfig = api.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    // Loaded as `kind load` loads: ctr images import in the node.
+    let archive = dir.path().join("img.tar");
+    Image::sample(149).write(Format::DockerLegacy, &archive, &["myimg:dev"]);
+    node.import(&archive);
+    api.create_pod("loaded", "myimg:dev", Some("IfNotPresent"));
+    api.create_pod("missing", "myimg:other", Some("IfNotPresent"));
+    let why = |pod: &str| {
+        let output = clean_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .env(
+                "PATH",
+                format!("{}:/usr/bin:/bin", standins.bin_dir().display()),
+            )
+            .args(["why", pod, "-o", "json"])
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
+        (
+            output.status.code().unwrap(),
+            report["containers"][0].clone(),
+        )
+    };
+    let (code, loaded) = why("loaded");
+    assert_eq!((code, &loaded["cause"]), (0, &Value::Null), "{loaded}");
+    let (code, missing) = why("missing");
+    assert_eq!(
+        (code, &missing["cause"]),
+        (6, &Value::from("not-on-node")),
+        "{missing}"
+    );
+    assert!(
+        missing["explanation"].as_str().unwrap().starts_with(
+            "the cluster has no registry, and node stand-in-node's containerd holds no \
+             docker.io/library/myimg:other (asked with ctr images ls, as node-load asks)"
+        ),
+        "{missing}"
+    );
+    assert_eq!(
+        missing["fix"],
+        "load it into the nodes: kubectl registry push IMAGE --tag myimg:other (with no registry, \
+         push loads the nodes), then use the ref it prints"
+    );
+}
+
+#[test]
+fn a_running_pod_exits_0_saying_it_runs() {
+    let image = "kind-registry:5000/myimg:dev@sha256:".to_string() + &"cd".repeat(32);
+    let api = ApiServer::builder()
+        .hosting_v1(&hosting_yaml("127.0.0.1:5001"))
+        .node(StandInNode::new("stand-in-node"))
+        .pod("default", "running", "stand-in-node", &[&image], &[&image])
+        .start();
+    let dir = TempDir::new().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    let output = clean_cmd(dir.path())
+        .env("KUBECONFIG", &kubeconfig)
+        .args(["why", "pod/running"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        format!("pod default/running on node stand-in-node\n✓ c0 ({image}): it runs\n")
+    );
+    assert_eq!(String::from_utf8(output.stderr).unwrap(), "");
 }

@@ -18,6 +18,7 @@ pub(crate) enum Cause {
     PlatformMismatch,
     Unauthorized,
     DigestAfterLoad,
+    NotOnNode,
     PullPolicy,
     InvalidName,
     Other,
@@ -33,7 +34,7 @@ impl Cause {
             Cause::NotInRegistry | Cause::PlatformMismatch | Cause::Unauthorized => {
                 ExitCode::Registry
             }
-            Cause::RegistryNotMapped | Cause::DigestAfterLoad => ExitCode::Load,
+            Cause::RegistryNotMapped | Cause::DigestAfterLoad | Cause::NotOnNode => ExitCode::Load,
         }
     }
 }
@@ -63,6 +64,17 @@ pub(crate) enum InRegistry {
     Unknown(String),
 }
 
+/// Without a registry: whether the pod's node holds the image by name, asked as node-load asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OnNode {
+    NotAsked,
+    Holds,
+    /// The name containerd would record (`docker.io/library/myimg:dev`), which the node lacks.
+    Lacks(String),
+    /// Asking failed: why.
+    Unknown(String),
+}
+
 /// One container's verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Finding {
@@ -80,6 +92,7 @@ pub(crate) struct Facts<'a> {
     /// The kubelet's messages about this pod, oldest first.
     pub events: &'a [String],
     pub in_registry: &'a InRegistry,
+    pub on_node: &'a OnNode,
     /// The node's `kubernetes.io/arch`, when known.
     pub node_arch: Option<&'a str>,
     pub node: Option<&'a str>,
@@ -258,7 +271,6 @@ fn without_registry(
     said: &str,
     finding: &MakeFinding,
 ) -> Finding {
-    let _ = facts;
     if name.digest.is_some() {
         let example = match &name.tag {
             Some(tag) => format!(", e.g. {}:{tag}", name.familiar_repository()),
@@ -294,7 +306,33 @@ fn without_registry(
             ),
         );
     }
-    other(said, "the cluster has no registry", finding)
+    match facts.on_node {
+        OnNode::Lacks(normalized) => finding(
+            Some(Cause::NotOnNode),
+            format!(
+                "the cluster has no registry, and node {}'s containerd holds no {normalized} \
+                 (asked with ctr images ls, as node-load asks): the kubelet looked for it elsewhere: {said}",
+                facts.node.unwrap_or("?")
+            ),
+            Some(format!(
+                "load it into the nodes: kubectl registry push IMAGE --tag {}:{} (with no registry, push \
+                 loads the nodes), then use the ref it prints",
+                name.familiar_repository(),
+                name.tag_or_default()
+            )),
+        ),
+        OnNode::Unknown(why) => other(
+            said,
+            &format!("the cluster has no registry; what the node holds could not be read: {why}"),
+            finding,
+        ),
+        OnNode::Holds => other(
+            said,
+            "the cluster has no registry; the node holds the image by that name",
+            finding,
+        ),
+        OnNode::NotAsked => other(said, "the cluster has no registry", finding),
+    }
 }
 
 fn other(said: &str, checked: &str, finding: &MakeFinding) -> Finding {

@@ -11,8 +11,9 @@ use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, ContainerState, Lookup, PodFacts};
 use crate::cluster::discovery::{self, Discovered};
 use crate::cluster::product;
+use crate::commands::ls::node_tags;
 use crate::commands::ls::{RegistryAccess, open_registry};
-use crate::delivery::nodeload::{self, NodeCluster};
+use crate::delivery::nodeload;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::oci::parse_manifest;
 use crate::image::reference::ImageName;
@@ -250,7 +251,8 @@ async fn registry_answers(
 }
 
 /// Without a registry, for each failing container named by a tag: whether the pod's node holds
-/// it, asked as node-load asks (`ctr images ls` in each node of a kind or k3d cluster).
+/// it, asked as node-load asks (`ctr images ls` in each node of a kind or k3d cluster, or
+/// through microk8s's and k3s's own `ctr` on their local node).
 async fn node_answers(discovered: &Discovered, cluster: &Cluster, pod: &PodFacts) -> Vec<OnNode> {
     let mut answers = vec![OnNode::NotAsked; pod.containers.len()];
     let Some(node) = pod
@@ -302,13 +304,9 @@ async fn what_the_node_holds(
         .await
         .map_err(|err| err.message().to_string())?;
     let product = product::detect(cluster.facts(), &nodes);
-    let node_cluster = NodeCluster::of(&product, &nodes).ok_or_else(|| {
-        format!(
-            "the nodes of {} cannot be asked what they hold (kind and k3d nodes can)",
-            product.target_phrase()
-        )
-    })?;
-    let listed = nodeload::node_images(&node_cluster).await?;
+    let access =
+        node_tags::node_cluster(&product, &nodes).map_err(|err| err.message().to_string())?;
+    let listed = nodeload::node_images(&access).await?;
     listed
         .into_iter()
         .find(|(name, _)| name == node)

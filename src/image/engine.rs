@@ -210,6 +210,15 @@ pub struct Lookup<'a> {
 
 /// Asks each engine in turn to inspect `image`; the first that has it answers.
 pub async fn find(image: &str, lookup: Lookup<'_>, printer: &Printer) -> Result<Found> {
+    let found = |engine, endpoint, facts| Found {
+        engine,
+        endpoint,
+        image: image.to_string(),
+        facts,
+        big_files_dir: lookup.env.big_files_dir(),
+        limits: lookup.limits,
+        env: lookup.env.clone(),
+    };
     let mut failures = Vec::new();
     for engine in Engine::in_order(lookup.preferred) {
         let endpoint = match engine {
@@ -226,30 +235,14 @@ pub async fn find(image: &str, lookup: Lookup<'_>, printer: &Printer) -> Result<
                 "podman's store has {image} (image {}): podman not asked",
                 facts.id
             ));
-            return Ok(Found {
-                engine,
-                endpoint,
-                image: image.to_string(),
-                facts,
-                big_files_dir: lookup.env.big_files_dir(),
-                limits: lookup.limits,
-                env: lookup.env.clone(),
-            });
+            return Ok(found(engine, endpoint, facts));
         }
         let how = describe(engine, &endpoint);
         printer.debug(&format!("asking {how} for {image}"));
         match inspect(engine, &endpoint, image, lookup.limits.request_timeout).await {
             Some(Ok(facts)) => {
                 printer.debug(&format!("{how} has {image} (image {})", facts.id));
-                return Ok(Found {
-                    engine,
-                    endpoint,
-                    image: image.to_string(),
-                    facts,
-                    big_files_dir: lookup.env.big_files_dir(),
-                    limits: lookup.limits,
-                    env: lookup.env.clone(),
-                });
+                return Ok(found(engine, endpoint, facts));
             }
             Some(Err(said)) => failures.push(format!("{engine}: {said}")),
             None => {}

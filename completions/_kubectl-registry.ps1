@@ -195,6 +195,7 @@ Register-ArgumentCompleter -Native -CommandName 'kubectl-registry' -ScriptBlock 
             break
         }
         'kubectl-registry;why' {
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Trust this PEM CA bundle for the registry''s TLS certificate')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)')
@@ -204,6 +205,7 @@ Register-ArgumentCompleter -Native -CommandName 'kubectl-registry' -ScriptBlock 
             [CompletionResult]::new('--network', '--network', [CompletionResultType]::ParameterName, 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace (OpenShift project) images go to on OpenShift''s registry (default: the context''s namespace, or the pod''s)')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace (OpenShift project) images go to on OpenShift''s registry (default: the context''s namespace, or the pod''s)')
+            [CompletionResult]::new('--insecure', '--insecure', [CompletionResultType]::ParameterName, 'Allow plain HTTP to a registry that is not on loopback')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Nothing on stderr but errors: no progress, notes, warnings or summary')

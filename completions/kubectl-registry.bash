@@ -540,12 +540,16 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__why)
-            opts="-o -n -v -q -h -V --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
+            opts="-o -n -v -q -h -V --insecure --ca-file --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0

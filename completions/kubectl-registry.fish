@@ -150,6 +150,7 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -s V -l version -d 'Print version'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l ca-file -d 'Trust this PEM CA bundle for the registry\'s TLS certificate' -r -F
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s o -l output -d 'Output format' -r -f -a "text\t''
 json\t''"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F
@@ -159,6 +160,7 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
 cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s h -l help -d 'Print help (see more with \'--help\')'

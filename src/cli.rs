@@ -138,13 +138,8 @@ pub struct PushArgs {
     #[arg(short, long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub jobs: u16,
 
-    /// Allow plain HTTP to a registry that is not on loopback.
-    #[arg(long)]
-    pub insecure: bool,
-
-    /// Trust this PEM CA bundle for the registry's TLS certificate.
-    #[arg(long, value_name = "FILE")]
-    pub ca_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub access: RegistryAccessArgs,
 
     /// Fail instead of loading into the nodes when no registry is advertised.
     #[arg(long, conflicts_with = "load_command")]
@@ -171,13 +166,8 @@ pub struct LsArgs {
     #[arg(value_name = "REPOSITORY")]
     pub repositories: Vec<String>,
 
-    /// Allow plain HTTP to a registry that is not on loopback.
-    #[arg(long)]
-    pub insecure: bool,
-
-    /// Trust this PEM CA bundle for the registry's TLS certificate.
-    #[arg(long, value_name = "FILE")]
-    pub ca_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub access: RegistryAccessArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -211,13 +201,8 @@ pub struct PruneArgs {
     #[arg(long, conflicts_with = "dry_run")]
     pub gc: bool,
 
-    /// Allow plain HTTP to a registry that is not on loopback.
-    #[arg(long)]
-    pub insecure: bool,
-
-    /// Trust this PEM CA bundle for the registry's TLS certificate.
-    #[arg(long, value_name = "FILE")]
-    pub ca_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub access: RegistryAccessArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -260,13 +245,8 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub pod: bool,
 
-    /// Allow plain HTTP to a registry that is not on loopback.
-    #[arg(long)]
-    pub insecure: bool,
-
-    /// Trust this PEM CA bundle for the registry's TLS certificate.
-    #[arg(long, value_name = "FILE")]
-    pub ca_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub access: RegistryAccessArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -280,7 +260,22 @@ pub struct WhyArgs {
     pub target: String,
 
     #[command(flatten)]
+    pub access: RegistryAccessArgs,
+
+    #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// How to reach the registry beyond what the environment says (push, ls, prune, doctor, why).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RegistryAccessArgs {
+    /// Allow plain HTTP to a registry that is not on loopback.
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Trust this PEM CA bundle for the registry's TLS certificate.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Args)]

@@ -80,6 +80,14 @@ impl Error {
         self.exit
     }
 
+    /// The message and its cause chain on one line: `pushing layer: connection refused`.
+    pub fn with_causes(&self) -> String {
+        std::iter::once(self.message.clone())
+            .chain(self.causes())
+            .collect::<Vec<_>>()
+            .join(": ")
+    }
+
     /// The cause chain, outermost first, as display strings.
     pub fn causes(&self) -> Vec<String> {
         let mut causes = Vec::new();

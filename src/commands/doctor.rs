@@ -342,8 +342,8 @@ async fn check_registry(
         }
     };
     let options = TransportOptions {
-        insecure: args.insecure,
-        ca_file: args.ca_file.clone(),
+        insecure: args.access.insecure,
+        ca_file: args.access.ca_file.clone(),
         help: registry.help.clone(),
         cluster_login: target.cluster_login.clone(),
         ..settings.transport_options()

@@ -10,7 +10,7 @@ pub(crate) mod usage;
 
 use serde::Serialize;
 
-use crate::cli::{LsArgs, OutputFormat};
+use crate::cli::{LsArgs, OutputFormat, RegistryAccessArgs};
 use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, ImageUse, ImageUses, usage_forbidden};
 use crate::cluster::discovery::{self, Discovered};
@@ -42,10 +42,7 @@ pub async fn run(
     .await?;
     let rows = match &discovered.registry {
         Some(registry) => {
-            let access = RegistryAccess {
-                insecure: args.insecure,
-                ca_file: args.ca_file.clone(),
-            };
+            let access = RegistryAccess::from(&args.access);
             let client = open_registry(&discovered, registry, &access, settings, printer).await?;
             let entries = inventory::read(&client, &args.repositories, printer).await?;
             let usage = Usage::new(uses.as_deref().unwrap_or_default(), &hosts(registry));
@@ -122,6 +119,15 @@ pub(crate) struct Row {
 pub(crate) struct RegistryAccess {
     pub insecure: bool,
     pub ca_file: Option<std::path::PathBuf>,
+}
+
+impl From<&RegistryAccessArgs> for RegistryAccess {
+    fn from(args: &RegistryAccessArgs) -> Self {
+        Self {
+            insecure: args.insecure,
+            ca_file: args.ca_file.clone(),
+        }
+    }
 }
 
 /// Every name the registry is known by: where we push, what the nodes pull, what pods use.

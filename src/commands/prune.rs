@@ -50,10 +50,7 @@ pub async fn run(
         return Err(openshift_refusal(registry));
     }
     let uses = ls::read_uses(&discovered, cluster_args, settings, printer, need).await?;
-    let access = RegistryAccess {
-        insecure: args.insecure,
-        ca_file: args.ca_file.clone(),
-    };
+    let access = RegistryAccess::from(&args.access);
     let client = ls::open_registry(&discovered, registry, &access, settings, printer).await?;
     let entries = ls::inventory::read(&client, &args.repositories, printer).await?;
     let usage = uses

@@ -83,7 +83,8 @@ pub async fn run(
     let pod = read_pod(cluster, &namespace, &target).await?;
     let events = cluster.pod_events(&namespace, &pod.name).await?;
     let node_arch = node_arch(cluster, pod.node.as_deref(), printer).await;
-    let in_registry = registry_answers(&discovered, &pod, settings, printer).await;
+    let access = RegistryAccess::from(&args.access);
+    let in_registry = registry_answers(&discovered, &pod, &access, settings, printer).await;
     let on_node = node_answers(&discovered, cluster, &pod).await;
     let containers: Vec<Finding> = pod
         .containers
@@ -196,6 +197,7 @@ async fn node_arch(cluster: &Cluster, node: Option<&str>, printer: &Printer) -> 
 async fn registry_answers(
     discovered: &Discovered,
     pod: &PodFacts,
+    access: &RegistryAccess,
     settings: &Settings,
     printer: &Printer,
 ) -> Vec<InRegistry> {
@@ -214,19 +216,11 @@ async fn registry_answers(
     if wanted.is_empty() {
         return answers;
     }
-    let client = match open_registry(
-        discovered,
-        registry,
-        &RegistryAccess::default(),
-        settings,
-        printer,
-    )
-    .await
-    {
+    let client = match open_registry(discovered, registry, access, settings, printer).await {
         Ok(client) => client,
         Err(err) => {
             for at in wanted {
-                answers[at] = InRegistry::Unknown(err.message().to_string());
+                answers[at] = InRegistry::Unknown(err.with_causes());
             }
             return answers;
         }
@@ -244,7 +238,7 @@ async fn registry_answers(
             Ok(Some(manifest)) => InRegistry::Present {
                 platforms: platforms_of(&manifest.bytes),
             },
-            Err(err) => InRegistry::Unknown(err.message().to_string()),
+            Err(err) => InRegistry::Unknown(err.with_causes()),
         };
     }
     answers

@@ -328,8 +328,8 @@ fn registry_push<'a>(
         encoding: encoding_for(args.compression, registry),
         jobs: usize::from(args.jobs),
         transport: TransportOptions {
-            insecure: args.insecure,
-            ca_file: args.ca_file.clone(),
+            insecure: args.access.insecure,
+            ca_file: args.access.ca_file.clone(),
             help: registry.help.clone(),
             cluster_login: plan.cluster_login.clone(),
             ..settings.transport_options()

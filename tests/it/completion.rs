@@ -247,6 +247,10 @@ fn bash_script_completes_subcommands_their_flags_and_values() {
         bash_complete(&["kubectl-registry", "info", "-o", ""]),
         ["text", "json"]
     );
+    assert_eq!(
+        bash_complete(&["kubectl-registry", "why", "--ins"]),
+        ["--insecure"]
+    );
 }
 
 #[test]

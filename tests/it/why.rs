@@ -30,6 +30,15 @@ enum Mapping {
     /// kind's mapping, the runtime pulling from its own network namespace, where this
     /// machine's loopback (and so the host we push to) is not.
     HttpFromElsewhere,
+    /// HTTPS to a TLS registry, the node given the registry's CA (`ca` in hosts.toml) or not.
+    Tls { node_trusts: bool },
+}
+
+/// kind's hosts.toml: the runtime name as the server, reached at `host` over `scheme`.
+fn mirror(scheme: &str, host: &str) -> String {
+    format!(
+        "server = \"{scheme}://{RUNTIME_HOST}\"\n[host.\"{scheme}://{host}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+    )
 }
 
 struct WhyBench {
@@ -46,20 +55,26 @@ impl WhyBench {
         let hosts = dir.path().join("certs.d");
         let runtime_dir = hosts.join(RUNTIME_HOST);
         std::fs::create_dir_all(&runtime_dir).unwrap();
-        let scheme = match mapping {
-            Mapping::Http | Mapping::HttpFromElsewhere => Some("http"),
-            Mapping::Https => Some("https"),
+        let hosts_toml = match mapping {
+            Mapping::Http | Mapping::HttpFromElsewhere => Some(mirror("http", &registry.host())),
+            Mapping::Https => Some(mirror("https", &registry.host())),
+            // The registry as the host and as the server (no fallback to a name this node
+            // cannot resolve), with its CA for both when the node trusts it.
+            Mapping::Tls { node_trusts } => {
+                let ca = if node_trusts {
+                    format!("ca = \"{}\"\n", registry.ca_file().display())
+                } else {
+                    String::new()
+                };
+                let url = format!("https://{}", registry.host());
+                Some(format!(
+                    "server = \"{url}\"\n{ca}[host.\"{url}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  {ca}"
+                ))
+            }
             Mapping::None => None,
         };
-        if let Some(scheme) = scheme {
-            std::fs::write(
-                runtime_dir.join("hosts.toml"),
-                format!(
-                    "server = \"{scheme}://{RUNTIME_HOST}\"\n[host.\"{scheme}://{}\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
-                    registry.host()
-                ),
-            )
-            .unwrap();
+        if let Some(hosts_toml) = hosts_toml {
+            std::fs::write(runtime_dir.join("hosts.toml"), hosts_toml).unwrap();
         }
         let node = Arc::new(Containerd::start());
         let kubelet_node = Arc::clone(&node);
@@ -99,17 +114,32 @@ impl WhyBench {
 
     /// Pushes `image` as `myimg:dev` with our binary; the printed ref.
     fn push(&self, image: &Image, extra_env: &[(&str, &Path)]) -> String {
+        self.push_with(image, extra_env, &[])
+    }
+
+    /// Like [`Self::push`], with more arguments to push (`--ca-file`).
+    fn push_with(&self, image: &Image, extra_env: &[(&str, &Path)], args: &[&str]) -> String {
         let archive = self.dir.path().join("img.tar");
         image.write(Format::DockerLegacy, &archive, &["myimg:dev"]);
-        self.push_archive(&archive, extra_env)
+        self.push_archive_with(&archive, extra_env, args)
     }
 
     /// Pushes `archive` as `myimg:dev` with our binary; the printed ref.
     fn push_archive(&self, archive: &Path, extra_env: &[(&str, &Path)]) -> String {
+        self.push_archive_with(archive, extra_env, &[])
+    }
+
+    fn push_archive_with(
+        &self,
+        archive: &Path,
+        extra_env: &[(&str, &Path)],
+        args: &[&str],
+    ) -> String {
         let output = self
             .cmd()
             .envs(extra_env.iter().copied())
             .args(["push", archive.to_str().unwrap(), "--tag", "myimg:dev"])
+            .args(args)
             .output()
             .unwrap();
         assert!(
@@ -231,6 +261,48 @@ fn a_node_without_the_mapping_is_registry_not_mapped_with_the_snippet() {
              /etc/containerd/certs.d/kind-registry:5000/hosts.toml):\n\
              server = \"http://kind-registry:5000\"\n\
              [host.\"http://kind-registry:5000\"]\n  capabilities = [\"pull\", \"resolve\"]"
+        );
+    }
+}
+
+#[test]
+fn a_tls_registry_is_asked_with_ca_file_or_insecure_as_push_asks_it() {
+    let bench = WhyBench::new(TestRegistry::with_tls(), Mapping::Tls { node_trusts: true });
+    let ca_file = bench.registry.ca_file();
+    let ca_file = ca_file.to_str().unwrap();
+    bench.push_with(&Image::sample(150), &[], &["--ca-file", ca_file]);
+    bench
+        .api
+        .create_pod("web", "kind-registry:5000/myimg:other", None);
+    // Without either flag, the registry's certificate is not trusted: it could not be asked.
+    let run = bench.why(&["pod/web", "-o", "json"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    let container = &run.json()["containers"][0];
+    assert_eq!(container["cause"], "other", "{container}");
+    let explanation = container["explanation"].as_str().unwrap();
+    assert!(
+        explanation.contains(
+            "(the registry could not be asked whether it holds the image (reaching the registry \
+             127.0.0.1:PORT: the TLS certificate of 127.0.0.1:PORT is not trusted"
+        ),
+        "{explanation}"
+    );
+    for flags in [&["--ca-file", ca_file][..], &["--insecure"][..]] {
+        let args: Vec<&str> = ["pod/web", "-o", "json"]
+            .iter()
+            .chain(flags)
+            .copied()
+            .collect();
+        let run = bench.why(&args);
+        assert_eq!(run.code, 5, "{flags:?}: {run:?}");
+        let container = &run.json()["containers"][0];
+        assert_eq!(
+            container["cause"], "not-in-registry",
+            "{flags:?}: {container}"
+        );
+        assert_eq!(
+            container["explanation"],
+            "the registry has no tag other in repository myimg"
         );
     }
 }

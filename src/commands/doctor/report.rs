@@ -82,9 +82,7 @@ impl Check {
 
     /// A failed check from an error: its message and causes as the detail, its hints as the hint.
     pub(super) fn from_error(check: CheckId, error: &Error) -> Self {
-        let mut detail = vec![error.message().to_string()];
-        detail.extend(error.causes());
-        let failed = Self::failed(check, error.exit_code(), detail.join(": "));
+        let failed = Self::failed(check, error.exit_code(), error.with_causes());
         failed.with_hints(error.hints().iter().map(|hint| hint.to_string()))
     }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::support::apiserver::{ApiServer, StandInNode, redact_ports};
+use crate::support::apiserver::{ApiServer, StandInNode, redact_ports, unused_port};
 use crate::support::containerd::Containerd;
 use crate::support::fixtures::{Format, Image};
 use crate::support::layouts::Layout;
@@ -32,6 +32,8 @@ enum Mapping {
     HttpFromElsewhere,
     /// HTTPS to a TLS registry, the node given the registry's CA (`ca` in hosts.toml) or not.
     Tls { node_trusts: bool },
+    /// A mapping to a loopback port nothing listens on: the runtime's connection is refused.
+    Refused,
 }
 
 /// kind's hosts.toml: the runtime name as the server, reached at `host` over `scheme`.
@@ -58,6 +60,7 @@ impl WhyBench {
         let hosts_toml = match mapping {
             Mapping::Http | Mapping::HttpFromElsewhere => Some(mirror("http", &registry.host())),
             Mapping::Https => Some(mirror("https", &registry.host())),
+            Mapping::Refused => Some(mirror("http", &format!("127.0.0.1:{}", unused_port()))),
             // The registry as the host and as the server (no fallback to a name this node
             // cannot resolve), with its CA for both when the node trusts it.
             Mapping::Tls { node_trusts } => {
@@ -237,9 +240,18 @@ fn a_tag_never_pushed_is_not_in_registry_with_the_push_command() {
 
 #[test]
 fn a_node_without_the_mapping_is_registry_not_mapped_with_the_snippet() {
-    for (mapping, symptom) in [
-        (Mapping::None, "resolve the name"),
-        (Mapping::Https, "talk HTTPS to the plain HTTP registry at"),
+    for (mapping, symptom, error) in [
+        (Mapping::None, "resolve the name", "no such host"),
+        (
+            Mapping::Https,
+            "talk HTTPS to the plain HTTP registry at",
+            "server gave HTTP response to HTTPS client",
+        ),
+        (
+            Mapping::Refused,
+            "connect to",
+            "dial tcp 127.0.0.1:PORT: connect: connection refused",
+        ),
     ] {
         let bench = WhyBench::new(TestRegistry::start(), mapping);
         let reference = bench.push(&Image::sample(144), &[]);
@@ -252,7 +264,7 @@ fn a_node_without_the_mapping_is_registry_not_mapped_with_the_snippet() {
         assert!(
             explanation.starts_with(&format!(
                 "the node's container runtime cannot {symptom} kind-registry:5000: Failed: Failed to pull image"
-            )),
+            )) && explanation.ends_with(error),
             "{explanation}"
         );
         assert_eq!(
@@ -263,6 +275,39 @@ fn a_node_without_the_mapping_is_registry_not_mapped_with_the_snippet() {
              [host.\"http://kind-registry:5000\"]\n  capabilities = [\"pull\", \"resolve\"]"
         );
     }
+}
+
+#[test]
+fn a_node_not_trusting_the_registrys_certificate_is_registry_not_mapped_with_the_ca() {
+    let bench = WhyBench::new(
+        TestRegistry::with_tls(),
+        Mapping::Tls { node_trusts: false },
+    );
+    let ca_file = bench.registry.ca_file();
+    let ca_file = ca_file.to_str().unwrap();
+    let reference = bench.push_with(&Image::sample(151), &[], &["--ca-file", ca_file]);
+    bench.api.create_pod("web", &reference, None);
+    let run = bench.why(&["pod/web", "-o", "json", "--ca-file", ca_file]);
+    assert_eq!(run.code, 6, "{run:?}");
+    let container = &run.json()["containers"][0];
+    assert_eq!(container["cause"], "registry-not-mapped", "{container}");
+    let explanation = container["explanation"].as_str().unwrap();
+    assert!(
+        explanation.starts_with(
+            "the node's container runtime cannot verify the TLS certificate of kind-registry:5000: \
+             Failed: Failed to pull image"
+        ) && explanation.ends_with("x509: certificate signed by unknown authority"),
+        "{explanation}"
+    );
+    assert_eq!(
+        container["fix"],
+        "give each node's containerd the CA that signed the registry's certificate, beside its \
+         mapping (kind: /etc/containerd/certs.d/kind-registry:5000/ca.crt and \
+         /etc/containerd/certs.d/kind-registry:5000/hosts.toml):\n\
+         server = \"https://kind-registry:5000\"\n\
+         [host.\"https://kind-registry:5000\"]\n  capabilities = [\"pull\", \"resolve\"]\n  \
+         ca = \"/etc/containerd/certs.d/kind-registry:5000/ca.crt\""
+    );
 }
 
 #[test]

@@ -222,18 +222,31 @@ fn with_registry(
         );
     }
     if let Some(symptom) = unreachable_symptom(said) {
+        let reached = registry
+            .host_from_cluster_network
+            .as_ref()
+            .unwrap_or(runtime);
+        let certs_d = format!("/etc/containerd/certs.d/{runtime}");
+        let fix = if symptom == UNTRUSTED {
+            // The registry speaks TLS: the node needs its CA, not plain HTTP.
+            format!(
+                "give each node's containerd the CA that signed the registry's certificate, beside \
+                 its mapping (kind: {certs_d}/ca.crt and {certs_d}/hosts.toml):\n\
+                 server = \"https://{runtime}\"\n\
+                 [host.\"https://{reached}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  \
+                 ca = \"{certs_d}/ca.crt\""
+            )
+        } else {
+            format!(
+                "map {runtime} on each node's containerd to the registry (kind: {certs_d}/hosts.toml):\n\
+                 server = \"http://{runtime}\"\n\
+                 [host.\"http://{reached}\"]\n  capabilities = [\"pull\", \"resolve\"]"
+            )
+        };
         return finding(
             Some(Cause::RegistryNotMapped),
             format!("the node's container runtime cannot {symptom} {runtime}: {said}"),
-            Some(format!(
-                "map {runtime} on each node's containerd to the registry (kind: /etc/containerd/certs.d/{runtime}/hosts.toml):\n\
-                 server = \"http://{runtime}\"\n\
-                 [host.\"http://{}\"]\n  capabilities = [\"pull\", \"resolve\"]",
-                registry
-                    .host_from_cluster_network
-                    .as_ref()
-                    .unwrap_or(runtime)
-            )),
+            Some(fix),
         );
     }
     match facts.in_registry {
@@ -383,6 +396,9 @@ fn is_unauthorized(said: &str) -> bool {
     .any(|needle| lower.contains(needle))
 }
 
+/// The symptom of a registry whose TLS certificate the node does not trust.
+const UNTRUSTED: &str = "verify the TLS certificate of";
+
 /// What the node's runtime failed to do with the runtime host, from containerd's and Go's words.
 fn unreachable_symptom(said: &str) -> Option<&'static str> {
     let lower = said.to_ascii_lowercase();
@@ -399,7 +415,7 @@ fn unreachable_symptom(said: &str) -> Option<&'static str> {
         return Some("reach");
     }
     if lower.contains("x509:") || lower.contains("tls: ") {
-        return Some("verify the TLS certificate of");
+        return Some(UNTRUSTED);
     }
     None
 }

@@ -15,6 +15,9 @@ pub const ATTEMPTS_ENV: &str = "KUBECTL_REGISTRY_ATTEMPTS";
 pub const RETRY_DELAY_ENV: &str = "KUBECTL_REGISTRY_RETRY_DELAY";
 /// How long a credential helper (`docker-credential-*`) may take.
 pub const HELPER_TIMEOUT_ENV: &str = "KUBECTL_REGISTRY_HELPER_TIMEOUT";
+/// How long a node command may take (`ctr` in a node, `kind get nodes`, `minikube ssh`); an
+/// import streamed into a node may pause this long, then has ten times it to finish.
+pub const NODE_TIMEOUT_ENV: &str = "KUBECTL_REGISTRY_NODE_TIMEOUT";
 
 /// The bounds of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +27,7 @@ pub struct Limits {
     pub attempts: u32,
     pub retry_delay: Duration,
     pub helper_timeout: Duration,
+    pub node_timeout: Duration,
 }
 
 /// No single wait between retries is longer than this, whatever the doubling or `Retry-After` says.
@@ -38,6 +42,7 @@ impl Default for Limits {
             attempts: 5,
             retry_delay: Duration::from_millis(500),
             helper_timeout: Duration::from_secs(30),
+            node_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -68,6 +73,7 @@ impl Limits {
             attempts,
             retry_delay: seconds(RETRY_DELAY_ENV, defaults.retry_delay)?,
             helper_timeout: seconds(HELPER_TIMEOUT_ENV, defaults.helper_timeout)?,
+            node_timeout: seconds(NODE_TIMEOUT_ENV, defaults.node_timeout)?,
         })
     }
 }
@@ -128,6 +134,7 @@ mod tests {
             (ATTEMPTS_ENV, "3"),
             (RETRY_DELAY_ENV, "0.01"),
             (HELPER_TIMEOUT_ENV, "1"),
+            (NODE_TIMEOUT_ENV, "0.25"),
         ])
         .unwrap();
         assert_eq!(limits.stall_timeout, Duration::from_secs(2));
@@ -135,6 +142,7 @@ mod tests {
         assert_eq!(limits.attempts, 3);
         assert_eq!(limits.retry_delay, Duration::from_millis(10));
         assert_eq!(limits.helper_timeout, Duration::from_secs(1));
+        assert_eq!(limits.node_timeout, Duration::from_millis(250));
     }
 
     #[test]
@@ -145,6 +153,7 @@ mod tests {
             (RETRY_DELAY_ENV, "-1"),
             (ATTEMPTS_ENV, "0"),
             (ATTEMPTS_ENV, "1.5"),
+            (NODE_TIMEOUT_ENV, "never"),
         ] {
             let err = from(&[(name, value)]).unwrap_err();
             assert_eq!(err.exit_code(), ExitCode::Usage);

@@ -51,6 +51,9 @@ pub struct NodeFacts {
     pub provider_id: Option<String>,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
+    /// `status.nodeInfo.containerRuntimeVersion`: `containerd://1.7.24`, `docker://27.4.1`,
+    /// `cri-o://1.29.1`.
+    pub container_runtime: Option<String>,
 }
 
 /// OpenShift's `images.config.openshift.io/cluster`: where its integrated registry is reached.
@@ -606,5 +609,10 @@ fn node_facts(node: Node) -> NodeFacts {
         provider_id: node.spec.and_then(|spec| spec.provider_id),
         labels: node.metadata.labels.unwrap_or_default(),
         annotations: node.metadata.annotations.unwrap_or_default(),
+        container_runtime: node
+            .status
+            .and_then(|status| status.node_info)
+            .map(|info| info.container_runtime_version)
+            .filter(|runtime| !runtime.is_empty()),
     }
 }

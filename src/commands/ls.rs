@@ -69,7 +69,8 @@ pub async fn run(
         None => {
             let (cluster, product) = nodes_product(&discovered).await?;
             let nodes = cluster.nodes().await?;
-            let node_cluster = node_tags::node_cluster(&product, &nodes)?;
+            let node_cluster =
+                node_tags::node_cluster(&product, &nodes, settings.limits.node_timeout)?;
             let tags = node_tags::read(&node_cluster, printer).await?;
             let usage = Usage::new(uses.as_deref().unwrap_or_default(), &[]);
             tags.into_iter()

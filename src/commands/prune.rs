@@ -43,7 +43,7 @@ pub async fn run(
                 .with_hint("drop --gc when pruning the nodes"));
             }
             let uses = ls::read_uses(&discovered, cluster_args, settings, printer, need).await?;
-            return nodes::prune(args, &discovered, uses.as_deref(), printer).await;
+            return nodes::prune(args, &discovered, uses.as_deref(), settings, printer).await;
         }
     };
     if registry.source == RegistrySource::Openshift {

@@ -85,7 +85,7 @@ pub async fn run(
     let node_arch = node_arch(cluster, pod.node.as_deref(), printer).await;
     let access = RegistryAccess::from(&args.access);
     let in_registry = registry_answers(&discovered, &pod, &access, settings, printer).await;
-    let on_node = node_answers(&discovered, cluster, &pod).await;
+    let on_node = node_answers(&discovered, cluster, &pod, settings.limits.node_timeout).await;
     let containers: Vec<Finding> = pod
         .containers
         .iter()
@@ -245,9 +245,14 @@ async fn registry_answers(
 }
 
 /// Without a registry, for each failing container named by a tag: whether the pod's node holds
-/// it, asked as node-load asks (`ctr images ls` in each node of a kind or k3d cluster, or
+/// it, asked as ls asks (`ctr images ls` in each node of a kind, k3d or minikube cluster, or
 /// through microk8s's and k3s's own `ctr` on their local node).
-async fn node_answers(discovered: &Discovered, cluster: &Cluster, pod: &PodFacts) -> Vec<OnNode> {
+async fn node_answers(
+    discovered: &Discovered,
+    cluster: &Cluster,
+    pod: &PodFacts,
+    bound: std::time::Duration,
+) -> Vec<OnNode> {
     let mut answers = vec![OnNode::NotAsked; pod.containers.len()];
     let Some(node) = pod
         .node
@@ -269,7 +274,7 @@ async fn node_answers(discovered: &Discovered, cluster: &Cluster, pod: &PodFacts
     if wanted.is_empty() {
         return answers;
     }
-    let held = match what_the_node_holds(cluster, node).await {
+    let held = match what_the_node_holds(cluster, node, bound).await {
         Ok(held) => held,
         Err(why) => {
             for (at, _) in wanted {
@@ -292,14 +297,15 @@ async fn node_answers(discovered: &Discovered, cluster: &Cluster, pod: &PodFacts
 async fn what_the_node_holds(
     cluster: &Cluster,
     node: &str,
+    bound: std::time::Duration,
 ) -> std::result::Result<Vec<String>, String> {
     let nodes = cluster
         .nodes()
         .await
         .map_err(|err| err.message().to_string())?;
     let product = product::detect(cluster.facts(), &nodes);
-    let access =
-        node_tags::node_cluster(&product, &nodes).map_err(|err| err.message().to_string())?;
+    let access = node_tags::node_cluster(&product, &nodes, bound)
+        .map_err(|err| err.message().to_string())?;
     let listed = nodeload::node_images(&access).await?;
     listed
         .into_iter()

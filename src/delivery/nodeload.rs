@@ -25,9 +25,9 @@ use crate::image::digest::Digest;
 use crate::output::Printer;
 
 pub use deliver::{Delivered, Delivery, NodeReport, deliver};
+pub use exec::run_tool;
 pub use images::{
     NodeAccess, NodeImage, content as node_content, node_images, remove as remove_node_images,
-    run_tool,
 };
 pub use nodes::NodeCluster;
 pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadCommand, LoadPlan, PlanSource};

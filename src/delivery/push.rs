@@ -444,6 +444,7 @@ async fn load_into(
             .unwrap_or(crate::image::reference::DEFAULT_TAG),
         load_command: args.load_command.as_deref(),
         context: discovered.kubeconfig.context.as_deref(),
+        node_timeout: run.settings.limits.node_timeout,
     };
     to_nodes::load(&plan, archive, image, run.scratch, run.printer).await
 }
@@ -487,8 +488,15 @@ async fn load_engine_image(
     };
     // A --load-command is the user's own loader: what it did is not ours to vouch for.
     if args.load_command.is_none()
-        && let Some(report) =
-            reload::still_loaded(records, &key, &target.product, &target.nodes, printer).await
+        && let Some(report) = reload::still_loaded(
+            records,
+            &key,
+            &target.product,
+            &target.nodes,
+            settings.limits.node_timeout,
+            printer,
+        )
+        .await
     {
         return Ok(report);
     }

@@ -898,3 +898,305 @@ fn prune_says_plainly_it_does_not_touch_openshift_image_streams() {
     );
     assert!(stderr.contains("oc adm prune images"), "{stderr}");
 }
+
+/// A minikube profile `dev` of two nodes (`dev`, `dev-m02`), each a real containerd reached by
+/// `minikube ssh -n NODE -- sudo ctr` under a real terminal, as minikube runs it. Four builds
+/// are pushed (minikube image load into both); a fifth only into `dev-m02`. `ls` lists the
+/// content tags per node with their created times; `prune --keep 2 --dry-run` changes nothing;
+/// `prune --keep 2` removes, per node, what is neither among the two newest nor used.
+#[test]
+fn prune_nodes_of_minikube_reaches_each_node_through_minikube_ssh() {
+    let builds: Vec<Image> = [
+        (31, "2024-01-01T00:00:00Z"),
+        (32, "2024-02-01T00:00:00Z"),
+        (33, "2024-03-01T00:00:00Z"),
+        (34, "2024-04-01T00:00:00Z"),
+        (35, "2024-05-01T00:00:00Z"),
+    ]
+    .iter()
+    // Configs with newlines: what comes through minikube's terminal must be read back exactly.
+    .map(|(seed, created)| image(*seed, Some(created)).pretty_config())
+    .collect();
+    let tag_of = |image: &Image| format!("dev-{}", &image.config_digest()["sha256:".len()..][..12]);
+    let name_of = |image: &Image| format!("docker.io/library/myimg:{}", tag_of(image));
+    let first = Containerd::start();
+    let second = Containerd::start();
+    let standins = StandIns::new(&first);
+    standins.add_node("dev", &first);
+    standins.add_node("dev-m02", &second);
+    let minikube_node = |name: &str| {
+        StandInNode::new(name)
+            .label("minikube.k8s.io/name", "dev")
+            .runtime("containerd://1.7.23")
+    };
+    let api = ApiServer::builder()
+        .node(minikube_node("dev"))
+        .node(minikube_node("dev-m02"))
+        .pod(
+            "default",
+            "app-1",
+            "dev",
+            &[&format!("myimg:{}", tag_of(&builds[0]))],
+            &[""],
+        )
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path(), "dev", "dev");
+    let run = |args: &[&str]| {
+        let output = clean_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("PATH", path_with(&standins))
+            .args(args)
+            .output()
+            .unwrap();
+        Outcome {
+            code: output.status.code().unwrap(),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    };
+    for (i, build) in builds[..4].iter().enumerate() {
+        let archive = dir.path().join(format!("build-{i}.tar"));
+        build.write(fixtures::Format::DockerLegacy, &archive, &["myimg:dev"]);
+        let out = run(&["push", archive.to_str().unwrap()]);
+        assert_eq!(
+            out.stdout,
+            format!("myimg:{}\n", tag_of(build)),
+            "{}",
+            out.stderr
+        );
+    }
+    // The fifth build, loaded into the second node only (as a node added later would not
+    // have the first four): each node is ranked on its own.
+    let archive = dir.path().join("build-4.tar");
+    builds[4].write(fixtures::Format::DockerLegacy, &archive, &["myimg:dev"]);
+    let imported = second.ctr(&[
+        "images",
+        "import",
+        "--all-platforms",
+        "--digests",
+        archive.to_str().unwrap(),
+    ]);
+    assert!(imported.status.success(), "{imported:?}");
+    let tagged = second.ctr(&[
+        "images",
+        "tag",
+        "docker.io/library/myimg:dev",
+        &name_of(&builds[4]),
+    ]);
+    assert!(tagged.status.success(), "{tagged:?}");
+    let held = |node: &Containerd| -> Vec<String> {
+        let mut names: Vec<String> = node
+            .images()
+            .into_iter()
+            .filter(|n| n.contains(":dev-"))
+            .collect();
+        names.sort();
+        names
+    };
+    let names = |of: &[usize]| -> Vec<String> {
+        let mut names: Vec<String> = of.iter().map(|i| name_of(&builds[*i])).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(held(&first), names(&[0, 1, 2, 3]));
+    assert_eq!(held(&second), names(&[0, 1, 2, 3, 4]));
+
+    let out = run(&["ls", "-o", "json"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
+    let rows = out.json();
+    let listed: Vec<(String, String, String)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["node"].as_str().unwrap().to_string(),
+                row["tag"].as_str().unwrap().to_string(),
+                row["created"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut expected: Vec<(String, String, String)> = Vec::new();
+    for (node, of) in [
+        ("dev", &[0, 1, 2, 3][..]),
+        ("dev-m02", &[0, 1, 2, 3, 4][..]),
+    ] {
+        for i in of {
+            expected.push((
+                node.to_string(),
+                tag_of(&builds[*i]),
+                format!("2024-0{}-01T00:00:00Z", i + 1),
+            ));
+        }
+    }
+    expected.sort();
+    let mut listed_sorted = listed.clone();
+    listed_sorted.sort();
+    assert_eq!(listed_sorted, expected, "{rows}");
+    let v1 = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["node"] == "dev" && r["tag"] == tag_of(&builds[0]).as_str())
+        .unwrap();
+    assert_eq!(v1["repository"], "myimg");
+    assert_eq!(v1["inUseBy"], json!(["Pod/default/app-1"]));
+
+    // Per node, in name order.
+    let second_removes = names(&[1, 2]);
+    let out = run(&["prune", "--keep", "2", "--dry-run"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        format!(
+            "would remove {} from dev\nwould remove {} from dev-m02\nwould remove {} from dev-m02\nwould remove 3 content tags, kept 6 (2 in use); each node's containerd frees what no image names\n",
+            name_of(&builds[1]),
+            second_removes[0],
+            second_removes[1],
+        )
+    );
+    assert_eq!(held(&first), names(&[0, 1, 2, 3]));
+    assert_eq!(held(&second), names(&[0, 1, 2, 3, 4]));
+
+    let out = run(&["prune", "--keep", "2"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        held(&first),
+        names(&[0, 2, 3]),
+        "v1 is used, v3 and v4 the newest"
+    );
+    assert_eq!(
+        held(&second),
+        names(&[0, 3, 4]),
+        "v1 is used, v4 and v5 the newest"
+    );
+    let removals: Vec<Vec<String>> = standins
+        .calls()
+        .into_iter()
+        .filter(|call| call.iter().any(|arg| arg == "rm"))
+        .collect();
+    assert_eq!(
+        removals,
+        vec![
+            [
+                "minikube", "ssh", "-p", "dev", "-n", "dev", "--", "sudo", "ctr", "-n", "k8s.io",
+                "images", "rm",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([name_of(&builds[1])])
+            .collect::<Vec<_>>(),
+            [
+                "minikube", "ssh", "-p", "dev", "-n", "dev-m02", "--", "sudo", "ctr", "-n",
+                "k8s.io", "images", "rm",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(second_removes.clone())
+            .collect::<Vec<_>>(),
+        ]
+    );
+    assert!(
+        first
+            .images()
+            .contains(&"docker.io/library/myimg:dev".to_string()),
+        "the plain name stays"
+    );
+}
+
+/// minikube's default runtime is docker (and it can run CRI-O): the images are then not in
+/// containerd, and ls and prune say so and what to do, with the exit code of a cluster whose
+/// nodes cannot be asked, nothing run.
+#[test]
+fn minikube_nodes_on_docker_or_crio_are_a_clear_error() {
+    for (runtime, says) in [
+        (
+            "docker://27.4.1",
+            "runs the docker runtime (docker://27.4.1); ls and prune read minikube nodes that run containerd",
+        ),
+        (
+            "cri-o://1.29.1",
+            "runs the cri-o runtime (cri-o://1.29.1); ls and prune read minikube nodes that run containerd",
+        ),
+    ] {
+        let node = Containerd::start();
+        let standins = StandIns::new(&node);
+        standins.add_node("minikube", &node);
+        let api = ApiServer::builder()
+            .node(
+                StandInNode::new("minikube")
+                    .label("minikube.k8s.io/name", "minikube")
+                    .runtime(runtime),
+            )
+            .start();
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = api.write_kubeconfig(dir.path(), "minikube", "minikube");
+        for command in [&["ls"][..], &["prune", "--dry-run"][..]] {
+            let output = clean_cmd(dir.path())
+                .env("KUBECONFIG", &kubeconfig)
+                .env("PATH", path_with(&standins))
+                .args(command)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8(output.stderr).unwrap();
+            assert_eq!(output.status.code(), Some(6), "{stderr}");
+            assert!(output.stdout.is_empty());
+            assert!(
+                stderr.contains(&format!(
+                    "node minikube of minikube profile \"minikube\" {says}"
+                )),
+                "{stderr}"
+            );
+            assert!(
+                stderr.contains("`minikube image ls -p minikube`")
+                    && stderr.contains("`minikube image rm IMAGE... -p minikube`")
+                    && stderr.contains("--container-runtime=containerd"),
+                "{stderr}"
+            );
+        }
+        assert!(
+            standins.calls().is_empty(),
+            "nothing is run: {:?}",
+            standins.calls()
+        );
+    }
+}
+
+/// A node whose `ctr` never answers: `ls` and `prune` stop it after the bound
+/// (`KUBECTL_REGISTRY_NODE_TIMEOUT`) and say which command it was.
+#[test]
+fn a_node_that_never_answers_ends_ls_and_prune_within_the_bound() {
+    let node = Containerd::start();
+    let standins = StandIns::new(&node);
+    standins.add_node("dev-control-plane", &node);
+    standins.hanging("dev-control-plane");
+    let api = ApiServer::builder()
+        .node(
+            StandInNode::new("dev-control-plane")
+                .provider_id("kind://docker/dev/dev-control-plane"),
+        )
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    for command in [&["ls"][..], &["prune"][..]] {
+        let started = std::time::Instant::now();
+        let output = clean_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("PATH", path_with(&standins))
+            .env("KUBECTL_REGISTRY_NODE_TIMEOUT", "1")
+            .args(command)
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(6), "{stderr}");
+        assert_eq!(
+            stderr,
+            "error: reading what the nodes hold\n\
+             caused by: `docker exec dev-control-plane ctr -n k8s.io images ls` did not finish within 1s; it was stopped\n"
+        );
+        // A generous ceiling over the 1 s bound, not a race.
+        assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    }
+}

@@ -447,6 +447,75 @@ fn a_node_the_image_cannot_get_into_fails_the_push_naming_it_and_why() {
     );
 }
 
+/// A node whose `ctr` accepts the question and never answers: with
+/// `KUBECTL_REGISTRY_NODE_TIMEOUT=1` the survey stops it after 1 s, names it, and the node gets
+/// the whole image from kind instead; the push does not wait on it.
+#[test]
+fn a_node_that_never_answers_is_stopped_within_the_bound_and_gets_the_whole_archive() {
+    let cluster = Cluster::kind(&NODES);
+    cluster.standins.hanging("dev-worker");
+    let image = Image::sample(29);
+    let input = cluster.archive(&image, "first.tar");
+    let started = std::time::Instant::now();
+    let run = cluster.push_with(
+        &[input.to_str().unwrap(), "-v"],
+        None,
+        &[("KUBECTL_REGISTRY_NODE_TIMEOUT", "1".into())],
+    );
+    let took = started.elapsed();
+    assert_eq!(
+        (run.code, run.stdout.clone()),
+        (0, expected_ref(&image)),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr.lines().any(|line| line
+            == "dev-worker: cannot be asked what it holds (`docker exec dev-worker ctr -n k8s.io content ls -q` did not finish within 1s; it was stopped); it gets the whole image"),
+        "{}",
+        run.stderr
+    );
+    // Bounded: 1 s for the survey, then the loads (a generous ceiling, not a race).
+    assert!(took < std::time::Duration::from_secs(30), "took {took:?}");
+    let calls = cluster.calls();
+    assert!(
+        calls.contains(&"kind load image-archive FILE --name dev --nodes dev-worker".to_string()),
+        "{calls:#?}"
+    );
+    for node in NODES {
+        cluster.assert_ready(node, &image);
+    }
+}
+
+/// An import that takes nothing of the archive (its node stuck) is stopped when no byte went
+/// in for the bound, and the push fails naming the node and the command.
+#[test]
+fn an_import_that_takes_nothing_is_stopped_within_the_bound_naming_it() {
+    let cluster = Cluster::kind(&NODES);
+    cluster.standins.import_hangs("dev-worker");
+    let input = cluster.archive(&Image::sample(30), "first.tar");
+    let started = std::time::Instant::now();
+    let run = cluster.push_with(
+        &[input.to_str().unwrap()],
+        None,
+        &[("KUBECTL_REGISTRY_NODE_TIMEOUT", "1".into())],
+    );
+    let took = started.elapsed();
+    assert_eq!(run.code, 6, "{run:?}");
+    assert_eq!(run.stdout, "");
+    let (head, tail) = (
+        "error: loading the image into node dev-worker of kind cluster \"dev\"\n\
+         caused by: `docker exec -i dev-worker ctr -n k8s.io images import --all-platforms --digests --snapshotter=native -` took no byte of the archive for 1s (after ",
+        " bytes); it was stopped\n\
+         hint: or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/\n",
+    );
+    assert!(
+        run.stderr.starts_with(head) && run.stderr.ends_with(tail),
+        "{}",
+        run.stderr
+    );
+    assert!(took < std::time::Duration::from_secs(30), "took {took:?}");
+}
+
 /// podman's image by name: each node's layout is written straight from podman's store (overlay,
 /// as workstations have it), so a rebuild reads only the layer the nodes lack, and podman is
 /// never asked to export.

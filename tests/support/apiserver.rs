@@ -64,6 +64,8 @@ pub(crate) struct StandInNode {
     labels: BTreeMap<String, String>,
     annotations: BTreeMap<String, String>,
     provider_id: Option<String>,
+    /// `status.nodeInfo.containerRuntimeVersion`.
+    runtime: String,
 }
 
 impl StandInNode {
@@ -83,7 +85,14 @@ impl StandInNode {
                 .collect(),
             annotations: BTreeMap::new(),
             provider_id: None,
+            runtime: "containerd://1.7.24".to_string(),
         }
+    }
+
+    /// The runtime the kubelet reports: `docker://27.4.1`, `cri-o://1.29.1`.
+    pub(crate) fn runtime(mut self, runtime: &str) -> Self {
+        self.runtime = runtime.into();
+        self
     }
 
     pub(crate) fn label(mut self, key: &str, value: &str) -> Self {
@@ -1405,7 +1414,7 @@ fn node(n: &StandInNode) -> Value {
         "status": {
             "nodeInfo": {
                 "kubeletVersion": "v1.32.0",
-                "containerRuntimeVersion": "containerd://1.7.24",
+                "containerRuntimeVersion": n.runtime,
                 "operatingSystem": "linux",
                 "architecture": "amd64",
             },

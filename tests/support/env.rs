@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Variables that would make a run depend on the machine running the tests.
-const SCRUBBED: [&str; 30] = [
+const SCRUBBED: [&str; 31] = [
     "KUBECONFIG",
     "KUBECTL_REGISTRY_HOST",
     "KUBECTL_REGISTRY_RUNTIME_HOST",
@@ -32,6 +32,7 @@ const SCRUBBED: [&str; 30] = [
     "KUBECTL_REGISTRY_ATTEMPTS",
     "KUBECTL_REGISTRY_RETRY_DELAY",
     "KUBECTL_REGISTRY_HELPER_TIMEOUT",
+    "KUBECTL_REGISTRY_NODE_TIMEOUT",
     "CONTAINERS_STORAGE_CONF",
     "STORAGE_DRIVER",
     "XDG_CONFIG_HOME",

@@ -159,6 +159,14 @@ impl Image {
         self
     }
 
+    /// The same image with its config written over several lines (indented JSON), as some
+    /// builders write it: its bytes hold newlines.
+    pub(crate) fn pretty_config(mut self) -> Self {
+        let config: serde_json::Value = serde_json::from_slice(&self.config).unwrap();
+        self.config = serde_json::to_vec_pretty(&config).unwrap();
+        self
+    }
+
     fn rebuild_config(&mut self) {
         let mut config = json!({
             "architecture": self.architecture,

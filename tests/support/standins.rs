@@ -3,7 +3,8 @@
 //! with `add_node` are containers as kind and k3d see them: `kind get nodes` and `k3d node list`
 //! name them, `docker exec [-i] NODE ctr ...` runs the real ctr against that node's containerd
 //! (keeping every archive streamed into an import), and `kind load image-archive` imports into
-//! each of them (or those `--nodes` names).
+//! each of them (or those `--nodes` names). minikube's nodes are reached by `minikube ssh -n
+//! NODE`, under a real terminal as minikube's own ssh client runs a command.
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -60,6 +61,7 @@ impl StandIns {
         std::fs::create_dir(standins.nodes_dir()).expect("creating the nodes dir");
         standins.write("kind", &standins.kind_script());
         standins.write("k3d", &standins.k3d_script());
+        standins.write("minikube", &standins.minikube_script());
         standins.write("docker", &standins.docker_script());
         standins
     }
@@ -185,6 +187,20 @@ impl StandIns {
         .expect("marking a node");
     }
 
+    /// Makes every `ctr` asked of the node through `docker exec` hang without end, as when its
+    /// containerd accepts the connection and never answers (the process is the one we run,
+    /// so stopping it leaves nothing behind).
+    pub(crate) fn hanging(&self, node: &str) {
+        std::fs::write(self.nodes_dir().join(format!(".{node}.hangs")), "")
+            .expect("marking a node");
+    }
+
+    /// Makes every import into the node take nothing of the archive and never end.
+    pub(crate) fn import_hangs(&self, node: &str) {
+        std::fs::write(self.nodes_dir().join(format!(".{node}.import-hangs")), "")
+            .expect("marking a node");
+    }
+
     /// Makes every import into the node fail, ctr saying `says` (a full disk, say).
     pub(crate) fn failing_import(&self, node: &str, says: &str) {
         std::fs::write(self.nodes_dir().join(format!(".{node}.import-fails")), says)
@@ -279,6 +295,59 @@ fi
         )
     }
 
+    /// `minikube image load FILE [-p PROFILE]` imports FILE into each added node (the single
+    /// runtime when none was added), as minikube loads every node of the profile;
+    /// `minikube ssh [-p PROFILE] [-n NODE] -- WORDS...` runs WORDS joined by spaces in the
+    /// node's shell, as minikube's native ssh client does: under a terminal (it always asks
+    /// for one, so the command's stdout and stderr both come on stdout, each `\n` as `\r\n`;
+    /// here a real one, by `script`), `sudo ctr` being the real ctr against the node's
+    /// containerd. A failed command is followed by minikube's `ssh: Process exited with status
+    /// N` on stderr and exit 1; an unknown node is minikube's `Node NODE does not exist.`
+    fn minikube_script(&self) -> String {
+        format!(
+            r#"nodes={nodes}
+if [ "$1" = ssh ]; then
+  shift; profile=minikube; node=
+  while [ "$#" -gt 0 ]; do
+    case "$1" in
+      -p|--profile) profile=$2; shift 2;;
+      -n|--node) node=$2; shift 2;;
+      --) shift; break;;
+      *) break;;
+    esac
+  done
+  [ -n "$node" ] || node=$profile
+  if [ ! -f "$nodes/$node" ]; then
+    echo "❌  Exiting due to GUEST_NODE_RETRIEVE: Node $node does not exist." >&2
+    exit 85
+  fi
+  . "$nodes/$node"
+  export sock ctr={ctr}
+  shim='sudo() {{ if [ "$1" = ctr ]; then shift; exec "$ctr" -a "$sock" "$@"; fi; echo "sudo: $1: command not found" >&2; return 1; }}'
+  SHELL=/bin/sh script -qec "$shim; $*" /dev/null
+  status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "ssh: Process exited with status $status" >&2
+    exit 1
+  fi
+  exit 0
+fi
+if [ "$#" -ge 3 ] && [ "$1 $2" = "image load" ] && ls "$nodes"/* >/dev/null 2>&1; then
+  for f in "$nodes"/*; do
+    [ -f "$f" ] || continue
+    . "$f" || exit 1
+    {ctr} -a "$sock" -n {ns} images import --all-platforms --digests "$3" || exit 1
+  done
+  exit 0
+fi
+{importer}"#,
+            nodes = quote(&self.nodes_dir().to_string_lossy()),
+            ctr = quote(&self.ctr.to_string_lossy()),
+            ns = K8S_NAMESPACE,
+            importer = self.importer(&["image", "load"], ""),
+        )
+    }
+
     /// `docker exec [-i] NODE ctr ARGS...` runs the real ctr against the node's containerd;
     /// `docker exec NODE containerd config dump` dumps its real config with the CRI section a
     /// kind node has; `docker load -i FILE` imports into the single runtime.
@@ -337,6 +406,12 @@ if [ "$1" = exec ]; then
       {ctr} -a "$sock" "$@" || exit 1
       cat "$nodes/.$node.stale"
       exit 0
+    fi
+    if [ -f "$nodes/.$node.hangs" ]; then
+      exec tail -f /dev/null
+    fi
+    if [ -f "$nodes/.$node.import-hangs" ] && [ "$3 $4" = "images import" ]; then
+      exec tail -f /dev/null
     fi
     if [ -f "$nodes/.$node.import-fails" ] && [ "$3 $4" = "images import" ]; then
       cat > /dev/null

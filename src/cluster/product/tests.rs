@@ -27,6 +27,7 @@ fn node(name: &str, provider_id: Option<&str>, labels: &[(&str, &str)]) -> NodeF
         provider_id: provider_id.map(str::to_string),
         labels: all_labels,
         annotations: Default::default(),
+        container_runtime: None,
     }
 }
 

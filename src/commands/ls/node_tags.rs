@@ -2,15 +2,16 @@
 //! start of the image's config digest), per node, with each image's config `created`.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use crate::cluster::client::NodeFacts;
-use crate::cluster::product::Product;
+use crate::cluster::product::{Product, ProductKind};
 use crate::delivery::nodeload::{self, NodeAccess, NodeCluster};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::oci::parse_manifest;
 use crate::image::reference::ImageName;
-use crate::output::Printer;
+use crate::output::{Printer, escape_control as printable};
 
 /// The hex digits a content tag ends with.
 const HEX: usize = 12;
@@ -28,18 +29,25 @@ pub(crate) struct NodeTag {
     pub created: Option<String>,
 }
 
-/// The cluster's nodes, reachable one by one (kind, k3d) or through the product's `ctr` on the
-/// local node (microk8s, k3s), or why not.
-pub(crate) fn node_cluster(product: &Product, nodes: &[NodeFacts]) -> Result<NodeAccess> {
+/// The cluster's nodes, reachable one by one (kind, k3d, minikube) or through the product's
+/// `ctr` on the local node (microk8s, k3s), each command bounded by `bound`; or why not.
+pub(crate) fn node_cluster(
+    product: &Product,
+    nodes: &[NodeFacts],
+    bound: Duration,
+) -> Result<NodeAccess> {
     if let Some(cluster) = NodeCluster::of(product, nodes) {
-        return Ok(NodeAccess::Containers(cluster));
+        return Ok(NodeAccess::Containers(cluster.bounded(bound)));
     }
     if let Some(argv) = product.kind.node_ctr() {
         let node = nodes
             .first()
             .map(|node| node.name.clone())
             .unwrap_or_else(|| product.kind.as_str().to_string());
-        return Ok(NodeAccess::LocalCtr { argv, node });
+        return Ok(NodeAccess::LocalCtr { argv, node, bound });
+    }
+    if product.kind == ProductKind::Minikube {
+        return minikube(product, nodes, bound);
     }
     Err(Error::new(
             ExitCode::Load,
@@ -48,7 +56,61 @@ pub(crate) fn node_cluster(product: &Product, nodes: &[NodeFacts]) -> Result<Nod
                 product.target_phrase()
             ),
         )
-    .with_hint("ls and prune read the nodes of kind and k3d clusters (docker exec NODE ctr) and the local node of microk8s and k3s (their ctr); give the cluster a registry to list and prune it instead"))
+    .with_hint("ls and prune read the nodes of kind, k3d and minikube clusters (docker exec NODE ctr, minikube ssh) and the local node of microk8s and k3s (their ctr); give the cluster a registry to list and prune it instead"))
+}
+
+/// minikube's nodes, when each runs containerd: its images are then in containerd's
+/// `k8s.io` namespace, reached by `minikube ssh -n NODE -- sudo ctr`. With the docker runtime
+/// (minikube's default) or CRI-O they are elsewhere (the node's dockerd, containers-storage).
+fn minikube(product: &Product, nodes: &[NodeFacts], bound: Duration) -> Result<NodeAccess> {
+    let profile = product
+        .cluster_name
+        .clone()
+        .unwrap_or_else(|| "minikube".to_string());
+    let target = product.target_phrase();
+    if nodes.is_empty() {
+        return Err(Error::new(
+            ExitCode::Load,
+            format!("no registry is advertised, and the nodes of {target} could not be listed"),
+        )
+        .with_hint("ls and prune ask each node of a minikube cluster through `minikube ssh -n NODE`; they need to list the cluster's Nodes (kubectl auth can-i list nodes)"));
+    }
+    let other = nodes.iter().find(|node| {
+        !node
+            .container_runtime
+            .as_deref()
+            .is_some_and(|runtime| runtime.starts_with("containerd://"))
+    });
+    if let Some(node) = other {
+        let runtime = node.container_runtime.as_deref().unwrap_or("not given");
+        let name = runtime.split("://").next().unwrap_or(runtime);
+        let listing = format!("minikube image ls -p {profile}");
+        let removal = format!("minikube image rm IMAGE... -p {profile}");
+        let error = Error::new(
+            ExitCode::Load,
+            format!(
+                "no registry is advertised, and node {} of {target} runs the {name} runtime ({}); ls and prune read minikube nodes that run containerd",
+                printable(&node.name),
+                printable(runtime)
+            ),
+        );
+        let error = match name {
+            "docker" => error.with_hint(format!(
+                "with the docker runtime the loaded images are in each node's dockerd: list them with `{listing}` (or `minikube ssh -n NODE -- docker image ls`), remove old content tags with `{removal}`"
+            )),
+            _ => error.with_hint(format!(
+                "list the node's images with `{listing}`, remove old content tags with `{removal}`"
+            )),
+        };
+        return Err(error
+            .with_hint(format!("or run the profile on containerd: `minikube start -p {profile} --container-runtime=containerd` (a new profile)"))
+            .with_hint(format!("or give the cluster a registry to list and prune it instead: {}", product.registry_guide())));
+    }
+    Ok(NodeAccess::Minikube {
+        profile,
+        nodes: nodes.iter().map(|node| node.name.clone()).collect(),
+        bound,
+    })
 }
 
 /// Every content tag of ours on every node, node by node, in name order.

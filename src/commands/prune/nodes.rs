@@ -18,6 +18,7 @@ use crate::commands::ls::{self};
 use crate::delivery::nodeload;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::output::Printer;
+use crate::settings::Settings;
 
 /// One content tag in the report.
 #[derive(Debug, Serialize)]
@@ -56,11 +57,12 @@ pub(super) async fn prune(
     args: &PruneArgs,
     discovered: &Discovered,
     uses: Option<&[ImageUse]>,
+    settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
     let (cluster, product) = ls::nodes_product(discovered).await?;
     let nodes = cluster.nodes().await?;
-    let node_cluster = node_tags::node_cluster(&product, &nodes)?;
+    let node_cluster = node_tags::node_cluster(&product, &nodes, settings.limits.node_timeout)?;
     let tags: Vec<NodeTag> = node_tags::read(&node_cluster, printer)
         .await?
         .into_iter()

@@ -142,7 +142,7 @@ async fn import_and_check(
     let archive = Arc::clone(&delivery.archive);
     let image = delivery.image.clone();
     let names = delivery.names.clone();
-    let streamed = exec::stream_into(&import, move |out| {
+    let streamed = exec::stream_into(&import, delivery.cluster.bound(), move |out| {
         archive.write_layout_without(&image, &names, &leave_out, out)
     })
     .await
@@ -152,7 +152,7 @@ async fn import_and_check(
         Err(why) => return Ok(Err(why)),
     };
     for line in imported
-        .stdout
+        .text()
         .lines()
         .filter(|line| !line.trim().is_empty())
     {
@@ -178,8 +178,8 @@ async fn check(delivery: &Delivery<'_>, holdings: &NodeHoldings) -> Result<(), F
     args.extend(names.iter().map(|name| format!("name=={name}")));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let command = delivery.cluster.ctr(&holdings.node, false, &args);
-    let checked = exec::capture(&command).await?;
-    if image_ready(&checked.stdout, &names, &delivery.manifest) {
+    let checked = exec::capture(&command, delivery.cluster.bound()).await?;
+    if image_ready(&checked.text(), &names, &delivery.manifest) {
         Ok(())
     } else {
         Err(format!(

@@ -1,22 +1,15 @@
 //! The images in each node's containerd, for `ls` and `prune` without a registry: their names and
 //! manifest digests (`ctr -n k8s.io images ls`), a small blob of one (`ctr content get`), and
-//! removing names (`ctr -n k8s.io images rm`). Each command bounded in time and output, killed
-//! when it outlasts its bound or the run is dropped.
+//! removing names (`ctr -n k8s.io images rm`). Each command is run by the one runner (`exec`):
+//! bounded in time and output, killed when it outlasts its bound or the run is dropped.
 
-use std::process::Stdio;
+use std::ffi::OsString;
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
-
-use super::exec::{self, printable};
+use super::exec;
 use super::nodes::NodeCluster;
-use super::plan::LoadCommand;
+use super::plan::{LoadCommand, shell_quote};
 use crate::image::digest::Digest;
-
-/// One node command's bound: a `ctr` listing answers in well under a second.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
-/// The most of a command's output read: thousands of image lines, or one manifest or config.
-const OUTPUT_LIMIT: usize = 16 << 20;
 
 /// One image name in a node's containerd.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +29,14 @@ pub enum NodeAccess {
     LocalCtr {
         argv: &'static [&'static str],
         node: String,
+        bound: Duration,
+    },
+    /// minikube's nodes (the cluster's Nodes), each through `minikube ssh -p PROFILE -n NODE --
+    /// sudo ctr ...`, as minikube itself runs `ctr` in its nodes.
+    Minikube {
+        profile: String,
+        nodes: Vec<String>,
+        bound: Duration,
     },
 }
 
@@ -45,14 +46,23 @@ impl NodeAccess {
         match self {
             Self::Containers(cluster) => {
                 let listing = cluster.list_command();
-                let listed = exec::capture(&listing).await?;
-                let nodes = cluster.parse_node_list(&listed.stdout)?;
+                let listed = exec::capture(&listing, cluster.bound()).await?;
+                let nodes = cluster.parse_node_list(&listed.text())?;
                 if nodes.is_empty() {
                     return Err(format!("`{listing}` names no node"));
                 }
                 Ok(nodes)
             }
             Self::LocalCtr { node, .. } => Ok(vec![node.clone()]),
+            Self::Minikube { nodes, .. } => Ok(nodes.clone()),
+        }
+    }
+
+    /// How long each node command may take.
+    fn bound(&self) -> Duration {
+        match self {
+            Self::Containers(cluster) => cluster.bound(),
+            Self::LocalCtr { bound, .. } | Self::Minikube { bound, .. } => *bound,
         }
     }
 
@@ -63,7 +73,19 @@ impl NodeAccess {
             Self::LocalCtr { argv, .. } => {
                 let (program, first) = argv.split_first().unwrap_or((&"ctr", &[]));
                 let all = first.iter().chain(&["-n", "k8s.io"]).chain(args.iter());
-                LoadCommand::new(program, all.map(std::ffi::OsString::from))
+                LoadCommand::new(program, all.map(OsString::from))
+            }
+            Self::Minikube { profile, .. } => {
+                // minikube joins the words after `--` with spaces for the node's shell: each
+                // is quoted for it (names read from the node included).
+                let remote = ["sudo", "ctr", "-n", "k8s.io"]
+                    .into_iter()
+                    .chain(args.iter().copied());
+                let words = ["ssh", "-p", profile, "-n", node, "--"]
+                    .into_iter()
+                    .map(OsString::from)
+                    .chain(remote.map(|word| OsString::from(shell_quote(word))));
+                LoadCommand::new("minikube", words)
             }
         }
     }
@@ -75,7 +97,7 @@ pub async fn node_images(access: &NodeAccess) -> Result<Vec<(String, Vec<NodeIma
     let mut found = Vec::new();
     for node in nodes {
         let command = access.ctr(&node, &["images", "ls"]);
-        let out = run(&command).await?;
+        let out = run(access, &command).await?;
         found.push((node, parse_images_ls(&String::from_utf8_lossy(&out))));
     }
     Ok(found)
@@ -84,7 +106,7 @@ pub async fn node_images(access: &NodeAccess) -> Result<Vec<(String, Vec<NodeIma
 /// `ctr content get DIGEST` on `node`: a manifest or config, checked against its digest.
 pub async fn content(access: &NodeAccess, node: &str, digest: &Digest) -> Result<Vec<u8>, String> {
     let command = access.ctr(node, &["content", "get", digest.as_str()]);
-    let bytes = run(&command).await?;
+    let bytes = run(access, &command).await?;
     if Digest::of_bytes(&bytes) != *digest {
         return Err(format!(
             "`{command}` printed bytes that do not match {digest}"
@@ -98,7 +120,7 @@ pub async fn content(access: &NodeAccess, node: &str, digest: &Digest) -> Result
 pub async fn remove(access: &NodeAccess, node: &str, names: &[String]) -> Result<(), String> {
     let mut args = vec!["images", "rm"];
     args.extend(names.iter().map(String::as_str));
-    run(&access.ctr(node, &args)).await.map(|_| ())
+    run(access, &access.ctr(node, &args)).await.map(|_| ())
 }
 
 /// `ctr images ls` lines: `REF TYPE DIGEST SIZE PLATFORMS LABELS`, the header first.
@@ -119,70 +141,72 @@ fn parse_images_ls(text: &str) -> Vec<NodeImage> {
         .collect()
 }
 
-async fn run(command: &LoadCommand) -> Result<Vec<u8>, String> {
-    run_tool(command, COMMAND_TIMEOUT).await
+async fn run(access: &NodeAccess, command: &LoadCommand) -> Result<Vec<u8>, String> {
+    let out = exec::run_tool(command, access.bound()).await?;
+    Ok(match access {
+        NodeAccess::Minikube { .. } => from_terminal(&out),
+        _ => out,
+    })
 }
 
-/// Runs `command` with no stdin, for at most `timeout` (then it is killed, as it is when the
-/// run is dropped); its stdout (the first 16 MiB), or why it failed (its last stderr line).
-pub async fn run_tool(command: &LoadCommand, timeout: Duration) -> Result<Vec<u8>, String> {
-    let mut child = tokio::process::Command::new(command.program())
-        .args(command.args())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|err| format!("could not start `{command}`: {err}"))?;
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let work = async {
-        let read_out = read_bounded(stdout.as_mut());
-        let read_err = read_bounded(stderr.as_mut());
-        let (out, err) = tokio::join!(read_out, read_err);
-        let status = child.wait().await;
-        (out, err, status)
-    };
-    let Ok((out, err, status)) = tokio::time::timeout(timeout, work).await else {
-        return Err(format!(
-            "`{command}` did not finish within {} s; it was stopped",
-            timeout.as_secs()
-        ));
-    };
-    let status = status.map_err(|err| format!("waiting for `{command}`: {err}"))?;
-    if status.success() {
-        return Ok(out);
-    }
-    let said = String::from_utf8_lossy(&err);
-    match said.lines().map(str::trim).rfind(|line| !line.is_empty()) {
-        Some(line) => Err(format!(
-            "`{command}` failed ({status}): {}",
-            printable(line)
-        )),
-        None => Err(format!("`{command}` failed ({status})")),
-    }
-}
-
-/// All of a pipe read (so the child never blocks on it), the first `OUTPUT_LIMIT` bytes kept.
-async fn read_bounded(pipe: Option<&mut (impl tokio::io::AsyncRead + Unpin)>) -> Vec<u8> {
-    let mut kept = Vec::new();
-    let Some(pipe) = pipe else {
-        return kept;
-    };
-    let mut buf = [0u8; 8192];
-    while let Ok(read) = pipe.read(&mut buf).await {
-        if read == 0 {
-            break;
+/// What a command printed, from what came through the terminal `minikube ssh` opens on the
+/// node (its native client always asks for one): the terminal's output processing turned each
+/// `\n` into `\r\n`, which this undoes exactly (a `\r\n` the command printed came as
+/// `\r\r\n`). A manifest read this way is still checked against its digest.
+fn from_terminal(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') {
+            at += 1;
+            continue;
         }
-        let room = OUTPUT_LIMIT.saturating_sub(kept.len()).min(read);
-        kept.extend_from_slice(&buf[..room]);
+        out.push(bytes[at]);
+        at += 1;
     }
-    kept
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_terminals_newlines_are_undone_exactly() {
+        assert_eq!(from_terminal(b"{\r\n  \"a\": 1\r\n}"), b"{\n  \"a\": 1\n}");
+        assert_eq!(from_terminal(b"a\r\r\nb\rc\r"), b"a\r\nb\rc\r");
+    }
+
+    #[test]
+    fn minikube_nodes_are_asked_through_minikube_ssh() {
+        let access = NodeAccess::Minikube {
+            profile: "dev".to_string(),
+            nodes: vec!["dev-m02".to_string()],
+            bound: Duration::from_secs(1),
+        };
+        assert_eq!(
+            access
+                .ctr("dev-m02", &["images", "rm", "docker.io/library/a:b", "x;y"])
+                .argv(),
+            [
+                "minikube",
+                "ssh",
+                "-p",
+                "dev",
+                "-n",
+                "dev-m02",
+                "--",
+                "sudo",
+                "ctr",
+                "-n",
+                "k8s.io",
+                "images",
+                "rm",
+                "docker.io/library/a:b",
+                "'x;y'"
+            ]
+        );
+    }
 
     #[test]
     fn ctr_images_ls_gives_names_and_digests() {

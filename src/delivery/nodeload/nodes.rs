@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -22,6 +23,8 @@ pub struct NodeCluster {
     /// The engine whose containers the nodes are: `docker`, or `podman`/`nerdctl` for kind's
     /// other providers.
     engine: String,
+    /// How long each command run in or about a node may take.
+    bound: Duration,
 }
 
 impl NodeCluster {
@@ -38,7 +41,18 @@ impl NodeCluster {
             product: product.kind,
             name,
             engine: engine.to_string(),
+            bound: crate::limits::Limits::default().node_timeout,
         })
+    }
+
+    /// Each node command bounded by `bound` (`KUBECTL_REGISTRY_NODE_TIMEOUT`).
+    pub fn bounded(mut self, bound: Duration) -> Self {
+        self.bound = bound;
+        self
+    }
+
+    pub fn bound(&self) -> Duration {
+        self.bound
     }
 
     /// `kind get nodes --name NAME`, `k3d node list -o json`.
@@ -184,6 +198,7 @@ mod tests {
             provider_id: provider_id.map(str::to_string),
             labels: Default::default(),
             annotations: Default::default(),
+            container_runtime: None,
         };
         NodeCluster::of(&product, &[node]).unwrap()
     }

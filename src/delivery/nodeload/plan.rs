@@ -51,7 +51,8 @@ impl fmt::Display for LoadCommand {
     }
 }
 
-fn shell_quote(word: &str) -> String {
+/// `word` as a POSIX shell reads it back: as is when plain, else single-quoted.
+pub(super) fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .bytes()

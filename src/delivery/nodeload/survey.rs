@@ -54,8 +54,8 @@ impl NodeHoldings {
 /// holds. `Err` when the nodes cannot be listed (or there are none): nothing is known.
 pub async fn survey(cluster: &NodeCluster) -> Result<Vec<NodeSurvey>, Failure> {
     let listing = cluster.list_command();
-    let listed = exec::capture(&listing).await?;
-    let nodes = cluster.parse_node_list(&listed.stdout)?;
+    let listed = exec::capture(&listing, cluster.bound()).await?;
+    let nodes = cluster.parse_node_list(&listed.text())?;
     if nodes.is_empty() {
         return Err(format!("`{listing}` names no node"));
     }
@@ -68,16 +68,17 @@ async fn survey_node(cluster: &NodeCluster, node: String) -> NodeSurvey {
         let Some(dump) = cluster.config_dump(&node) else {
             return Ok(None);
         };
-        let out = exec::capture(&dump).await?;
-        snapshotter_in_config(&out.stdout)
+        let out = exec::capture(&dump, cluster.bound()).await?;
+        snapshotter_in_config(&out.text())
             .map(Some)
             .ok_or_else(|| format!("`{dump}` names no snapshotter for the CRI plugin"))
     };
-    let (content, snapshotter) = tokio::join!(exec::capture(&content), snapshotter);
+    let (content, snapshotter) =
+        tokio::join!(exec::capture(&content, cluster.bound()), snapshotter);
     match (content, snapshotter) {
         (Ok(content), Ok(snapshotter)) => NodeSurvey::Known(NodeHoldings {
             blobs: content
-                .stdout
+                .text()
                 .lines()
                 .filter_map(|line| line.trim().parse().ok())
                 .collect(),

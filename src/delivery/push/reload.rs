@@ -72,10 +72,11 @@ pub(super) async fn still_loaded(
     key: &LoadKey<'_>,
     product: &Product,
     nodes: &[NodeFacts],
+    node_timeout: std::time::Duration,
     printer: &Printer,
 ) -> Option<PushReport> {
     let loaded = load(records).get(&key.text())?.clone();
-    let cluster = NodeCluster::of(product, nodes)?;
+    let cluster = NodeCluster::of(product, nodes)?.bounded(node_timeout);
     let surveyed = match nodeload::survey(&cluster).await {
         Ok(surveyed) => surveyed,
         Err(why) => {

@@ -28,6 +28,8 @@ pub(super) struct NodeLoad<'a> {
     pub tag: &'a str,
     pub load_command: Option<&'a str>,
     pub context: Option<&'a str>,
+    /// How long each node command may take.
+    pub node_timeout: std::time::Duration,
 }
 
 pub(super) async fn load(
@@ -46,7 +48,7 @@ pub(super) async fn load(
     let platform_name = platform.platform.to_string();
     let by_node = match plan.load_command {
         Some(_) => None,
-        None => NodeCluster::of(plan.product, plan.nodes),
+        None => NodeCluster::of(plan.product, plan.nodes).map(|c| c.bounded(plan.node_timeout)),
     };
     let surveyed = match &by_node {
         Some(cluster) => match nodeload::survey(cluster).await {

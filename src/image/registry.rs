@@ -20,7 +20,6 @@ use std::sync::Arc;
 use reqwest::{Method, Response, Url};
 
 pub use self::credentials::{ClusterLogin, CredentialSources};
-pub use self::engine_side::StoredManifest;
 pub use self::errors::{RegistryResponse, is_retryable};
 pub use self::listing::FetchedManifest;
 pub use self::manifest_check::{Deletion, Removal};

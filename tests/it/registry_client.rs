@@ -695,9 +695,8 @@ fn token_auth() -> TokenAuth {
     }
 }
 
-#[tokio::test]
-async fn a_bearer_challenge_is_met_with_a_token_for_the_push_scope() {
-    let registry = TestRegistry::with_token_auth(token_auth());
+/// A client of `registry` (token auth) as alice, and `team/app:v1` pushed with it: its manifest.
+async fn pushed_behind_tokens(registry: &TestRegistry) -> (RegistryClient, Vec<u8>) {
     let host = registry.host();
     let dir = tempfile::tempdir().unwrap();
     let options = TransportOptions {
@@ -720,18 +719,71 @@ async fn a_bearer_challenge_is_met_with_a_token_for_the_push_scope() {
         )
         .await
         .unwrap();
+    (client, manifest)
+}
 
-    let asked: Vec<Vec<String>> = registry
+fn token_scopes(registry: &TestRegistry) -> Vec<Vec<String>> {
+    registry
         .token_requests()
         .into_iter()
         .map(|r| r.scopes)
-        .collect();
+        .collect()
+}
+
+#[tokio::test]
+async fn a_bearer_challenge_is_met_with_a_token_for_the_push_scope() {
+    let registry = TestRegistry::with_token_auth(token_auth());
+    let (_client, manifest) = pushed_behind_tokens(&registry).await;
     // One token for the ping, then one for the repository, reused by every later request.
     assert_eq!(
-        asked,
+        token_scopes(&registry),
         vec![vec![], vec!["repository:team/app:pull,push".to_string()]]
     );
     assert_eq!(registry.skopeo_raw_manifest("team/app:v1"), manifest);
+}
+
+#[tokio::test]
+async fn a_manifest_read_in_a_push_uses_the_push_token_and_one_read_alone_a_pull_token() {
+    let registry = TestRegistry::with_token_auth(token_auth());
+    let (client, manifest) = pushed_behind_tokens(&registry).await;
+    let digest = Digest::of_bytes(&manifest);
+    let push_scope = vec!["repository:team/app:pull,push".to_string()];
+
+    // What an engine pushed, read back by tag and by digest: no second token.
+    for reference in ["v1", digest.as_str()] {
+        let read = client
+            .manifest_in_push("team/app", reference)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (read.digest.as_str(), &read.bytes[..]),
+            (digest.as_str(), &manifest[..])
+        );
+        assert_eq!(read.media_type, OCI_MANIFEST);
+    }
+    assert!(
+        client
+            .manifest_in_push("team/app", "v2")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(token_scopes(&registry), vec![vec![], push_scope.clone()]);
+
+    // ls and why read only: a pull token, asked once.
+    for _ in 0..2 {
+        let read = client.manifest("team/app", "v1").await.unwrap().unwrap();
+        assert_eq!(read.digest, digest);
+    }
+    assert_eq!(
+        token_scopes(&registry),
+        vec![
+            vec![],
+            push_scope,
+            vec!["repository:team/app:pull".to_string()]
+        ]
+    );
 }
 
 #[tokio::test]

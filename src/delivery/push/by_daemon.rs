@@ -17,7 +17,7 @@ use crate::cli::Compression;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::engine::{Daemon, DaemonPushed, EnginePushFailure, Found, LayerEnd, PushEvent};
-use crate::image::registry::{RegistryClient, StoredManifest};
+use crate::image::registry::{FetchedManifest, RegistryClient};
 use crate::interrupt;
 use crate::output::Printer;
 
@@ -181,7 +181,7 @@ fn pushed(found: &Found, digest: Digest, transfer: Transfer) -> Pushed {
 fn transfer_of(
     found: &Found,
     done: &DaemonPushed,
-    stored: Option<&StoredManifest>,
+    stored: Option<&FetchedManifest>,
     config_there: bool,
 ) -> Transfer {
     #[derive(serde::Deserialize)]

@@ -8,7 +8,9 @@ use std::collections::HashSet;
 use std::io::Write;
 
 use super::cache::{SentBlob, SentBlobs};
-use super::from_engine::{Pushed, Selection, record_engine_push, repush_unchanged};
+use super::from_engine::{
+    Pushed, Selection, record_engine_push, record_manifest, repush_unchanged,
+};
 use super::layer_upload::Outcome;
 use super::stream::Encoding;
 use super::summary::Transfer;
@@ -18,7 +20,7 @@ use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::engine::{CliPush, EnginePushFailure, Found};
 use crate::image::oci;
-use crate::image::registry::{RegistryClient, StoredManifest};
+use crate::image::registry::{FetchedManifest, RegistryClient};
 use crate::interrupt;
 use crate::output::{Printer, escape_control};
 
@@ -94,11 +96,17 @@ pub(super) async fn push(
         }
     };
     drop(authfile);
-    let digest = match said {
-        Some(digest) => digest,
-        None => tagged_digest(&client, plan, found).await?,
+    let (digest, stored) = match said {
+        Some(digest) => {
+            let stored = record_engine_push(plan, &client, found, encoding, &digest, printer).await;
+            (digest, stored)
+        }
+        None => {
+            let tagged = tagged_manifest(&client, plan, found).await?;
+            record_manifest(plan, &client, found, encoding, &tagged, printer);
+            (tagged.digest.clone(), Some(tagged))
+        }
     };
-    let stored = record_engine_push(plan, &client, found, encoding, &digest, printer).await;
     let transfer = match &stored {
         Some(stored) => remember_layers(
             plan,
@@ -118,13 +126,13 @@ pub(super) async fn push(
     }))
 }
 
-/// The digest the tag points to now, which must be a manifest of the image podman pushed (its
-/// config is the image ID): podman's remote client does not say what it pushed.
-async fn tagged_digest(
+/// The manifest the tag points to now (one GET), which must be one of the image podman pushed
+/// (its config is the image ID): podman's remote client does not say what it pushed.
+async fn tagged_manifest(
     client: &RegistryClient,
     plan: &RegistryPush<'_>,
     found: &Found,
-) -> Result<Digest> {
+) -> Result<FetchedManifest> {
     let repo = plan.target.repository.as_str();
     let tag = plan.target.tag.as_str();
     let raced = || {
@@ -138,13 +146,15 @@ async fn tagged_digest(
         )
         .with_hint("push again")
     };
-    let digest = client.manifest_digest(repo, tag).await?.ok_or_else(raced)?;
-    let stored = client.stored_manifest(repo, &digest).await?;
-    let config = oci::parse_manifest(&stored.bytes)
+    let tagged = client
+        .manifest_in_push(repo, tag)
+        .await?
+        .ok_or_else(raced)?;
+    let config = oci::parse_manifest(&tagged.bytes)
         .ok()
         .and_then(|manifest| manifest.config.map(|config| config.digest));
     match config {
-        Some(config) if config.as_str() == found.facts.id => digest.parse().map_err(|_| raced()),
+        Some(config) if config.as_str() == found.facts.id => Ok(tagged),
         _ => Err(raced()),
     }
 }
@@ -196,7 +206,7 @@ fn remember_layers(
     client: &RegistryClient,
     found: &Found,
     encoding: Encoding,
-    stored: &StoredManifest,
+    stored: &FetchedManifest,
     there_before: &HashSet<Digest>,
     printer: &Printer,
 ) -> Transfer {

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::image::archive::{Archive, Image, StreamedArchive};
 use crate::image::digest::Digest;
 use crate::image::engine::Found;
-use crate::image::registry::{RegistryClient, StoredManifest};
+use crate::image::registry::{FetchedManifest, RegistryClient};
 use crate::limits::seconds_text;
 use crate::output::Printer;
 
@@ -149,34 +149,54 @@ pub(super) async fn record_engine_push(
     encoding: Encoding,
     digest: &Digest,
     printer: &Printer,
-) -> Option<StoredManifest> {
+) -> Option<FetchedManifest> {
     let repo = plan.target.repository.as_str();
-    let stored = match client.stored_manifest(repo, digest.as_str()).await {
-        Ok(stored) => stored,
+    let stored = match client.manifest_in_push(repo, digest.as_str()).await {
+        Ok(Some(stored)) => stored,
+        Ok(None) => {
+            printer.debug(&format!(
+                "not recorded for the next push: {}/{repo} has no manifest {digest}",
+                client.host()
+            ));
+            return None;
+        }
         Err(err) => {
             printer.debug(&format!("not recorded for the next push: {err}"));
             return None;
         }
     };
-    if let Ok(text) = String::from_utf8(stored.bytes.clone()) {
-        let mut manifests = SentManifests::load_in(plan.cache_dir);
-        manifests.record(
-            client.host(),
-            &found.facts.id,
-            encoding,
-            SentManifest {
-                media_type: stored.media_type.clone(),
-                manifest: text,
-                repository: repo.to_string(),
-            },
-        );
-        if let Err(err) = manifests.save() {
-            printer.debug(&format!(
-                "could not save the record of sent manifests: {err}"
-            ));
-        }
-    }
+    record_manifest(plan, client, found, encoding, &stored, printer);
     Some(stored)
+}
+
+/// Records `stored`, the manifest an engine pushed, for the next push of this image ID.
+pub(super) fn record_manifest(
+    plan: &RegistryPush<'_>,
+    client: &RegistryClient,
+    found: &Found,
+    encoding: Encoding,
+    stored: &FetchedManifest,
+    printer: &Printer,
+) {
+    let Ok(text) = std::str::from_utf8(&stored.bytes) else {
+        return;
+    };
+    let mut manifests = SentManifests::load_in(plan.cache_dir);
+    manifests.record(
+        client.host(),
+        &found.facts.id,
+        encoding,
+        SentManifest {
+            media_type: stored.media_type.clone(),
+            manifest: text.to_string(),
+            repository: plan.target.repository.to_string(),
+        },
+    );
+    if let Err(err) = manifests.save() {
+        printer.debug(&format!(
+            "could not save the record of sent manifests: {err}"
+        ));
+    }
 }
 
 /// True (with what was skipped) when every blob of `sent` is in `repo` at its size, mounting

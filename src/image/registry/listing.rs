@@ -1,6 +1,7 @@
-//! Reading what a registry holds, for `ls` and `prune`: the catalog and each repository's tags
-//! (`Link`-header pagination, same origin only), a manifest by tag or digest, and an image's
-//! config. Every body is size-capped and every wait bounded by the request timeout.
+//! Reading what a registry holds: the catalog and each repository's tags (`Link`-header
+//! pagination, same origin only) for `ls` and `prune`, a manifest by tag or digest (theirs,
+//! `why`'s, and the read-back after an engine's own push), and an image's config. Every body is
+//! size-capped and every wait bounded by the request timeout.
 
 use bytes::Bytes;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue, LINK};
@@ -95,14 +96,34 @@ impl RegistryClient {
         attempt.await.map_err(|cause| self.failed(what(), cause))
     }
 
-    /// `GET /v2/<repo>/manifests/<reference>`; `None` when there is no such manifest. A digest
-    /// asked for, or answered in `Docker-Content-Digest`, must be the hash of the bytes.
+    /// `GET /v2/<repo>/manifests/<reference>` to read only (`ls`, `prune`, `why`), with pull
+    /// scope; `None` when there is no such manifest. A digest asked for, or answered in
+    /// `Docker-Content-Digest`, must be the hash of the bytes.
     pub async fn manifest(&self, repo: &str, reference: &str) -> Result<Option<FetchedManifest>> {
+        self.get_manifest(repo, reference, Scope::pull(repo)).await
+    }
+
+    /// [`RegistryClient::manifest`] within a push to `repo` (what an engine pushed, read back):
+    /// asked with the push's scope, so a token-auth registry's push token serves it too.
+    pub async fn manifest_in_push(
+        &self,
+        repo: &str,
+        reference: &str,
+    ) -> Result<Option<FetchedManifest>> {
+        self.get_manifest(repo, reference, Scope::push(repo)).await
+    }
+
+    async fn get_manifest(
+        &self,
+        repo: &str,
+        reference: &str,
+        scope: Scope,
+    ) -> Result<Option<FetchedManifest>> {
         let what = || format!("reading manifest {reference} in {}", self.target(repo));
         let attempt = async {
             check_reference(reference)?;
             let url = self.repo_url(repo, &format!("manifests/{reference}"))?;
-            let mut request = Request::new(Method::GET, url, Scope::pull(repo));
+            let mut request = Request::new(Method::GET, url, scope);
             request
                 .headers
                 .insert(ACCEPT, header(&MediaType::manifests_accept()));

@@ -430,6 +430,69 @@ fn podman_pushes_from_its_own_store_when_it_is_not_here_with_our_credentials() {
 }
 
 #[test]
+fn a_digest_file_podman_filled_with_garbage_is_a_clear_error_and_leaves_nothing_here() {
+    let eb = EngineBench::new();
+    let dirs = eb.podman.dir();
+    let layer = layer_dir(dirs, "layer", 42, &[300_000]);
+    eb.podman.build("localhost/myimg:dev", &[&layer]);
+    let socket = eb.podman.socket_path();
+    let _service = eb.podman.serve(&format!("unix://{}", socket.display()));
+    // The real podman pushes; then its --digestfile is overwritten with GARBAGE's contents.
+    eb.script(
+        "podman",
+        "for arg; do [ \"$previous\" = --digestfile ] && file=$arg; previous=$arg; done\n\
+         /usr/bin/podman \"$@\"; status=$?\n\
+         cat \"$GARBAGE\" > \"$file\"\n\
+         exit $status",
+    );
+    let garbage = eb.bench.path("garbage");
+    let push = || {
+        eb.push(
+            eb.cmd_store_elsewhere()
+                .env("KUBECTL_REGISTRY_ENGINE", "podman")
+                .env("CONTAINER_HOST", format!("unix://{}", socket.display()))
+                .env("GARBAGE", &garbage),
+            &["myimg:dev"],
+        )
+    };
+    let host = redact_ports(&eb.bench.registry.host());
+    let error = format!("error: podman's push of myimg:dev to {host}/myimg:dev");
+
+    // An escape sequence reaches the terminal escaped.
+    std::fs::write(&garbage, "sha256:nope\u{1b}[2J\n").unwrap();
+    let run = push();
+    assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{}", run.stderr);
+    assert_eq!(
+        run.stderr_lines()[..2],
+        [
+            error.as_str(),
+            "caused by: `podman push` wrote in its --digestfile: \"sha256:nope\\u{1b}[2J\" is not \
+             a sha256 digest (expected sha256: followed by 64 lowercase hex digits)",
+        ],
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains('\u{1b}'), "{}", run.stderr);
+    // The auth file with our credentials and podman's scratch dir are gone.
+    eb.assert_nothing_left();
+
+    // A megabyte of it: only its start is read and shown.
+    std::fs::write(&garbage, "a".repeat(1 << 20)).unwrap();
+    let run = push();
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let cause = run.stderr_lines()[1];
+    assert_eq!(
+        cause,
+        format!(
+            "caused by: `podman push` wrote in its --digestfile: \"{}\" is not a sha256 digest \
+             (expected sha256: followed by 64 lowercase hex digits)",
+            "a".repeat(128)
+        ),
+    );
+    eb.assert_nothing_left();
+}
+
+#[test]
 fn podman_that_cannot_reach_the_registry_leaves_the_push_to_its_export() {
     let eb = EngineBench::new();
     let dirs = eb.podman.dir();

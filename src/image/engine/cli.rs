@@ -89,6 +89,8 @@ pub struct CliPush<'a> {
 
 /// What podman's own words say about its error: we keep at most this much of them.
 const STDERR_LIMIT: u64 = 64 << 10;
+/// A digest is 71 bytes; more than this in the digest file is not one.
+const DIGEST_FILE_LIMIT: u64 = 128;
 
 /// `PROGRAM push --digestfile F IMAGE DESTINATION`: the engine pushes from its own store (where
 /// it runs: a podman machine, a remote service). Returns the digest it pushed, when it wrote one
@@ -139,16 +141,13 @@ pub(super) async fn push(
             EnginePushFailure::Failed(said)
         });
     }
-    let written = match std::fs::read_to_string(&digest_file) {
-        Ok(written) => written,
+    let written = match std::fs::File::open(&digest_file) {
+        Ok(file) => read_start(file, DIGEST_FILE_LIMIT),
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(failed(err)),
     };
     written.trim().parse::<Digest>().map(Some).map_err(|err| {
-        EnginePushFailure::Failed(format!(
-            "`{program} push` wrote {:?} as the digest it pushed: {err}",
-            written.trim()
-        ))
+        EnginePushFailure::Failed(format!("`{program} push` wrote in its --digestfile: {err}"))
     })
 }
 

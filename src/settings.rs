@@ -125,6 +125,10 @@ impl Settings {
                 config_home: set("XDG_CONFIG_HOME").map(PathBuf::from),
                 data_home: set("XDG_DATA_HOME").map(PathBuf::from),
                 home: home.clone(),
+                containerd_address: set("CONTAINERD_ADDRESS").and_then(|v| v.into_string().ok()),
+                containerd_namespace: set("CONTAINERD_NAMESPACE")
+                    .and_then(|v| v.into_string().ok()),
+                nerdctl_toml: set("NERDCTL_TOML").map(PathBuf::from),
             },
             cache_dir,
             limits: Limits::from_lookup(text)?,

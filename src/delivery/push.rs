@@ -6,6 +6,7 @@ mod by_daemon;
 mod by_podman;
 mod cache;
 mod export_upload;
+mod from_containerd;
 mod from_engine;
 mod from_store;
 mod layer_upload;

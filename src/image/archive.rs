@@ -45,6 +45,7 @@ use std::path::PathBuf;
 pub use crate::image::oci::Platform;
 pub use assembled::AssembledLayer;
 pub use blob::{BlobLocation, BlobReader, OpenBlob};
+pub(crate) use config::ConfigFacts;
 pub use error::{ArchiveError, archive_error_in};
 pub(crate) use image::oci_manifest;
 pub use image::{

@@ -4,6 +4,8 @@
 
 mod api;
 mod cli;
+mod config_file;
+mod containerd;
 mod daemon;
 mod endpoint;
 mod export;
@@ -13,9 +15,11 @@ mod store;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use cli::CliPush;
+pub use containerd::{ContentBlob, ContentImage, ContentManifest};
 pub use daemon::{Daemon, DaemonPushed, EnginePushFailure, EngineTag, LayerEnd, PushEvent};
 pub use endpoint::{Endpoint, EngineEnv};
 pub use facts::ImageFacts;
@@ -69,6 +73,8 @@ pub struct Found {
     limits: Limits,
     /// Where podman's store is, as podman would find it.
     env: EngineEnv,
+    /// nerdctl's image as containerd holds it, when its content store answered.
+    content: Option<Arc<ContentImage>>,
 }
 
 impl Found {
@@ -85,6 +91,11 @@ impl Found {
     /// The image in podman's store (containers-storage), read directly; `Err` says why not.
     pub fn store_image(&self) -> std::result::Result<StoreImage, StoreMiss> {
         store::find_image(&self.env, &self.facts)
+    }
+
+    /// The image in containerd's content store (nerdctl's), when it was found there.
+    pub fn content_image(&self) -> Option<&ContentImage> {
+        self.content.as_deref()
     }
 
     /// The engine's CLI pushes the image from its own store to `destination` (`HOST/REPO:TAG`);
@@ -218,6 +229,7 @@ pub async fn find(image: &str, lookup: Lookup<'_>, printer: &Printer) -> Result<
         big_files_dir: lookup.env.big_files_dir(),
         limits: lookup.limits,
         env: lookup.env.clone(),
+        content: None,
     };
     let mut failures = Vec::new();
     for engine in Engine::in_order(lookup.preferred) {
@@ -236,6 +248,22 @@ pub async fn find(image: &str, lookup: Lookup<'_>, printer: &Printer) -> Result<
                 facts.id
             ));
             return Ok(found(engine, endpoint, facts));
+        }
+        // nerdctl's images are containerd's: its content store answers without nerdctl.
+        if engine == Engine::Nerdctl {
+            match containerd::find(lookup.env, image, &lookup.limits).await {
+                Ok((content, facts)) => {
+                    printer.debug(&format!(
+                        "{} has {image} (image {}): nerdctl not asked",
+                        content.describe, facts.id
+                    ));
+                    return Ok(Found {
+                        content: Some(Arc::new(content)),
+                        ..found(engine, endpoint, facts)
+                    });
+                }
+                Err(miss) => printer.debug(&format!("not reading containerd: {miss}")),
+            }
         }
         let how = describe(engine, &endpoint);
         printer.debug(&format!("asking {how} for {image}"));

@@ -28,6 +28,7 @@ mod push_inputs;
 mod push_memory;
 mod push_messages;
 mod push_multi;
+mod push_nerdctl;
 mod push_nodeload;
 mod push_secrets;
 mod push_signals;

@@ -1,12 +1,15 @@
 //! Which way an engine's image goes to a registry, the fastest that moves only what the registry
-//! lacks: the Docker daemon's own push; else podman's store (containers-storage) read directly;
-//! else podman's own push where its store is not here; else the engine's export. The way taken,
-//! and why another was not, is said with -v.
+//! lacks: the Docker daemon's own push; else nerdctl's image read from containerd's content
+//! store; else podman's store (containers-storage) read directly; else podman's own push where
+//! its store is not here; else the engine's export. The way taken, and why another was not, is
+//! said with -v.
 
 use super::by_daemon;
 use super::by_podman;
+use super::from_containerd;
 use super::from_engine::{self, Pushed, Selection};
 use super::from_store;
+use super::stream::Encoding;
 use super::to_registry::RegistryPush;
 use crate::cli::Compression;
 use crate::error::Result;
@@ -29,7 +32,18 @@ pub(super) async fn push(
         // A Docker daemon's store is its own: only its export remains.
         return from_engine::push(plan, found, selection, printer).await;
     }
-    if found.engine != Engine::Nerdctl {
+    if let Some(content) = found.content_image() {
+        let reason = if selection.image.is_some() || selection.platform.is_some() {
+            "--image and --platform choose inside an export"
+        } else if plan.encoding != Encoding::AsStored && content.has_uncompressed_layers() {
+            "its uncompressed layers are to be compressed"
+        } else {
+            return from_containerd::push(plan, found, content, printer).await;
+        };
+        printer.debug(&format!(
+            "not reading containerd's content store: {reason}; exporting"
+        ));
+    } else if found.engine != Engine::Nerdctl {
         if selection.image.is_some() || selection.platform.is_some() {
             printer.debug(
                 "not reading podman's store: --image and --platform choose inside an export",

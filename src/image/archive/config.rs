@@ -36,14 +36,23 @@ impl ConfigFacts {
         member: &str,
     ) -> Result<Self, ArchiveError> {
         let config: ConfigJson = container.parse_json(bytes, member, "image config")?;
-        Ok(Self {
+        Ok(Self::of(config))
+    }
+
+    /// A config read from elsewhere than an archive (an engine's store).
+    pub(crate) fn from_bytes(bytes: &[u8]) -> serde_json::Result<Self> {
+        serde_json::from_slice(bytes).map(Self::of)
+    }
+
+    fn of(config: ConfigJson) -> Self {
+        Self {
             platform: Platform::from_parts(
                 config.os.as_deref(),
                 config.architecture.as_deref(),
                 config.variant.as_deref(),
             ),
             diff_ids: config.rootfs.diff_ids,
-        })
+        }
     }
 
     /// The config must name one diff_id per layer, in order.

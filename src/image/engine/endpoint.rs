@@ -40,6 +40,10 @@ pub struct EngineEnv {
     pub config_home: Option<PathBuf>,
     pub data_home: Option<PathBuf>,
     pub home: Option<PathBuf>,
+    /// `CONTAINERD_ADDRESS`, `CONTAINERD_NAMESPACE` and `NERDCTL_TOML`: where nerdctl's images are.
+    pub containerd_address: Option<String>,
+    pub containerd_namespace: Option<String>,
+    pub nerdctl_toml: Option<PathBuf>,
 }
 
 impl EngineEnv {

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::super::config_file::{is_root, string, strings, strip_comment};
 use super::super::endpoint::EngineEnv;
 
 const SYSTEM_CONFS: [&str; 2] = [
@@ -97,19 +98,6 @@ fn is_system(file: Option<&Path>) -> bool {
     file.is_some_and(|path| SYSTEM_CONFS.iter().any(|system| path == Path::new(system)))
 }
 
-/// Root in the sense podman means (effective uid 0), read from /proc.
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("Uid:"))
-                .and_then(|ids| ids.split_whitespace().nth(1).map(|euid| euid == "0"))
-        })
-        .unwrap_or(false)
-}
-
 /// The few keys we need from the TOML file: `driver`, `graphroot`, `rootless_storage_path` in
 /// `[storage]`, `additionalimagestores` in `[storage.options]`. Anything else is skipped.
 fn parse(text: &str) -> FileSettings {
@@ -148,25 +136,6 @@ fn parse(text: &str) -> FileSettings {
         }
     }
     settings
-}
-
-fn strip_comment(line: &str) -> &str {
-    // Good enough for paths and driver names: a `#` inside a quoted value is not expected.
-    line.split_once('#').map_or(line, |(before, _)| before)
-}
-
-fn string(value: &str) -> Option<String> {
-    let value = value.trim();
-    let quoted = value
-        .strip_prefix('"')
-        .and_then(|v| v.strip_suffix('"'))
-        .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')));
-    quoted.map(str::to_string)
-}
-
-fn strings(value: &str) -> Vec<String> {
-    let inner = value.trim().trim_start_matches('[').trim_end_matches(']');
-    inner.split(',').filter_map(string).collect()
 }
 
 #[cfg(test)]

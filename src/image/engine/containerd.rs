@@ -1,0 +1,444 @@
+//! nerdctl's images, read from containerd's content store over its socket, found as nerdctl finds
+//! it (`CONTAINERD_ADDRESS`, nerdctl.toml's `address`, `/run/containerd/containerd.sock`; the
+//! namespace from `CONTAINERD_NAMESPACE`, nerdctl.toml, else `default`): the image by name, the
+//! manifests to push (the whole index when containerd holds all of it, else this platform's),
+//! and each blob streamed by digest.
+
+mod grpc;
+mod proto;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use futures_util::Stream;
+
+use super::config_file::{is_root, top_level_strings};
+use super::endpoint::EngineEnv;
+use super::facts::ImageFacts;
+use crate::image::archive::ConfigFacts;
+use crate::image::digest::Digest;
+use crate::image::oci::{
+    Descriptor as OciDescriptor, ManifestOrIndex, MediaType, Platform, is_layer_type,
+    parse_manifest,
+};
+use crate::image::reference::ImageName;
+use crate::limits::Limits;
+use grpc::{Failure, Grpc, NOT_FOUND, PERMISSION_DENIED};
+
+const DEFAULT_SOCKET: &str = "/run/containerd/containerd.sock";
+const DEFAULT_NAMESPACE: &str = "default";
+const SYSTEM_NERDCTL_TOML: &str = "/etc/nerdctl/nerdctl.toml";
+/// Manifests, indexes and configs are small; anything bigger is not one.
+const SMALL_BLOB_LIMIT: u64 = 4 << 20;
+
+const IMAGES_GET: &str = "containerd.services.images.v1.Images/Get";
+const CONTENT_INFO: &str = "containerd.services.content.v1.Content/Info";
+const CONTENT_READ: &str = "containerd.services.content.v1.Content/Read";
+
+/// A blob the manifests name: a layer or a config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentBlob {
+    pub media_type: String,
+    pub digest: Digest,
+    pub size: u64,
+}
+
+/// A manifest or index, its bytes exactly as containerd holds them (so its digest is kept).
+#[derive(Debug, Clone)]
+pub struct ContentManifest {
+    pub media_type: String,
+    pub digest: Digest,
+    pub bytes: Bytes,
+}
+
+/// An image in containerd's content store, ready to be pushed as it is.
+#[derive(Debug, Clone)]
+pub struct ContentImage {
+    /// `containerd at unix://SOCKET (namespace NS)`, for `-v` and errors.
+    pub describe: String,
+    /// Every blob the manifests name, each once, in manifest order.
+    pub blobs: Vec<ContentBlob>,
+    /// Children first; the last one is what the tag names.
+    pub manifests: Vec<ContentManifest>,
+    grpc: Grpc,
+}
+
+/// Why containerd's store is not read, for `-v`: nerdctl's CLI is asked instead.
+#[derive(Debug)]
+pub(super) struct ContentMiss(String);
+
+impl fmt::Display for ContentMiss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where nerdctl's containerd listens, and in which namespace it keeps its images.
+fn address(env: &EngineEnv) -> (PathBuf, String) {
+    let toml = env.nerdctl_toml.clone().or_else(|| {
+        if is_root() {
+            Some(PathBuf::from(SYSTEM_NERDCTL_TOML))
+        } else {
+            env.config_home
+                .clone()
+                .or_else(|| env.home.as_ref().map(|home| home.join(".config")))
+                .map(|dir| dir.join("nerdctl/nerdctl.toml"))
+        }
+    });
+    let from_file = toml
+        .and_then(|file| std::fs::read_to_string(file).ok())
+        .map(|text| top_level_strings(&text, ["address", "namespace"]))
+        .unwrap_or_default();
+    let [file_address, file_namespace] = from_file;
+    let socket = env
+        .containerd_address
+        .clone()
+        .or(file_address)
+        .unwrap_or_else(|| DEFAULT_SOCKET.to_string());
+    let socket = socket
+        .strip_prefix("unix://")
+        .unwrap_or(&socket)
+        .to_string();
+    let namespace = env
+        .containerd_namespace
+        .clone()
+        .or(file_namespace)
+        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
+    (PathBuf::from(socket), namespace)
+}
+
+/// The image nerdctl would call `image`, read from containerd: its facts and what to push.
+pub(super) async fn find(
+    env: &EngineEnv,
+    image: &str,
+    limits: &Limits,
+) -> Result<(ContentImage, ImageFacts), ContentMiss> {
+    let (socket, namespace) = address(env);
+    let describe = format!(
+        "containerd at unix://{} (namespace {namespace})",
+        socket.display()
+    );
+    if !Path::new(&socket).exists() {
+        return Err(ContentMiss(format!("{describe}: no such socket")));
+    }
+    let name = ImageName::parse(image)
+        .map_err(|err| ContentMiss(err.to_string()))?
+        .normalized();
+    let grpc = Grpc::new(
+        &socket,
+        &namespace,
+        limits.request_timeout,
+        limits.stall_timeout,
+    )
+    .map_err(|failure| ContentMiss(format!("{describe}: {}", failure.message)))?;
+    let missed = |failure: Failure| {
+        ContentMiss(match failure.code {
+            Some(NOT_FOUND) => format!("{describe} has no image {name}"),
+            Some(PERMISSION_DENIED) => format!("{describe} refused us: {}", failure.message),
+            _ => format!("{describe}: {}", failure.message),
+        })
+    };
+    let answer = tokio::time::timeout(
+        limits.request_timeout,
+        grpc.unary(IMAGES_GET, proto::get_image_request(&name)),
+    )
+    .await
+    .map_err(|_| ContentMiss(format!("{describe} did not answer")))?
+    .map_err(missed)?;
+    let target = proto::get_image_response(&answer)
+        .map_err(|said| ContentMiss(format!("{describe}: {said}")))?;
+    let store = Store {
+        grpc: &grpc,
+        describe: &describe,
+    };
+    let (blobs, manifests, config) = store.resolve(&name, &target).await?;
+    let facts = ImageFacts {
+        id: target.digest,
+        repo_tags: vec![familiar(&name)],
+        diff_ids: config.diff_ids,
+        platform: Some(config.platform.to_string()),
+    };
+    Ok((
+        ContentImage {
+            describe,
+            blobs,
+            manifests,
+            grpc,
+        },
+        facts,
+    ))
+}
+
+impl ContentImage {
+    /// Whether a layer is a plain tar (`nerdctl load` of a `docker save` keeps them so).
+    pub fn has_uncompressed_layers(&self) -> bool {
+        self.blobs.iter().any(|blob| {
+            is_layer_type(&blob.media_type)
+                && !blob.media_type.contains("gzip")
+                && !blob.media_type.contains("zstd")
+        })
+    }
+
+    /// The blob's bytes as containerd streams them; an error ends the stream (and the upload).
+    pub fn read(
+        &self,
+        blob: &ContentBlob,
+    ) -> impl Stream<Item = io::Result<Bytes>> + Send + 'static {
+        let grpc = self.grpc.clone();
+        let digest = blob.digest.clone();
+        let describe = self.describe.clone();
+        let failed = move |said: String| {
+            io::Error::other(format!(
+                "reading {} from {describe}: {said}",
+                digest.short()
+            ))
+        };
+        let request = proto::read_request(blob.digest.as_str(), 0);
+        let start = async move { grpc.call(CONTENT_READ, request).await };
+        futures_util::stream::unfold(
+            (Some(Box::pin(start)), None, 0u64),
+            move |(start, answers, at)| {
+                let failed = failed.clone();
+                async move {
+                    let mut answers = match (start, answers) {
+                        (Some(start), _) => match start.await {
+                            Ok(answers) => answers,
+                            Err(failure) => {
+                                return Some((Err(failed(failure.message)), (None, None, at)));
+                            }
+                        },
+                        (None, Some(answers)) => answers,
+                        (None, None) => return None,
+                    };
+                    match answers.next().await {
+                        Ok(Some(message)) => match proto::read_response(&message) {
+                            Ok((offset, data)) if offset == at => {
+                                let next = at + data.len() as u64;
+                                Some((Ok(data), (None, Some(answers), next)))
+                            }
+                            Ok((offset, _)) => Some((
+                                Err(failed(format!(
+                                    "it sent offset {offset} where {at} was due"
+                                ))),
+                                (None, None, at),
+                            )),
+                            Err(said) => Some((Err(failed(said)), (None, None, at))),
+                        },
+                        Ok(None) => None,
+                        Err(failure) => Some((Err(failed(failure.message)), (None, None, at))),
+                    }
+                }
+            },
+        )
+    }
+}
+
+/// `docker.io/library/myimg:dev` as nerdctl prints it: `myimg:dev`.
+fn familiar(name: &str) -> String {
+    ImageName::parse(name).map_or_else(|_| name.to_string(), |n| n.familiar())
+}
+
+struct Store<'a> {
+    grpc: &'a Grpc,
+    describe: &'a str,
+}
+
+impl Store<'_> {
+    /// What to push for `target`: its blobs, its manifests (children first), and the config of
+    /// the platform this machine runs (or the only one) for the image's facts.
+    async fn resolve(
+        &self,
+        name: &str,
+        target: &proto::Descriptor,
+    ) -> Result<(Vec<ContentBlob>, Vec<ContentManifest>, ConfigFacts), ContentMiss> {
+        let top = self.manifest(&target.media_type, &target.digest).await?;
+        let parsed = self.parse(&top)?;
+        if !parsed.is_index() {
+            let (blobs, config) = self.image_blobs(&top, &parsed).await?;
+            return Ok((blobs, vec![top], config));
+        }
+        let host = Platform::host();
+        let mut whole = Some((Vec::new(), Vec::new()));
+        let mut for_host = None;
+        for child in parsed.children() {
+            let media_type = child.media_type.clone().unwrap_or_default();
+            let present = self.complete_child(&media_type, child).await?;
+            let Some((manifest, blobs, config)) = present else {
+                whole = None;
+                continue;
+            };
+            if for_host.is_none()
+                && !child.is_attachment()
+                && child.platform().is_none_or(|p| p.satisfies(&host))
+            {
+                for_host = Some((manifest.clone(), blobs.clone(), config));
+            }
+            if let Some((all_blobs, manifests)) = &mut whole {
+                for blob in blobs {
+                    if !all_blobs.contains(&blob) {
+                        all_blobs.push(blob);
+                    }
+                }
+                manifests.push(manifest);
+            }
+        }
+        match (whole, for_host) {
+            (Some((blobs, mut manifests)), Some((_, _, config))) => {
+                manifests.push(top);
+                Ok((blobs, manifests, config))
+            }
+            (None, Some((manifest, blobs, config))) => Ok((blobs, vec![manifest], config)),
+            (_, None) => Err(ContentMiss(format!(
+                "{} holds no complete {host} image under {name}",
+                self.describe
+            ))),
+        }
+    }
+
+    /// A child of an index with its blobs, when containerd holds all of it (nerdctl pulls only
+    /// its own platform's).
+    async fn complete_child(
+        &self,
+        media_type: &str,
+        child: &OciDescriptor,
+    ) -> Result<Option<(ContentManifest, Vec<ContentBlob>, ConfigFacts)>, ContentMiss> {
+        if self.size(&child.digest).await?.is_none() {
+            return Ok(None);
+        }
+        let manifest = self.manifest(media_type, child.digest.as_str()).await?;
+        let parsed = self.parse(&manifest)?;
+        if parsed.is_index() {
+            return Ok(None);
+        }
+        match self.image_blobs(&manifest, &parsed).await {
+            Ok((blobs, config)) => Ok(Some((manifest, blobs, config))),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// The layers and config of one image manifest, each checked present; the config's facts.
+    async fn image_blobs(
+        &self,
+        manifest: &ContentManifest,
+        parsed: &ManifestOrIndex,
+    ) -> Result<(Vec<ContentBlob>, ConfigFacts), ContentMiss> {
+        let config = parsed.config.as_ref().ok_or_else(|| {
+            ContentMiss(format!(
+                "manifest {} in {} has no config",
+                manifest.digest.short(),
+                self.describe
+            ))
+        })?;
+        let config_bytes = self.small_blob(config.digest.as_str()).await?;
+        let facts = ConfigFacts::from_bytes(&config_bytes).map_err(|err| {
+            ContentMiss(format!(
+                "config {} in {} is not an image config: {err}",
+                config.digest.short(),
+                self.describe
+            ))
+        })?;
+        let mut blobs = Vec::new();
+        for descriptor in parsed.layers().iter().chain([config]) {
+            if self.size(&descriptor.digest).await? != Some(descriptor.size) {
+                return Err(ContentMiss(format!(
+                    "{} lacks blob {} of manifest {} (a lazy pull, or layers discarded after unpacking)",
+                    self.describe,
+                    descriptor.digest.short(),
+                    manifest.digest.short()
+                )));
+            }
+            let blob = ContentBlob {
+                media_type: descriptor.media_type.clone().unwrap_or_default(),
+                digest: descriptor.digest.clone(),
+                size: descriptor.size,
+            };
+            if !blobs.contains(&blob) {
+                blobs.push(blob);
+            }
+        }
+        Ok((blobs, facts))
+    }
+
+    fn parse(&self, manifest: &ContentManifest) -> Result<ManifestOrIndex, ContentMiss> {
+        parse_manifest(&manifest.bytes).map_err(|err| {
+            ContentMiss(format!(
+                "{} in {} is not a manifest: {err}",
+                manifest.digest.short(),
+                self.describe
+            ))
+        })
+    }
+
+    async fn manifest(
+        &self,
+        media_type: &str,
+        digest: &str,
+    ) -> Result<ContentManifest, ContentMiss> {
+        let bytes = self.small_blob(digest).await?;
+        let digest = Digest::of_bytes(&bytes);
+        let media_type = match media_type {
+            "" => parse_manifest(&bytes)
+                .ok()
+                .and_then(|m| m.own_media_type().ok().map(str::to_string))
+                .unwrap_or_else(|| MediaType::OciManifest.as_str().to_string()),
+            declared => declared.to_string(),
+        };
+        Ok(ContentManifest {
+            media_type,
+            digest,
+            bytes,
+        })
+    }
+
+    /// The size containerd holds for `digest`, `None` when it holds none.
+    async fn size(&self, digest: &Digest) -> Result<Option<u64>, ContentMiss> {
+        match self
+            .grpc
+            .unary(CONTENT_INFO, proto::info_request(digest.as_str()))
+            .await
+        {
+            Ok(answer) => proto::info_response(&answer)
+                .map(Some)
+                .map_err(|said| ContentMiss(format!("{}: {said}", self.describe))),
+            Err(Failure {
+                code: Some(NOT_FOUND),
+                ..
+            }) => Ok(None),
+            Err(failure) => Err(ContentMiss(format!(
+                "{}: {}",
+                self.describe, failure.message
+            ))),
+        }
+    }
+
+    /// A manifest, index or config (at most `SMALL_BLOB_LIMIT`), whose sha256 must be `digest`.
+    async fn small_blob(&self, digest: &str) -> Result<Bytes, ContentMiss> {
+        let failed =
+            |said: String| ContentMiss(format!("reading {digest} from {}: {said}", self.describe));
+        let mut answers = self
+            .grpc
+            .call(CONTENT_READ, proto::read_request(digest, 0))
+            .await
+            .map_err(|failure| failed(failure.message))?;
+        let mut bytes = Vec::new();
+        while let Some(message) = answers
+            .next()
+            .await
+            .map_err(|failure| failed(failure.message))?
+        {
+            let (_, data) = proto::read_response(&message).map_err(failed)?;
+            bytes.extend_from_slice(&data);
+            if bytes.len() as u64 > SMALL_BLOB_LIMIT {
+                return Err(failed(format!(
+                    "it is larger than {SMALL_BLOB_LIMIT} bytes"
+                )));
+            }
+        }
+        if Digest::of_bytes(&bytes).as_str() != digest {
+            return Err(failed("its bytes do not have that digest".to_string()));
+        }
+        Ok(Bytes::from(bytes))
+    }
+}

@@ -442,3 +442,43 @@ impl Store<'_> {
         Ok(Bytes::from(bytes))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_socket_and_namespace_are_found_as_nerdctl_finds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("nerdctl.toml");
+        std::fs::write(
+            &toml,
+            "address = \"unix:///run/k3s/containerd/containerd.sock\"\nnamespace = \"k8s.io\"\n",
+        )
+        .unwrap();
+        let mut env = EngineEnv {
+            nerdctl_toml: Some(toml),
+            ..EngineEnv::default()
+        };
+        assert_eq!(
+            address(&env),
+            (
+                PathBuf::from("/run/k3s/containerd/containerd.sock"),
+                "k8s.io".to_string()
+            )
+        );
+        env.containerd_address = Some("/tmp/c.sock".into());
+        env.containerd_namespace = Some("buildkit".into());
+        assert_eq!(
+            address(&env),
+            (PathBuf::from("/tmp/c.sock"), "buildkit".to_string())
+        );
+        env.nerdctl_toml = Some(dir.path().join("absent.toml"));
+        env.containerd_address = None;
+        env.containerd_namespace = None;
+        assert_eq!(
+            address(&env),
+            (PathBuf::from(DEFAULT_SOCKET), DEFAULT_NAMESPACE.to_string())
+        );
+    }
+}

@@ -46,11 +46,13 @@ impl NerdctlBench {
     }
 
     /// `ctr images import` of `archive` into the namespace the kubelet's and nerdctl `-n k8s.io`
-    /// use, for the host's platform only (as `nerdctl load` does).
+    /// use, for the host's platform only (as `nerdctl load` does). Not unpacked: a push reads
+    /// content only, and re-importing a name lets containerd's GC take the snapshots the old
+    /// image held while the new one unpacks onto them ("parent snapshot does not exist").
     fn import(&self, archive: &Path) {
-        let out = self
-            .containerd
-            .ctr(&["images", "import", archive.to_str().unwrap()]);
+        let out =
+            self.containerd
+                .ctr(&["images", "import", "--no-unpack", archive.to_str().unwrap()]);
         assert!(
             out.status.success(),
             "ctr import: {}",

@@ -25,7 +25,7 @@ use crate::image::oci::{
 };
 use crate::image::reference::ImageName;
 use crate::limits::Limits;
-use grpc::{Failure, Grpc, NOT_FOUND, PERMISSION_DENIED};
+use grpc::{Answers, Failure, Grpc, NOT_FOUND, PERMISSION_DENIED};
 
 const DEFAULT_SOCKET: &str = "/run/containerd/containerd.sock";
 const DEFAULT_NAMESPACE: &str = "default";
@@ -187,51 +187,37 @@ impl ContentImage {
         blob: &ContentBlob,
     ) -> impl Stream<Item = io::Result<Bytes>> + Send + 'static {
         let grpc = self.grpc.clone();
-        let digest = blob.digest.clone();
-        let describe = self.describe.clone();
-        let failed = move |said: String| {
-            io::Error::other(format!(
-                "reading {} from {describe}: {said}",
-                digest.short()
-            ))
-        };
         let request = proto::read_request(blob.digest.as_str(), 0);
-        let start = async move { grpc.call(CONTENT_READ, request).await };
-        futures_util::stream::unfold(
-            (Some(Box::pin(start)), None, 0u64),
-            move |(start, answers, at)| {
-                let failed = failed.clone();
-                async move {
-                    let mut answers = match (start, answers) {
-                        (Some(start), _) => match start.await {
-                            Ok(answers) => answers,
-                            Err(failure) => {
-                                return Some((Err(failed(failure.message)), (None, None, at)));
-                            }
-                        },
-                        (None, Some(answers)) => answers,
-                        (None, None) => return None,
-                    };
-                    match answers.next().await {
-                        Ok(Some(message)) => match proto::read_response(&message) {
-                            Ok((offset, data)) if offset == at => {
-                                let next = at + data.len() as u64;
-                                Some((Ok(data), (None, Some(answers), next)))
-                            }
-                            Ok((offset, _)) => Some((
-                                Err(failed(format!(
-                                    "it sent offset {offset} where {at} was due"
-                                ))),
-                                (None, None, at),
-                            )),
-                            Err(said) => Some((Err(failed(said)), (None, None, at))),
-                        },
-                        Ok(None) => None,
-                        Err(failure) => Some((Err(failed(failure.message)), (None, None, at))),
-                    }
+        let what = format!("reading {} from {}", blob.digest.short(), self.describe);
+        let failed = move |said: String| io::Error::other(format!("{what}: {said}"));
+        // The call starts with the first poll; each answer must carry the next offset.
+        futures_util::stream::try_unfold((None, 0u64), move |(answers, at)| {
+            let (grpc, request, failed) = (grpc.clone(), request.clone(), failed.clone());
+            async move {
+                let mut answers: Answers = match answers {
+                    Some(answers) => answers,
+                    None => grpc
+                        .call(CONTENT_READ, request)
+                        .await
+                        .map_err(|failure| failed(failure.message))?,
+                };
+                let Some(message) = answers
+                    .next()
+                    .await
+                    .map_err(|failure| failed(failure.message))?
+                else {
+                    return Ok(None);
+                };
+                let (offset, data) = proto::read_response(&message).map_err(&failed)?;
+                if offset != at {
+                    return Err(failed(format!(
+                        "it sent offset {offset} where {at} was due"
+                    )));
                 }
-            },
-        )
+                let next = at + data.len() as u64;
+                Ok(Some((data, (Some(answers), next))))
+            }
+        })
     }
 }
 

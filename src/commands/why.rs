@@ -306,11 +306,11 @@ async fn what_the_node_holds(
     let product = product::detect(cluster.facts(), &nodes);
     let access = node_tags::node_cluster(&product, &nodes, bound)
         .map_err(|err| err.message().to_string())?;
-    let listed = nodeload::node_images(&access).await?;
+    let listed = nodeload::node_names(&access).await?;
     listed
         .into_iter()
         .find(|(name, _)| name == node)
-        .map(|(_, images)| images.into_iter().map(|image| image.name).collect())
+        .map(|(_, names)| names)
         .ok_or_else(|| {
             format!(
                 "node {node} is not among the nodes {} lists",

@@ -27,7 +27,8 @@ use crate::output::Printer;
 pub use deliver::{Delivered, Delivery, NodeReport, deliver};
 pub use exec::run_tool;
 pub use images::{
-    NodeAccess, NodeImage, content as node_content, node_images, remove as remove_node_images,
+    DockerImage, ImageStore, NodeAccess, NodeImage, content as node_content, docker_images,
+    node_images, node_names, remove as remove_node_images,
 };
 pub use nodes::NodeCluster;
 pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadCommand, LoadPlan, PlanSource};

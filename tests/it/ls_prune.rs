@@ -11,6 +11,7 @@ use tempfile::TempDir;
 use crate::support::apiserver::redact_ports;
 use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode};
 use crate::support::containerd::Containerd;
+use crate::support::dockerd::Dockerd;
 use crate::support::fixtures::{self, Image};
 use crate::support::push::{CONTEXT, Outcome, RUNTIME_HOST, clean_cmd, hosting_yaml};
 use crate::support::registry::{RegistryConfig, TestRegistry};
@@ -1105,62 +1106,206 @@ fn prune_nodes_of_minikube_reaches_each_node_through_minikube_ssh() {
     );
 }
 
-/// minikube's default runtime is docker (and it can run CRI-O): the images are then not in
-/// containerd, and ls and prune say so and what to do, with the exit code of a cluster whose
-/// nodes cannot be asked, nothing run.
+/// minikube's default runtime, docker: the images push loaded (`minikube image load`, which
+/// `docker load`s into each node) are in the node's dockerd, a real one here behind `minikube
+/// ssh -- docker`. `ls` lists the content tags with their created times and image IDs, `prune
+/// --keep 2 --dry-run` changes nothing, `prune --keep 2` removes what is neither newest nor
+/// used with `docker image rm`.
 #[test]
-fn minikube_nodes_on_docker_or_crio_are_a_clear_error() {
-    for (runtime, says) in [
-        (
-            "docker://27.4.1",
-            "runs the docker runtime (docker://27.4.1); ls and prune read minikube nodes that run containerd",
-        ),
-        (
-            "cri-o://1.29.1",
-            "runs the cri-o runtime (cri-o://1.29.1); ls and prune read minikube nodes that run containerd",
-        ),
-    ] {
-        let node = Containerd::start();
-        let standins = StandIns::new(&node);
-        standins.add_node("minikube", &node);
-        let api = ApiServer::builder()
-            .node(
-                StandInNode::new("minikube")
-                    .label("minikube.k8s.io/name", "minikube")
-                    .runtime(runtime),
-            )
-            .start();
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = api.write_kubeconfig(dir.path(), "minikube", "minikube");
-        for command in [&["ls"][..], &["prune", "--dry-run"][..]] {
-            let output = clean_cmd(dir.path())
-                .env("KUBECONFIG", &kubeconfig)
-                .env("PATH", path_with(&standins))
-                .args(command)
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8(output.stderr).unwrap();
-            assert_eq!(output.status.code(), Some(6), "{stderr}");
-            assert!(output.stdout.is_empty());
-            assert!(
-                stderr.contains(&format!(
-                    "node minikube of minikube profile \"minikube\" {says}"
-                )),
-                "{stderr}"
-            );
-            assert!(
-                stderr.contains("`minikube image ls -p minikube`")
-                    && stderr.contains("`minikube image rm IMAGE... -p minikube`")
-                    && stderr.contains("--container-runtime=containerd"),
-                "{stderr}"
-            );
+fn prune_nodes_of_minikube_on_docker_reaches_the_nodes_dockerd() {
+    let builds: Vec<Image> = [
+        (41, "2024-01-01T00:00:00Z"),
+        (42, "2024-02-01T00:00:00Z"),
+        (43, "2024-03-01T00:00:00Z"),
+        (44, "2024-04-01T00:00:00Z"),
+    ]
+    .iter()
+    .map(|(seed, created)| image(*seed, Some(created)).pretty_config())
+    .collect();
+    let tag_of = |image: &Image| format!("dev-{}", &image.config_digest()["sha256:".len()..][..12]);
+    let daemon = Dockerd::start();
+    let unused = Containerd::start();
+    let standins = StandIns::new(&unused);
+    standins.add_docker_node("minikube", &daemon);
+    let api = ApiServer::builder()
+        .node(
+            StandInNode::new("minikube")
+                .label("minikube.k8s.io/name", "minikube")
+                .runtime("docker://27.4.1"),
+        )
+        .pod(
+            "default",
+            "app-1",
+            "minikube",
+            &[&format!("myimg:{}", tag_of(&builds[0]))],
+            &[""],
+        )
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path(), "minikube", "minikube");
+    let run = |args: &[&str]| {
+        let output = clean_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("PATH", path_with(&standins))
+            .args(args)
+            .output()
+            .unwrap();
+        Outcome {
+            code: output.status.code().unwrap(),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
         }
-        assert!(
-            standins.calls().is_empty(),
-            "nothing is run: {:?}",
-            standins.calls()
+    };
+    for (i, build) in builds.iter().enumerate() {
+        let archive = dir.path().join(format!("build-{i}.tar"));
+        build.write(fixtures::Format::DockerLegacy, &archive, &["myimg:dev"]);
+        let out = run(&["push", archive.to_str().unwrap()]);
+        assert_eq!(
+            out.stdout,
+            format!("myimg:{}\n", tag_of(build)),
+            "{}",
+            out.stderr
         );
     }
+    let held = || -> Vec<String> {
+        daemon
+            .tags()
+            .into_iter()
+            .filter(|name| name.contains(":dev-"))
+            .collect()
+    };
+    let names = |of: &[usize]| -> Vec<String> {
+        let mut names: Vec<String> = of
+            .iter()
+            .map(|i| format!("myimg:{}", tag_of(&builds[*i])))
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(held(), names(&[0, 1, 2, 3]));
+
+    let out = run(&["ls", "-o", "json"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
+    let rows = out.json();
+    let mut listed: Vec<(String, String, String, String)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["node"].as_str().unwrap().to_string(),
+                row["tag"].as_str().unwrap().to_string(),
+                row["digest"].as_str().unwrap().to_string(),
+                row["created"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    listed.sort();
+    let mut expected: Vec<(String, String, String, String)> = builds
+        .iter()
+        .enumerate()
+        .map(|(i, build)| {
+            (
+                "minikube".to_string(),
+                tag_of(build),
+                build.config_digest(),
+                format!("2024-0{}-01T00:00:00Z", i + 1),
+            )
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(listed, expected, "{rows}");
+    let v1 = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["tag"] == tag_of(&builds[0]).as_str())
+        .unwrap();
+    assert_eq!(v1["repository"], "myimg");
+    assert_eq!(v1["inUseBy"], json!(["Pod/default/app-1"]));
+
+    let out = run(&["prune", "--keep", "2", "--dry-run"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        format!(
+            "would remove docker.io/library/myimg:{} from minikube\nwould remove 1 content tags, kept 3 (1 in use); each node's dockerd removes an image with its last name\n",
+            tag_of(&builds[1])
+        )
+    );
+    assert_eq!(held(), names(&[0, 1, 2, 3]));
+
+    let out = run(&["prune", "--keep", "2"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        held(),
+        names(&[0, 2, 3]),
+        "v1 is used, v3 and v4 are the newest"
+    );
+    assert_eq!(
+        daemon.image_id(&format!("myimg:{}", tag_of(&builds[1]))),
+        None
+    );
+    let removal = standins
+        .calls()
+        .into_iter()
+        .find(|call| call.iter().any(|arg| arg == "rm"))
+        .expect("a removal was run");
+    assert_eq!(
+        removal,
+        [
+            "minikube", "ssh", "-p", "minikube", "-n", "minikube", "--", "docker", "image", "rm",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("docker.io/library/myimg:{}", tag_of(&builds[1]))])
+        .collect::<Vec<_>>()
+    );
+    assert!(
+        daemon.image_id("myimg:dev").is_some(),
+        "the plain name stays"
+    );
+}
+
+/// minikube can run CRI-O, whose images are in containers-storage: ls and prune say they do
+/// not read it and what to do, with the exit code of nodes that cannot be asked, nothing run.
+#[test]
+fn minikube_nodes_on_crio_are_a_clear_error() {
+    let node = Containerd::start();
+    let standins = StandIns::new(&node);
+    standins.add_node("minikube", &node);
+    let api = ApiServer::builder()
+        .node(
+            StandInNode::new("minikube")
+                .label("minikube.k8s.io/name", "minikube")
+                .runtime("cri-o://1.29.1"),
+        )
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path(), "minikube", "minikube");
+    for command in [&["ls"][..], &["prune", "--dry-run"][..]] {
+        let output = clean_cmd(dir.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("PATH", path_with(&standins))
+            .args(command)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(6), "{stderr}");
+        assert!(output.stdout.is_empty());
+        assert_eq!(
+            stderr,
+            "error: no registry is advertised, and node minikube of minikube profile \"minikube\" runs the cri-o runtime (cri-o://1.29.1); ls and prune read minikube nodes that all run containerd, or all docker\n\
+             hint: list the node's images with `minikube image ls -p minikube`, remove old content tags with `minikube image rm IMAGE... -p minikube`\n\
+             hint: or run the profile on containerd or docker: `minikube start -p minikube --container-runtime=containerd` (a new profile)\n\
+             hint: or give the cluster a registry to list and prune it instead: https://minikube.sigs.k8s.io/docs/handbook/registry/\n"
+        );
+    }
+    assert!(
+        standins.calls().is_empty(),
+        "nothing is run: {:?}",
+        standins.calls()
+    );
 }
 
 /// A node whose `ctr` never answers: `ls` and `prune` stop it after the bound

@@ -11,6 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::containerd::{Containerd, K8S_NAMESPACE};
+use super::dockerd::Dockerd;
 
 /// Each stand-in: its name and the argv prefix of its load command (the archive follows it).
 const LOADERS: &[(&str, &[&str])] = &[
@@ -33,6 +34,8 @@ pub(crate) struct StandIns {
     dir: tempfile::TempDir,
     ctr: PathBuf,
     socket: PathBuf,
+    /// The real docker CLI, for minikube nodes of the docker runtime.
+    docker: Option<PathBuf>,
 }
 
 impl StandIns {
@@ -44,6 +47,7 @@ impl StandIns {
             dir,
             ctr: find_on_path("ctr").expect("ctr is not installed (scripts/install-test-deps)"),
             socket: runtime.socket().to_path_buf(),
+            docker: find_on_path("docker"),
         };
         for (program, prefix) in LOADERS {
             // `microk8s ctr ...` and `k3s ctr ...` (other than an import) run the real ctr on
@@ -140,6 +144,15 @@ impl StandIns {
             quote(&runtime.socket().to_string_lossy()),
             quote(&runtime.config().to_string_lossy()),
         );
+        std::fs::write(self.nodes_dir().join(name), facts).expect("adding a node");
+        std::fs::create_dir_all(self.received_dir().join(name)).expect("creating received dir");
+    }
+
+    /// Makes `name` a minikube node of the docker runtime whose dockerd is `daemon`: `minikube
+    /// ssh -n NAME -- docker ...` runs the real docker CLI against it, and `minikube image load`
+    /// loads into it with `docker load`, as minikube does on such a node.
+    pub(crate) fn add_docker_node(&self, name: &str, daemon: &Dockerd) {
+        let facts = format!("dockerhost={}\n", quote(&daemon.host()));
         std::fs::write(self.nodes_dir().join(name), facts).expect("adding a node");
         std::fs::create_dir_all(self.received_dir().join(name)).expect("creating received dir");
     }
@@ -321,9 +334,11 @@ if [ "$1" = ssh ]; then
     echo "❌  Exiting due to GUEST_NODE_RETRIEVE: Node $node does not exist." >&2
     exit 85
   fi
+  sock= dockerhost=
   . "$nodes/$node"
-  export sock ctr={ctr}
-  shim='sudo() {{ if [ "$1" = ctr ]; then shift; exec "$ctr" -a "$sock" "$@"; fi; echo "sudo: $1: command not found" >&2; return 1; }}'
+  export sock dockerhost ctr={ctr} realdocker={docker}
+  shim='sudo() {{ if [ "$1" = ctr ] && [ -n "$sock" ]; then shift; exec "$ctr" -a "$sock" "$@"; fi; echo "sudo: $1: command not found" >&2; return 1; }}'
+  shim="$shim"'; docker() {{ if [ -n "$dockerhost" ]; then exec "$realdocker" -H "$dockerhost" "$@"; fi; echo "sh: docker: not found" >&2; return 127; }}'
   SHELL=/bin/sh script -qec "$shim; $*" /dev/null
   status=$?
   if [ "$status" -ne 0 ]; then
@@ -335,7 +350,12 @@ fi
 if [ "$#" -ge 3 ] && [ "$1 $2" = "image load" ] && ls "$nodes"/* >/dev/null 2>&1; then
   for f in "$nodes"/*; do
     [ -f "$f" ] || continue
+    sock= dockerhost=
     . "$f" || exit 1
+    if [ -n "$dockerhost" ]; then
+      {docker} -H "$dockerhost" load -i "$3" || exit 1
+      continue
+    fi
     {ctr} -a "$sock" -n {ns} images import --all-platforms --digests "$3" || exit 1
   done
   exit 0
@@ -343,6 +363,13 @@ fi
 {importer}"#,
             nodes = quote(&self.nodes_dir().to_string_lossy()),
             ctr = quote(&self.ctr.to_string_lossy()),
+            docker = quote(
+                &self
+                    .docker
+                    .as_deref()
+                    .unwrap_or(Path::new("docker"))
+                    .to_string_lossy()
+            ),
             ns = K8S_NAMESPACE,
             importer = self.importer(&["image", "load"], ""),
         )

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::cluster::client::NodeFacts;
 use crate::cluster::product::{Product, ProductKind};
-use crate::delivery::nodeload::{self, NodeAccess, NodeCluster};
+use crate::delivery::nodeload::{self, ImageStore, NodeAccess, NodeCluster};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::oci::parse_manifest;
@@ -59,9 +59,9 @@ pub(crate) fn node_cluster(
     .with_hint("ls and prune read the nodes of kind, k3d and minikube clusters (docker exec NODE ctr, minikube ssh) and the local node of microk8s and k3s (their ctr); give the cluster a registry to list and prune it instead"))
 }
 
-/// minikube's nodes, when each runs containerd: its images are then in containerd's
-/// `k8s.io` namespace, reached by `minikube ssh -n NODE -- sudo ctr`. With the docker runtime
-/// (minikube's default) or CRI-O they are elsewhere (the node's dockerd, containers-storage).
+/// minikube's nodes, by their runtime: containerd's (images in its `k8s.io` namespace,
+/// `minikube ssh -n NODE -- sudo ctr`) or docker's (minikube's default: images in the node's
+/// dockerd, `minikube ssh -n NODE -- docker`). CRI-O's containers-storage is not read.
 fn minikube(product: &Product, nodes: &[NodeFacts], bound: Duration) -> Result<NodeAccess> {
     let profile = product
         .cluster_name
@@ -75,13 +75,17 @@ fn minikube(product: &Product, nodes: &[NodeFacts], bound: Duration) -> Result<N
         )
         .with_hint("ls and prune ask each node of a minikube cluster through `minikube ssh -n NODE`; they need to list the cluster's Nodes (kubectl auth can-i list nodes)"));
     }
-    let other = nodes.iter().find(|node| {
-        !node
-            .container_runtime
-            .as_deref()
-            .is_some_and(|runtime| runtime.starts_with("containerd://"))
-    });
-    if let Some(node) = other {
+    let store_of = |node: &NodeFacts| match node.container_runtime.as_deref() {
+        Some(runtime) if runtime.starts_with("containerd://") => Some(ImageStore::Containerd),
+        Some(runtime) if runtime.starts_with("docker://") => Some(ImageStore::Docker),
+        _ => None,
+    };
+    let store = store_of(&nodes[0]);
+    let mismatch = match store {
+        None => Some(&nodes[0]),
+        Some(_) => nodes.iter().find(|node| store_of(node) != store),
+    };
+    if let Some(node) = mismatch {
         let runtime = node.container_runtime.as_deref().unwrap_or("not given");
         let name = runtime.split("://").next().unwrap_or(runtime);
         let listing = format!("minikube image ls -p {profile}");
@@ -89,26 +93,22 @@ fn minikube(product: &Product, nodes: &[NodeFacts], bound: Duration) -> Result<N
         let error = Error::new(
             ExitCode::Load,
             format!(
-                "no registry is advertised, and node {} of {target} runs the {name} runtime ({}); ls and prune read minikube nodes that run containerd",
+                "no registry is advertised, and node {} of {target} runs the {name} runtime ({}); ls and prune read minikube nodes that all run containerd, or all docker",
                 printable(&node.name),
                 printable(runtime)
             ),
         );
-        let error = match name {
-            "docker" => error.with_hint(format!(
-                "with the docker runtime the loaded images are in each node's dockerd: list them with `{listing}` (or `minikube ssh -n NODE -- docker image ls`), remove old content tags with `{removal}`"
-            )),
-            _ => error.with_hint(format!(
-                "list the node's images with `{listing}`, remove old content tags with `{removal}`"
-            )),
-        };
+        let error = error.with_hint(format!(
+            "list the node's images with `{listing}`, remove old content tags with `{removal}`"
+        ));
         return Err(error
-            .with_hint(format!("or run the profile on containerd: `minikube start -p {profile} --container-runtime=containerd` (a new profile)"))
+            .with_hint(format!("or run the profile on containerd or docker: `minikube start -p {profile} --container-runtime=containerd` (a new profile)"))
             .with_hint(format!("or give the cluster a registry to list and prune it instead: {}", product.registry_guide())));
     }
     Ok(NodeAccess::Minikube {
         profile,
         nodes: nodes.iter().map(|node| node.name.clone()).collect(),
+        store: store.unwrap_or(ImageStore::Containerd),
         bound,
     })
 }
@@ -117,6 +117,11 @@ fn minikube(product: &Product, nodes: &[NodeFacts], bound: Duration) -> Result<N
 pub(crate) async fn read(cluster: &NodeAccess, printer: &Printer) -> Result<Vec<NodeTag>> {
     let failed =
         |why: String| Error::new(ExitCode::Load, "reading what the nodes hold").with_source(why);
+    if cluster.store() == ImageStore::Docker {
+        let mut tags = read_docker(cluster).await.map_err(failed)?;
+        tags.sort_by(|a, b| (&a.node, &a.name).cmp(&(&b.node, &b.name)));
+        return Ok(tags);
+    }
     let listed = nodeload::node_images(cluster).await.map_err(failed)?;
     let mut tags = Vec::new();
     for (node, images) in listed {
@@ -151,6 +156,31 @@ pub(crate) async fn read(cluster: &NodeAccess, printer: &Printer) -> Result<Vec<
         }
     }
     tags.sort_by(|a, b| (&a.node, &a.name).cmp(&(&b.node, &b.name)));
+    Ok(tags)
+}
+
+/// The content tags of ours in each node's dockerd: docker's image ID is the config digest, so
+/// the hex is checked against it directly, and docker reports the config's `created`.
+async fn read_docker(cluster: &NodeAccess) -> std::result::Result<Vec<NodeTag>, String> {
+    let mut tags = Vec::new();
+    for (node, images) in nodeload::docker_images(cluster).await? {
+        for image in images {
+            let Some((repository, tag, hex)) = content_tag(&image.name) else {
+                continue;
+            };
+            if !image.id.hex().starts_with(&hex) {
+                continue;
+            }
+            tags.push(NodeTag {
+                node: node.clone(),
+                name: image.name,
+                repository,
+                tag,
+                digest: image.id,
+                created: image.created,
+            });
+        }
+    }
     Ok(tags)
 }
 

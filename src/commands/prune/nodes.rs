@@ -15,7 +15,7 @@ use crate::commands::ls::created;
 use crate::commands::ls::node_tags::{self, NodeTag};
 use crate::commands::ls::usage::Usage;
 use crate::commands::ls::{self};
-use crate::delivery::nodeload;
+use crate::delivery::nodeload::{self, ImageStore};
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::output::Printer;
 use crate::settings::Settings;
@@ -138,12 +138,12 @@ pub(super) async fn prune(
     let text = match args.output.output {
         OutputFormat::Json => serde_json::to_string_pretty(&report)
             .context(ExitCode::Failure, || "writing the report as JSON")?,
-        OutputFormat::Text => text(&report),
+        OutputFormat::Text => text(&report, node_cluster.store()),
     };
     printer.result(&text)
 }
 
-fn text(report: &Report) -> String {
+fn text(report: &Report, store: ImageStore) -> String {
     let verb = if report.dry_run {
         "would remove"
     } else {
@@ -160,9 +160,13 @@ fn text(report: &Report) -> String {
         .filter(|line| line.reason == Some(Why::InUse))
         .count();
     lines.push(format!(
-        "{verb} {} content tags, kept {} ({in_use} in use); each node's containerd frees what no image names",
+        "{verb} {} content tags, kept {} ({in_use} in use); {}",
         report.removed.len(),
-        report.kept.len()
+        report.kept.len(),
+        match store {
+            ImageStore::Containerd => "each node's containerd frees what no image names",
+            ImageStore::Docker => "each node's dockerd removes an image with its last name",
+        }
     ));
     lines.join("\n")
 }

@@ -502,7 +502,14 @@ async fn load_engine_image(
         return Ok(report);
     }
     let mut loaded = None;
-    if let Some(store) = nodes_from_store(args, found, printer) {
+    if let Some(content) = found.content_image()
+        && args.image.is_none()
+        && args.platform.is_none()
+    {
+        let archive = from_containerd::archive_for_nodes(found, content, printer)?;
+        let image = archive.select(None, None).map_err(Error::from)?;
+        loaded = Some(load_into(run, discovered, &target, &name, archive, image).await?);
+    } else if let Some(store) = nodes_from_store(args, found, printer) {
         // Held until the nodes are loaded: no layer read from the store is removed meanwhile.
         let (archive, _locks) = from_store::archive_for_nodes(found, store, printer).await?;
         let image = archive.select(None, None).map_err(Error::from)?;

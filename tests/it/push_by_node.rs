@@ -604,3 +604,108 @@ fn an_image_in_podmans_store_is_loaded_from_the_store_reading_only_what_the_node
         );
     }
 }
+
+/// A nerdctl image (in containerd's content store, as `nerdctl build` or `pull` leaves it: gzip
+/// layers) loaded into kind nodes: each node is sent the blobs it lacks straight from containerd,
+/// as stored, and nerdctl is never run.
+#[test]
+fn an_image_in_nerdctls_containerd_is_loaded_from_its_content_store_sending_only_what_nodes_lack() {
+    use crate::support::containerd::K8S_NAMESPACE;
+    use crate::support::fixtures::LayerCompression;
+    let cluster = Cluster::kind(&NODES);
+    let store = Containerd::start();
+    let import = |image: &Image, file: &str| {
+        let path = cluster.dir.path().join(file);
+        image.write(
+            Format::ContainerdExport(LayerCompression::Gzip),
+            &path,
+            &[NAME],
+        );
+        // Not unpacked: re-importing a name lets containerd's GC race the unpack.
+        let out = store.ctr(&["images", "import", "--no-unpack", path.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let bin = cluster.dir.path().join("nerdctl-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = cluster.dir.path().join("nerdctl-calls");
+    crate::support::standins::spy(&bin, "nerdctl", "/bin/false", &calls);
+    let envs: Vec<(&str, OsString)> = vec![
+        ("KUBECTL_REGISTRY_ENGINE", "nerdctl".into()),
+        ("CONTAINERD_ADDRESS", store.socket().into()),
+        ("CONTAINERD_NAMESPACE", K8S_NAMESPACE.into()),
+    ];
+    let blobs = |image: &Image| -> Vec<String> {
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&image.manifest(LayerCompression::Gzip)).unwrap();
+        manifest["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|layer| layer["digest"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let loaded = |run: &Outcome, image: &Image| {
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(
+            !calls.exists(),
+            "nerdctl was run: {:?}",
+            std::fs::read_to_string(&calls)
+        );
+        for (node, runtime) in &cluster.nodes {
+            let out = runtime.ctr(&["images", "check", &format!("name=={LOADED}")]);
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            assert!(text.contains("complete"), "{node}: {text}");
+            let manifest = text
+                .lines()
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .nth(2)
+                .unwrap();
+            let manifest = runtime.ctr(&["content", "get", manifest]);
+            let manifest: serde_json::Value = serde_json::from_slice(&manifest.stdout).unwrap();
+            assert_eq!(
+                manifest["config"]["digest"],
+                image.config_digest().as_str(),
+                "{node}"
+            );
+        }
+    };
+
+    let base = Image::with_layers(71, "linux/amd64", &[900_000, 200_000]);
+    import(&base, "v1.tar");
+    let first = cluster.push_with(&[NAME, "-v"], Some(&bin), &envs);
+    loaded(&first, &base);
+    assert!(
+        first.stderr.contains("for the nodes: nothing exported"),
+        "{}",
+        first.stderr
+    );
+    for node in NODES {
+        let received = &cluster.received(node)[0];
+        assert!(
+            blobs(&base).iter().all(|b| received.contains(b)),
+            "{node}: {received:?}"
+        );
+    }
+
+    let rebuilt = Image::with_layers(71, "linux/amd64", &[900_000, 200_000, 60_000]);
+    assert_eq!(rebuilt.diff_ids()[..2], base.diff_ids()[..]);
+    import(&rebuilt, "v2.tar");
+    let second = cluster.push_with(&[NAME], Some(&bin), &envs);
+    loaded(&second, &rebuilt);
+    let new_blobs = blobs(&rebuilt);
+    for node in NODES {
+        let received = &cluster.received(node)[1];
+        let layers: Vec<&String> = new_blobs.iter().filter(|b| received.contains(*b)).collect();
+        assert_eq!(
+            layers,
+            [&new_blobs[2]],
+            "{node}: only the new layer: {received:?}"
+        );
+    }
+}

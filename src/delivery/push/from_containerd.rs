@@ -13,6 +13,7 @@ use super::progress::Progress;
 use super::summary::Transfer;
 use super::to_registry::RegistryPush;
 use crate::error::{Error, ExitCode, Result};
+use crate::image::archive::{Archive, AssembledLayer};
 use crate::image::engine::{ContentBlob, ContentImage, Found};
 use crate::image::registry::RegistryClient;
 use crate::interrupt;
@@ -144,4 +145,36 @@ async fn send(
         tokio::time::sleep(delay).await;
         tried += 1;
     }
+}
+
+/// The image as an archive whose layers are read from containerd when a node lacks them, for
+/// the node loaders: nothing exported, nerdctl not run.
+pub(super) fn archive_for_nodes(
+    found: &Found,
+    content: &ContentImage,
+    printer: &Printer,
+) -> Result<Arc<Archive>> {
+    let name = format!("{} in {}", found.image, content.describe);
+    printer.debug(&format!("reading {name} for the nodes: nothing exported"));
+    let layers = content
+        .platform
+        .layers
+        .iter()
+        .zip(&found.facts.diff_ids)
+        .map(|(blob, diff_id)| AssembledLayer {
+            diff_id: diff_id.clone(),
+            size: blob.size,
+            digest: blob.digest.clone(),
+            media_type: blob.media_type.clone(),
+            compression: blob.compression(),
+            open: content.opener(blob),
+        })
+        .collect();
+    let archive = Archive::assembled(
+        &name,
+        found.facts.repo_tags.clone(),
+        content.platform.config.to_vec(),
+        layers,
+    )?;
+    Ok(Arc::new(archive))
 }

@@ -191,13 +191,11 @@ pub(super) async fn archive_for_nodes(
             .iter()
             .map(|layer| {
                 let layer = layer.clone();
-                AssembledLayer {
-                    diff_id: layer.diff_id.clone(),
-                    size: layer.size,
-                    open: Arc::new(move || {
-                        Ok(Box::new(layer.open()?) as Box<dyn std::io::Read + Send>)
-                    }),
-                }
+                AssembledLayer::uncompressed(
+                    layer.diff_id.clone(),
+                    layer.size,
+                    Arc::new(move || Ok(Box::new(layer.open()?) as Box<dyn std::io::Read + Send>)),
+                )
             })
             .collect();
         let archive = Archive::assembled(&name, names, store.config, layers)?;

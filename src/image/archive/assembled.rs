@@ -13,11 +13,29 @@ use super::{
 use crate::image::digest::Digest;
 use crate::image::oci::MediaType;
 
-/// One uncompressed layer: its diff_id, its size, and how to read it.
+/// One layer: its diff_id, its bytes as stored (size, digest, media type, compression), and how
+/// to read them.
 pub struct AssembledLayer {
     pub diff_id: Digest,
     pub size: u64,
+    pub digest: Digest,
+    pub media_type: String,
+    pub compression: Compression,
     pub open: OpenBlob,
+}
+
+impl AssembledLayer {
+    /// A layer stored as its uncompressed tar (podman's store rebuilds them so).
+    pub fn uncompressed(diff_id: Digest, size: u64, open: OpenBlob) -> Self {
+        Self {
+            digest: diff_id.clone(),
+            diff_id,
+            size,
+            media_type: MediaType::OciLayer.as_str().to_string(),
+            compression: Compression::None,
+            open,
+        }
+    }
 }
 
 impl Archive {
@@ -55,9 +73,9 @@ impl Archive {
                     len: layer.size,
                     file: BlobFile::Stream(layer.open),
                 },
-                media_type: Some(MediaType::OciLayer.as_str().to_string()),
-                compression: Compression::None,
-                digest: Some(layer.diff_id.clone()),
+                media_type: Some(layer.media_type),
+                compression: layer.compression,
+                digest: Some(layer.digest),
                 diff_id: layer.diff_id,
             })
             .collect();

@@ -9,7 +9,7 @@ use crate::image::go_json::null_as_empty;
 use crate::image::oci::Platform;
 
 /// The parts of an image config this tool uses.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct ConfigFacts {
     pub platform: Platform,
     pub diff_ids: Vec<Digest>,

@@ -8,16 +8,18 @@ mod grpc;
 mod proto;
 
 use std::fmt;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
 
 use bytes::Bytes;
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 
 use super::config_file::{is_root, top_level_strings};
 use super::endpoint::EngineEnv;
 use super::facts::ImageFacts;
-use crate::image::archive::ConfigFacts;
+use crate::image::archive::{Compression, ConfigFacts, OpenBlob};
 use crate::image::digest::Digest;
 use crate::image::oci::{
     Descriptor as OciDescriptor, ManifestOrIndex, MediaType, Platform, is_layer_type,
@@ -45,6 +47,19 @@ pub struct ContentBlob {
     pub size: u64,
 }
 
+impl ContentBlob {
+    /// A layer's compression, as its media type declares it.
+    pub fn compression(&self) -> Compression {
+        if self.media_type.contains("gzip") {
+            Compression::Gzip
+        } else if self.media_type.contains("zstd") {
+            Compression::Zstd
+        } else {
+            Compression::None
+        }
+    }
+}
+
 /// A manifest or index, its bytes exactly as containerd holds them (so its digest is kept).
 #[derive(Debug, Clone)]
 pub struct ContentManifest {
@@ -62,7 +77,16 @@ pub struct ContentImage {
     pub blobs: Vec<ContentBlob>,
     /// Children first; the last one is what the tag names.
     pub manifests: Vec<ContentManifest>,
+    /// The image of this machine's platform (or the only one): what the nodes are loaded with.
+    pub platform: ContentPlatform,
     grpc: Grpc,
+}
+
+/// One platform's image as containerd holds it: its config's bytes and its layers, base first.
+#[derive(Debug, Clone)]
+pub struct ContentPlatform {
+    pub config: Bytes,
+    pub layers: Vec<ContentBlob>,
 }
 
 /// Why containerd's store is not read, for `-v`: nerdctl's CLI is asked instead.
@@ -153,18 +177,22 @@ pub(super) async fn find(
         grpc: &grpc,
         describe: &describe,
     };
-    let (blobs, manifests, config) = store.resolve(&name, &target).await?;
+    let (blobs, manifests, image) = store.resolve(&name, &target).await?;
     let facts = ImageFacts {
         id: target.digest,
         repo_tags: vec![familiar(&name)],
-        diff_ids: config.diff_ids,
-        platform: Some(config.platform.to_string()),
+        diff_ids: image.facts.diff_ids,
+        platform: Some(image.facts.platform.to_string()),
     };
     Ok((
         ContentImage {
             describe,
             blobs,
             manifests,
+            platform: ContentPlatform {
+                config: image.config,
+                layers: image.layers,
+            },
             grpc,
         },
         facts,
@@ -174,10 +202,22 @@ pub(super) async fn find(
 impl ContentImage {
     /// Whether a layer is a plain tar (`nerdctl load` of a `docker save` keeps them so).
     pub fn has_uncompressed_layers(&self) -> bool {
-        self.blobs.iter().any(|blob| {
-            is_layer_type(&blob.media_type)
-                && !blob.media_type.contains("gzip")
-                && !blob.media_type.contains("zstd")
+        self.blobs
+            .iter()
+            .any(|blob| is_layer_type(&blob.media_type) && blob.compression() == Compression::None)
+    }
+
+    /// `blob` as a blocking reader, for the node writers' threads (outside the async runtime,
+    /// whose handle is taken here): each read waits for containerd's next chunk.
+    pub fn opener(&self, blob: &ContentBlob) -> OpenBlob {
+        let (image, blob) = (self.clone(), blob.clone());
+        let handle = tokio::runtime::Handle::current();
+        Arc::new(move || {
+            Ok(Box::new(BlockingRead {
+                handle: handle.clone(),
+                chunks: Box::pin(image.read(&blob)),
+                chunk: Bytes::new(),
+            }) as Box<dyn Read + Send>)
         })
     }
 
@@ -221,9 +261,53 @@ impl ContentImage {
     }
 }
 
+struct BlockingRead<S> {
+    handle: tokio::runtime::Handle,
+    chunks: Pin<Box<S>>,
+    chunk: Bytes,
+}
+
+impl<S: Stream<Item = io::Result<Bytes>>> Read for BlockingRead<S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.handle.block_on(self.chunks.next()) {
+                Some(chunk) => self.chunk = chunk?,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk.split_to(n));
+        Ok(n)
+    }
+}
+
+fn blob_of(descriptor: &OciDescriptor) -> ContentBlob {
+    ContentBlob {
+        media_type: descriptor.media_type.clone().unwrap_or_default(),
+        digest: descriptor.digest.clone(),
+        size: descriptor.size,
+    }
+}
+
 /// `docker.io/library/myimg:dev` as nerdctl prints it: `myimg:dev`.
 fn familiar(name: &str) -> String {
     ImageName::parse(name).map_or_else(|_| name.to_string(), |n| n.familiar())
+}
+
+/// One image manifest and what it names, all of it present in containerd.
+#[derive(Debug, Clone)]
+struct ImageContent {
+    manifest: ContentManifest,
+    config_blob: ContentBlob,
+    config: Bytes,
+    facts: ConfigFacts,
+    layers: Vec<ContentBlob>,
+}
+
+impl ImageContent {
+    fn blobs(&self) -> impl Iterator<Item = &ContentBlob> {
+        self.layers.iter().chain([&self.config_blob])
+    }
 }
 
 struct Store<'a> {
@@ -232,84 +316,83 @@ struct Store<'a> {
 }
 
 impl Store<'_> {
-    /// What to push for `target`: its blobs, its manifests (children first), and the config of
-    /// the platform this machine runs (or the only one) for the image's facts.
+    /// What to push for `target`: every blob (each once), the manifests (children first), and
+    /// the image of this machine's platform (or the only one).
     async fn resolve(
         &self,
         name: &str,
         target: &proto::Descriptor,
-    ) -> Result<(Vec<ContentBlob>, Vec<ContentManifest>, ConfigFacts), ContentMiss> {
+    ) -> Result<(Vec<ContentBlob>, Vec<ContentManifest>, ImageContent), ContentMiss> {
         let top = self.manifest(&target.media_type, &target.digest).await?;
         let parsed = self.parse(&top)?;
         if !parsed.is_index() {
-            let (blobs, config) = self.image_blobs(&top, &parsed).await?;
-            return Ok((blobs, vec![top], config));
+            let image = self.image(top, &parsed).await?;
+            let blobs = image.blobs().cloned().collect();
+            return Ok((blobs, vec![image.manifest.clone()], image));
         }
         let host = Platform::host();
-        let mut whole = Some((Vec::new(), Vec::new()));
+        let mut children = Vec::new();
+        let mut whole = true;
         let mut for_host = None;
         for child in parsed.children() {
-            let media_type = child.media_type.clone().unwrap_or_default();
-            let present = self.complete_child(&media_type, child).await?;
-            let Some((manifest, blobs, config)) = present else {
-                whole = None;
+            let Some(image) = self.complete_child(child).await? else {
+                whole = false;
                 continue;
             };
             if for_host.is_none()
                 && !child.is_attachment()
                 && child.platform().is_none_or(|p| p.satisfies(&host))
             {
-                for_host = Some((manifest.clone(), blobs.clone(), config));
+                for_host = Some(image.clone());
             }
-            if let Some((all_blobs, manifests)) = &mut whole {
-                for blob in blobs {
-                    if !all_blobs.contains(&blob) {
-                        all_blobs.push(blob);
-                    }
-                }
-                manifests.push(manifest);
-            }
+            children.push(image);
         }
-        match (whole, for_host) {
-            (Some((blobs, mut manifests)), Some((_, _, config))) => {
-                manifests.push(top);
-                Ok((blobs, manifests, config))
-            }
-            (None, Some((manifest, blobs, config))) => Ok((blobs, vec![manifest], config)),
-            (_, None) => Err(ContentMiss(format!(
+        let for_host = for_host.ok_or_else(|| {
+            ContentMiss(format!(
                 "{} holds no complete {host} image under {name}",
                 self.describe
-            ))),
+            ))
+        })?;
+        if !whole {
+            let blobs = for_host.blobs().cloned().collect();
+            return Ok((blobs, vec![for_host.manifest.clone()], for_host));
         }
+        let mut blobs: Vec<ContentBlob> = Vec::new();
+        for blob in children.iter().flat_map(ImageContent::blobs) {
+            if !blobs.contains(blob) {
+                blobs.push(blob.clone());
+            }
+        }
+        let mut manifests: Vec<ContentManifest> =
+            children.into_iter().map(|child| child.manifest).collect();
+        manifests.push(top);
+        Ok((blobs, manifests, for_host))
     }
 
-    /// A child of an index with its blobs, when containerd holds all of it (nerdctl pulls only
-    /// its own platform's).
+    /// A child of an index, when containerd holds all of it (nerdctl pulls only its own
+    /// platform's).
     async fn complete_child(
         &self,
-        media_type: &str,
         child: &OciDescriptor,
-    ) -> Result<Option<(ContentManifest, Vec<ContentBlob>, ConfigFacts)>, ContentMiss> {
+    ) -> Result<Option<ImageContent>, ContentMiss> {
         if self.size(&child.digest).await?.is_none() {
             return Ok(None);
         }
+        let media_type = child.media_type.as_deref().unwrap_or_default();
         let manifest = self.manifest(media_type, child.digest.as_str()).await?;
         let parsed = self.parse(&manifest)?;
         if parsed.is_index() {
             return Ok(None);
         }
-        match self.image_blobs(&manifest, &parsed).await {
-            Ok((blobs, config)) => Ok(Some((manifest, blobs, config))),
-            Err(_) => Ok(None),
-        }
+        Ok(self.image(manifest, &parsed).await.ok())
     }
 
-    /// The layers and config of one image manifest, each checked present; the config's facts.
-    async fn image_blobs(
+    /// One image manifest's config and layers, each checked present.
+    async fn image(
         &self,
-        manifest: &ContentManifest,
+        manifest: ContentManifest,
         parsed: &ManifestOrIndex,
-    ) -> Result<(Vec<ContentBlob>, ConfigFacts), ContentMiss> {
+    ) -> Result<ImageContent, ContentMiss> {
         let config = parsed.config.as_ref().ok_or_else(|| {
             ContentMiss(format!(
                 "manifest {} in {} has no config",
@@ -325,8 +408,8 @@ impl Store<'_> {
                 self.describe
             ))
         })?;
-        let mut blobs = Vec::new();
-        for descriptor in parsed.layers().iter().chain([config]) {
+        let mut layers = Vec::new();
+        for descriptor in parsed.layers() {
             if self.size(&descriptor.digest).await? != Some(descriptor.size) {
                 return Err(ContentMiss(format!(
                     "{} lacks blob {} of manifest {} (a lazy pull, or layers discarded after unpacking)",
@@ -335,16 +418,15 @@ impl Store<'_> {
                     manifest.digest.short()
                 )));
             }
-            let blob = ContentBlob {
-                media_type: descriptor.media_type.clone().unwrap_or_default(),
-                digest: descriptor.digest.clone(),
-                size: descriptor.size,
-            };
-            if !blobs.contains(&blob) {
-                blobs.push(blob);
-            }
+            layers.push(blob_of(descriptor));
         }
-        Ok((blobs, facts))
+        Ok(ImageContent {
+            manifest,
+            config_blob: blob_of(config),
+            config: config_bytes,
+            facts,
+            layers,
+        })
     }
 
     fn parse(&self, manifest: &ContentManifest) -> Result<ManifestOrIndex, ContentMiss> {

@@ -170,6 +170,25 @@ impl Cluster {
         assert_eq!(manifest["config"]["digest"], image.config_digest().as_str());
     }
 
+    /// Asserts every node holds `LOADED`, complete, its manifest naming the config `config_digest`.
+    fn assert_loaded(&self, config_digest: &str) {
+        for (node, runtime) in &self.nodes {
+            let out = runtime.ctr(&["images", "check", &format!("name=={LOADED}")]);
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            assert!(text.contains("complete"), "{node}: {text}");
+            let manifest = text
+                .lines()
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .nth(2)
+                .unwrap();
+            let manifest = runtime.ctr(&["content", "get", manifest]);
+            let manifest: serde_json::Value = serde_json::from_slice(&manifest.stdout).unwrap();
+            assert_eq!(manifest["config"]["digest"], config_digest, "{node}");
+        }
+    }
+
     /// What each archive streamed into `node` held: its blob digests (every other member
     /// listed by name).
     fn received(&self, node: &str) -> Vec<BTreeSet<String>> {
@@ -545,25 +564,7 @@ fn an_image_in_podmans_store_is_loaded_from_the_store_reading_only_what_the_node
             "podman",
             &["image", "inspect", "--format", "{{.Id}}", "myimg:dev"],
         );
-        for (node, runtime) in &cluster.nodes {
-            let out = runtime.ctr(&["images", "check", &format!("name=={LOADED}")]);
-            let text = String::from_utf8_lossy(&out.stdout).to_string();
-            assert!(text.contains("complete"), "{node}: {text}");
-            let manifest = text
-                .lines()
-                .nth(1)
-                .unwrap()
-                .split_whitespace()
-                .nth(2)
-                .unwrap();
-            let manifest = runtime.ctr(&["content", "get", manifest]);
-            let manifest: serde_json::Value = serde_json::from_slice(&manifest.stdout).unwrap();
-            assert_eq!(
-                manifest["config"]["digest"],
-                format!("sha256:{id}").as_str(),
-                "{node}"
-            );
-        }
+        cluster.assert_loaded(&format!("sha256:{id}"));
     };
 
     let first = cluster.push_with(&["myimg:dev", "-v"], Some(&bin), &envs);
@@ -655,25 +656,7 @@ fn an_image_in_nerdctls_containerd_is_loaded_from_its_content_store_sending_only
             "nerdctl was run: {:?}",
             std::fs::read_to_string(&calls)
         );
-        for (node, runtime) in &cluster.nodes {
-            let out = runtime.ctr(&["images", "check", &format!("name=={LOADED}")]);
-            let text = String::from_utf8_lossy(&out.stdout).to_string();
-            assert!(text.contains("complete"), "{node}: {text}");
-            let manifest = text
-                .lines()
-                .nth(1)
-                .unwrap()
-                .split_whitespace()
-                .nth(2)
-                .unwrap();
-            let manifest = runtime.ctr(&["content", "get", manifest]);
-            let manifest: serde_json::Value = serde_json::from_slice(&manifest.stdout).unwrap();
-            assert_eq!(
-                manifest["config"]["digest"],
-                image.config_digest().as_str(),
-                "{node}"
-            );
-        }
+        cluster.assert_loaded(&image.config_digest());
     };
 
     let base = Image::with_layers(71, "linux/amd64", &[900_000, 200_000]);

@@ -214,7 +214,7 @@ fn of_an_index_whose_other_platforms_were_never_pulled_this_platforms_image_is_p
 fn where_containerd_has_no_such_image_nerdctls_export_goes_and_v_says_why() {
     // The stand-in exports what the real containerd holds, as `nerdctl save` would.
     let nb = NerdctlBench::new("");
-    let image = Image::sample(64);
+    let image = Image::with_layers(64, "linux/amd64", &[1_600_000, 90_000]);
     let archive = nb.bench.path("import.tar");
     image.write(
         Format::ContainerdExport(LayerCompression::Zstd),
@@ -228,6 +228,8 @@ fn where_containerd_has_no_such_image_nerdctls_export_goes_and_v_says_why() {
         serde_json::json!([{
             "Id": fixtures::sha256(&image.manifest(LayerCompression::Zstd)),
             "RepoTags": ["myimg:dev"],
+            "Os": "linux",
+            "Architecture": "amd64",
             "RootFS": {"Type": "layers", "Layers": image.diff_ids()},
         }])
         .to_string(),
@@ -263,6 +265,11 @@ fn where_containerd_has_no_such_image_nerdctls_export_goes_and_v_says_why() {
         "{}",
         run.stderr
     );
+    // The export's layers go as stored (zstd), under containerd's own manifest.
+    assert_eq!(
+        nb.bench.landed("myimg:dev").0,
+        image.manifest(LayerCompression::Zstd)
+    );
     assert_eq!(
         nb.take_calls(),
         [
@@ -271,4 +278,9 @@ fn where_containerd_has_no_such_image_nerdctls_export_goes_and_v_says_why() {
         ]
     );
     Node::start(&nb.bench.registry).assert_pulls(&reference, &image);
+
+    // Unchanged: nerdctl is asked what the image is, nothing is exported.
+    let again = nb.push("default", &["myimg:dev"]);
+    assert_eq!((again.code, again.stdout), (0, format!("{reference}\n")));
+    assert_eq!(nb.take_calls(), ["nerdctl image inspect myimg:dev"]);
 }

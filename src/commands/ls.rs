@@ -42,8 +42,8 @@ pub async fn run(
     .await?;
     let rows = match &discovered.registry {
         Some(registry) => {
-            let access = RegistryAccess::from(&args.access);
-            let client = open_registry(&discovered, registry, &access, settings, printer).await?;
+            let client =
+                open_registry(&discovered, registry, &args.access, settings, printer).await?;
             let entries = inventory::read(&client, &args.repositories, printer).await?;
             let usage = Usage::new(uses.as_deref().unwrap_or_default(), &hosts(registry));
             entries
@@ -115,22 +115,6 @@ pub(crate) struct Row {
     pub in_use_by: Option<Vec<String>>,
 }
 
-/// How to reach the registry beyond what the environment says.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RegistryAccess {
-    pub insecure: bool,
-    pub ca_file: Option<std::path::PathBuf>,
-}
-
-impl From<&RegistryAccessArgs> for RegistryAccess {
-    fn from(args: &RegistryAccessArgs) -> Self {
-        Self {
-            insecure: args.insecure,
-            ca_file: args.ca_file.clone(),
-        }
-    }
-}
-
 /// Every name the registry is known by: where we push, what the nodes pull, what pods use.
 pub(crate) fn hosts(registry: &LocalRegistry) -> Vec<&RegistryHost> {
     let mut hosts = vec![&registry.host, &registry.host_from_container_runtime];
@@ -142,7 +126,7 @@ pub(crate) fn hosts(registry: &LocalRegistry) -> Vec<&RegistryHost> {
 pub(crate) async fn open_registry(
     discovered: &Discovered,
     registry: &LocalRegistry,
-    access: &RegistryAccess,
+    access: &RegistryAccessArgs,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<RegistryClient> {

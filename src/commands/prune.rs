@@ -12,7 +12,7 @@ use crate::cluster::ClusterOptions;
 use crate::cluster::discovery;
 use crate::cluster::hosting::{LocalRegistry, RegistrySource};
 use crate::commands::ls::usage::Usage;
-use crate::commands::ls::{self, RegistryAccess, UsageNeed};
+use crate::commands::ls::{self, UsageNeed};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::registry::{RegistryClient, Removal};
 use crate::output::Printer;
@@ -50,8 +50,7 @@ pub async fn run(
         return Err(openshift_refusal(registry));
     }
     let uses = ls::read_uses(&discovered, cluster_args, settings, printer, need).await?;
-    let access = RegistryAccess::from(&args.access);
-    let client = ls::open_registry(&discovered, registry, &access, settings, printer).await?;
+    let client = ls::open_registry(&discovered, registry, &args.access, settings, printer).await?;
     let entries = ls::inventory::read(&client, &args.repositories, printer).await?;
     let usage = uses
         .as_deref()

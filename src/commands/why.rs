@@ -6,13 +6,13 @@ mod diagnose;
 
 use serde::Serialize;
 
-use crate::cli::{OutputFormat, WhyArgs};
+use crate::cli::{OutputFormat, RegistryAccessArgs, WhyArgs};
 use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, ContainerState, Lookup, PodFacts};
 use crate::cluster::discovery::{self, Discovered};
 use crate::cluster::product;
 use crate::commands::ls::node_tags;
-use crate::commands::ls::{RegistryAccess, open_registry};
+use crate::commands::ls::open_registry;
 use crate::delivery::nodeload;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::oci::parse_manifest;
@@ -83,8 +83,7 @@ pub async fn run(
     let pod = read_pod(cluster, &namespace, &target).await?;
     let events = cluster.pod_events(&namespace, &pod.name).await?;
     let node_arch = node_arch(cluster, pod.node.as_deref(), printer).await;
-    let access = RegistryAccess::from(&args.access);
-    let in_registry = registry_answers(&discovered, &pod, &access, settings, printer).await;
+    let in_registry = registry_answers(&discovered, &pod, &args.access, settings, printer).await;
     let on_node = node_answers(&discovered, cluster, &pod, settings.limits.node_timeout).await;
     let containers: Vec<Finding> = pod
         .containers
@@ -197,7 +196,7 @@ async fn node_arch(cluster: &Cluster, node: Option<&str>, printer: &Printer) -> 
 async fn registry_answers(
     discovered: &Discovered,
     pod: &PodFacts,
-    access: &RegistryAccess,
+    access: &RegistryAccessArgs,
     settings: &Settings,
     printer: &Printer,
 ) -> Vec<InRegistry> {

@@ -14,7 +14,7 @@ use crate::support::apiserver::{ApiServer, StandInNode, redact_ports, unused_por
 use crate::support::containerd::Containerd;
 use crate::support::fixtures::{Format, Image};
 use crate::support::layouts::Layout;
-use crate::support::push::{RUNTIME_HOST, clean_cmd, docker_config, hosting_yaml};
+use crate::support::push::{RUNTIME_HOST, clean_cmd, docker_config_in, hosting_yaml};
 use crate::support::registry::TestRegistry;
 use crate::support::standins::StandIns;
 
@@ -358,7 +358,12 @@ fn a_registry_refusing_the_node_is_unauthorized() {
         TestRegistry::with_basic_auth("kind", "right"),
         Mapping::Http,
     );
-    let config = docker_config_at(bench.dir.path(), &bench.registry.host());
+    let config = docker_config_in(
+        &bench.dir.path().join("docker-config"),
+        &bench.registry.host(),
+        "kind",
+        "right",
+    );
     let reference = bench.push(&Image::sample(145), &[("DOCKER_CONFIG", &config)]);
     bench.api.create_pod("web", &reference, None);
     let run = bench.why(&["pod/web", "-o", "json"]);
@@ -371,20 +376,6 @@ fn a_registry_refusing_the_node_is_unauthorized() {
             .unwrap()
             .starts_with("give the pod an imagePullSecret for kind-registry:5000")
     );
-}
-
-fn docker_config_at(dir: &Path, host: &str) -> std::path::PathBuf {
-    use base64::Engine as _;
-    let config = dir.join("docker-config");
-    std::fs::create_dir_all(&config).unwrap();
-    let auth = base64::engine::general_purpose::STANDARD.encode("kind:right");
-    std::fs::write(
-        config.join("config.json"),
-        serde_json::json!({"auths": {host: {"auth": auth}}}).to_string(),
-    )
-    .unwrap();
-    let _ = docker_config;
-    config
 }
 
 #[test]
@@ -459,6 +450,17 @@ fn without_registry() -> (ApiServer, Arc<Containerd>, TempDir) {
     (api, node, dir)
 }
 
+/// `why POD -o json` run by `cmd`: the exit code, and the first container's finding.
+fn first_finding(cmd: &mut assert_cmd::Command, pod: &str) -> (i32, Value) {
+    let output = cmd.args(["why", pod, "-o", "json"]).output().unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
+    (
+        output.status.code().expect("killed by a signal"),
+        report["containers"][0].clone(),
+    )
+}
+
 #[test]
 fn without_a_registry_a_digest_or_latest_after_a_load_is_named() {
     let (api, _node, dir) = without_registry();
@@ -467,18 +469,7 @@ fn without_a_registry_a_digest_or_latest_after_a_load_is_named() {
     api.create_pod("pinned", &format!("myimg:dev@{digest}"), None);
     api.create_pod("latest", "myimg:latest", None);
     api.create_pod("always", "myimg:dev-0123456789ab", Some("Always"));
-    let why = |pod: &str| {
-        let output = clean_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .args(["why", pod, "-o", "json"])
-            .output()
-            .unwrap();
-        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-        (
-            output.status.code().unwrap(),
-            report["containers"][0].clone(),
-        )
-    };
+    let why = |pod: &str| first_finding(clean_cmd(dir.path()).env("KUBECONFIG", &kubeconfig), pod);
     let (code, pinned) = why("pod/pinned");
     assert_eq!(
         (code, &pinned["cause"]),
@@ -593,20 +584,12 @@ fn without_a_registry_an_image_the_node_lacks_is_not_on_node_and_a_loaded_one_is
     api.create_pod("loaded", "myimg:dev", Some("IfNotPresent"));
     api.create_pod("missing", "myimg:other", Some("IfNotPresent"));
     let why = |pod: &str| {
-        let output = clean_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .env(
+        first_finding(
+            clean_cmd(dir.path()).env("KUBECONFIG", &kubeconfig).env(
                 "PATH",
                 format!("{}:/usr/bin:/bin", standins.bin_dir().display()),
-            )
-            .args(["why", pod, "-o", "json"])
-            .output()
-            .unwrap();
-        let report: Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
-        (
-            output.status.code().unwrap(),
-            report["containers"][0].clone(),
+            ),
+            pod,
         )
     };
     let (code, loaded) = why("loaded");

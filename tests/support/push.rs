@@ -268,7 +268,17 @@ pub(crate) fn docker_config(
     user: &str,
     password: &str,
 ) -> std::path::PathBuf {
-    let dir = bench.path("docker-config");
+    docker_config_in(&bench.path("docker-config"), host, user, password)
+}
+
+/// [`docker_config`] at `dir`.
+pub(crate) fn docker_config_in(
+    dir: &Path,
+    host: &str,
+    user: &str,
+    password: &str,
+) -> std::path::PathBuf {
+    let dir = dir.to_path_buf();
     std::fs::create_dir_all(&dir).unwrap();
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
     std::fs::write(

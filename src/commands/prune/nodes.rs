@@ -90,15 +90,7 @@ pub(super) async fn prune(
                 .map(|usage| usage.users_of_name(&tag.name))
                 .unwrap_or_default();
             let created_at = tag.created_at();
-            let why = if !users.is_empty() {
-                Some(Why::InUse)
-            } else if created_at.is_none() {
-                Some(Why::NoCreatedTime)
-            } else if newest.is_some_and(|newest| created_at >= Some(newest)) {
-                Some(Why::Newest)
-            } else {
-                None
-            };
+            let why = Why::kept(!users.is_empty(), created_at, newest);
             let line = Line {
                 node: tag.node.clone(),
                 name: tag.name.clone(),

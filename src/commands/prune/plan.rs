@@ -25,6 +25,26 @@ pub(crate) enum Why {
     SharesAKeptDigest,
 }
 
+impl Why {
+    /// Why a tag stays on its own account (in use, undated, or as new as the `newest` kept),
+    /// `None` when it may go. The same rule for registry tags and node content tags.
+    pub(crate) fn kept(
+        in_use: bool,
+        created_at: Option<created::Instant>,
+        newest: Option<created::Instant>,
+    ) -> Option<Self> {
+        if in_use {
+            Some(Self::InUse)
+        } else if created_at.is_none() {
+            Some(Self::NoCreatedTime)
+        } else if newest.is_some_and(|newest| created_at >= Some(newest)) {
+            Some(Self::Newest)
+        } else {
+            None
+        }
+    }
+}
+
 /// A tag that stays.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -82,15 +102,7 @@ pub(crate) fn plan(entries: &[TagEntry], usage: Option<&Usage>, keep: usize) -> 
                 })
                 .unwrap_or_default();
             let created_at = tag.created.as_deref().and_then(created::parse);
-            let why = if !users.is_empty() {
-                Some(Why::InUse)
-            } else if created_at.is_none() {
-                Some(Why::NoCreatedTime)
-            } else if newest.is_some_and(|newest| created_at >= Some(newest)) {
-                Some(Why::Newest)
-            } else {
-                None
-            };
+            let why = Why::kept(!users.is_empty(), created_at, newest);
             if let Some(why) = why {
                 kept_digests.insert(&tag.digest);
                 kept_digests.extend(tag.children.iter());

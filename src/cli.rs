@@ -2,9 +2,12 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 pub use crate::cluster::network::Network;
+pub use crate::delivery::push::LayerCompression;
+use crate::environment;
+pub use crate::output::OutputFormat;
 
 /// Push an image to your local cluster's registry, or load it into the nodes,
 /// and print the reference a pod spec must use.
@@ -16,7 +19,8 @@ pub use crate::cluster::network::Network;
     propagate_version = true,
     disable_help_subcommand = true,
     long_about = LONG_ABOUT,
-    after_help = ROOT_AFTER_HELP
+    after_help = ROOT_AFTER_HELP,
+    after_long_help = format!("{ROOT_AFTER_HELP}\n{}", environment::help_text())
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -46,13 +50,23 @@ pub struct ClusterArgs {
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
 
-    /// Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST].
-    #[arg(long, global = true, value_name = "HOST[:PORT]")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "HOST[:PORT]",
+        help = format!("Registry to push to, skipping discovery [env: {}]", environment::REGISTRY_HOST)
+    )]
     pub registry: Option<String>,
 
-    /// How the nodes' container runtime names that registry (default: --registry)
-    /// [env: KUBECTL_REGISTRY_RUNTIME_HOST].
-    #[arg(long, global = true, value_name = "HOST[:PORT]")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "HOST[:PORT]",
+        help = format!(
+            "How the nodes' container runtime names that registry (default: --registry) [env: {}]",
+            environment::REGISTRY_RUNTIME_HOST
+        )
+    )]
     pub registry_from_runtime: Option<String>,
 
     /// Where this command runs, which decides the registry host it pushes to: `host` (outside
@@ -131,8 +145,8 @@ pub struct PushArgs {
     pub platform: Option<String>,
 
     /// How to send uncompressed layers.
-    #[arg(long, value_enum, default_value_t = Compression::Auto)]
-    pub compression: Compression,
+    #[arg(long, value_enum, default_value_t = LayerCompression::Auto)]
+    pub compression: LayerCompression,
 
     /// Blobs uploaded at once.
     #[arg(short, long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
@@ -290,24 +304,6 @@ pub struct CompletionArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    Text,
-    Json,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Compression {
-    /// No compression for loopback and cluster-advertised registries, gzip elsewhere.
-    Auto,
-    /// Send uncompressed layers as they are.
-    None,
-    /// Compress uncompressed layers with gzip.
-    Gzip,
-    /// Compress uncompressed layers with zstd.
-    Zstd,
 }
 
 // Prose is one line per paragraph (clap wraps it to the terminal); example lines stay under 80

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod delivery;
+pub mod environment;
 pub mod error;
 pub mod image;
 pub mod interrupt;

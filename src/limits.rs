@@ -3,21 +3,12 @@
 
 use std::time::Duration;
 
+pub use crate::environment::{
+    ATTEMPTS as ATTEMPTS_ENV, HELPER_TIMEOUT as HELPER_TIMEOUT_ENV,
+    NODE_TIMEOUT as NODE_TIMEOUT_ENV, REQUEST_TIMEOUT as REQUEST_TIMEOUT_ENV,
+    RETRY_DELAY as RETRY_DELAY_ENV, STALL_TIMEOUT as STALL_TIMEOUT_ENV,
+};
 use crate::error::{Error, ExitCode, Result};
-
-/// A blob upload (retries included) ends when none of its bytes moved for this long.
-pub const STALL_TIMEOUT_ENV: &str = "KUBECTL_REGISTRY_STALL_TIMEOUT";
-/// A request without a streamed body (the ping, HEAD, a token, a manifest) waits this long for its answer.
-pub const REQUEST_TIMEOUT_ENV: &str = "KUBECTL_REGISTRY_REQUEST_TIMEOUT";
-/// Attempts per request or blob, the first included.
-pub const ATTEMPTS_ENV: &str = "KUBECTL_REGISTRY_ATTEMPTS";
-/// The wait before the first retry; it doubles (with jitter) for each next one.
-pub const RETRY_DELAY_ENV: &str = "KUBECTL_REGISTRY_RETRY_DELAY";
-/// How long a credential helper (`docker-credential-*`) may take.
-pub const HELPER_TIMEOUT_ENV: &str = "KUBECTL_REGISTRY_HELPER_TIMEOUT";
-/// How long a node command may take (`ctr` in a node, `kind get nodes`, `minikube ssh`); an
-/// import streamed into a node may pause this long, then has ten times it to finish.
-pub const NODE_TIMEOUT_ENV: &str = "KUBECTL_REGISTRY_NODE_TIMEOUT";
 
 /// The bounds of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

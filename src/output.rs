@@ -9,6 +9,13 @@ use indicatif::MultiProgress;
 
 use crate::error::{Error, ExitCode};
 
+/// How a command's result is printed on stdout (`-o`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
 /// Where everything the user sees goes, and how much of it: the one owner of the quiet, verbose,
 /// colour and progress decisions. stdout carries only results.
 #[derive(Debug, Clone)]

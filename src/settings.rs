@@ -4,16 +4,15 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use crate::environment as var;
 use crate::error::Result;
 use crate::image::engine::{Engine, EngineEnv, Lookup};
 use crate::image::registry::{CredentialSources, Proxies, TransportOptions};
 use crate::limits::Limits;
 
-pub const REGISTRY_HOST_ENV: &str = "KUBECTL_REGISTRY_HOST";
-pub const REGISTRY_RUNTIME_HOST_ENV: &str = "KUBECTL_REGISTRY_RUNTIME_HOST";
-pub const ENGINE_ENV: &str = "KUBECTL_REGISTRY_ENGINE";
-pub const CACHE_DIR_ENV: &str = "KUBECTL_REGISTRY_CACHE_DIR";
-pub const SERVICE_ACCOUNT_DIR_ENV: &str = "KUBECTL_REGISTRY_SERVICEACCOUNT_DIR";
+pub use crate::environment::{
+    REGISTRY_HOST as REGISTRY_HOST_ENV, REGISTRY_RUNTIME_HOST as REGISTRY_RUNTIME_HOST_ENV,
+};
 /// Where the kubelet mounts a pod's service account.
 pub const DEFAULT_SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -69,23 +68,23 @@ impl Settings {
     ) -> Result<Self> {
         let set = |name: &str| lookup(name).filter(|value| !value.is_empty());
         let text = |name: &str| lookup(name).and_then(|value| value.into_string().ok());
-        let docker_dir = set("DOCKER_CONFIG")
+        let docker_dir = set(var::DOCKER_CONFIG)
             .map(PathBuf::from)
             .or_else(|| home.as_ref().map(|home| home.join(".docker")));
-        let podman_auth_file = set("REGISTRY_AUTH_FILE").map(PathBuf::from).or_else(|| {
-            set("XDG_RUNTIME_DIR").map(|dir| PathBuf::from(dir).join("containers/auth.json"))
+        let podman_auth_file = set(var::REGISTRY_AUTH_FILE).map(PathBuf::from).or_else(|| {
+            set(var::XDG_RUNTIME_DIR).map(|dir| PathBuf::from(dir).join("containers/auth.json"))
         });
-        let cache_dir = set(CACHE_DIR_ENV)
+        let cache_dir = set(var::CACHE_DIR)
             .map(PathBuf::from)
             .or_else(|| {
-                set("XDG_CACHE_HOME").map(|dir| PathBuf::from(dir).join("kubectl-registry"))
+                set(var::XDG_CACHE_HOME).map(|dir| PathBuf::from(dir).join("kubectl-registry"))
             })
             .or_else(|| {
                 home.as_ref()
                     .map(|home| home.join(".cache/kubectl-registry"))
             });
         Ok(Self {
-            kubeconfig_files: set("KUBECONFIG")
+            kubeconfig_files: set(var::KUBECONFIG)
                 .map(|value| {
                     std::env::split_paths(&value)
                         .filter(|path| !path.as_os_str().is_empty())
@@ -96,17 +95,17 @@ impl Settings {
                 .as_ref()
                 .map(|home| home.join(".kube").join("config"))
                 .unwrap_or_else(|| PathBuf::from(".kube/config")),
-            in_a_pod: set("KUBERNETES_SERVICE_HOST").is_some(),
-            service_host: set("KUBERNETES_SERVICE_HOST"),
-            service_port: set("KUBERNETES_SERVICE_PORT"),
-            service_account_dir: set(SERVICE_ACCOUNT_DIR_ENV)
+            in_a_pod: set(var::SERVICE_HOST).is_some(),
+            service_host: set(var::SERVICE_HOST),
+            service_port: set(var::SERVICE_PORT),
+            service_account_dir: set(var::SERVICE_ACCOUNT_DIR)
                 .map_or_else(|| PathBuf::from(DEFAULT_SERVICE_ACCOUNT_DIR), PathBuf::from),
-            no_color: set("NO_COLOR").is_some(),
-            registry_host: set(REGISTRY_HOST_ENV),
-            registry_runtime_host: set(REGISTRY_RUNTIME_HOST_ENV),
-            path: set("PATH"),
-            preferred_engine: set(ENGINE_ENV)
-                .map(|engine| Engine::from_setting(ENGINE_ENV, &engine.to_string_lossy()))
+            no_color: set(var::NO_COLOR).is_some(),
+            registry_host: set(var::REGISTRY_HOST),
+            registry_runtime_host: set(var::REGISTRY_RUNTIME_HOST),
+            path: set(var::PATH),
+            preferred_engine: set(var::ENGINE)
+                .map(|engine| Engine::from_setting(var::ENGINE, &engine.to_string_lossy()))
                 .transpose()?,
             credentials: CredentialSources {
                 docker_config: docker_dir.as_ref().map(|dir| dir.join("config.json")),
@@ -114,21 +113,21 @@ impl Settings {
                 helper_path: None,
             },
             engine_env: EngineEnv {
-                docker_host: set("DOCKER_HOST").and_then(|v| v.into_string().ok()),
-                docker_context: set("DOCKER_CONTEXT").and_then(|v| v.into_string().ok()),
+                docker_host: set(var::DOCKER_HOST).and_then(|v| v.into_string().ok()),
+                docker_context: set(var::DOCKER_CONTEXT).and_then(|v| v.into_string().ok()),
                 docker_config_dir: docker_dir,
-                container_host: set("CONTAINER_HOST").and_then(|v| v.into_string().ok()),
-                runtime_dir: set("XDG_RUNTIME_DIR").map(PathBuf::from),
-                tmp_dir: set("TMPDIR").map(PathBuf::from),
-                storage_conf: set("CONTAINERS_STORAGE_CONF").map(PathBuf::from),
-                storage_driver: set("STORAGE_DRIVER").and_then(|v| v.into_string().ok()),
-                config_home: set("XDG_CONFIG_HOME").map(PathBuf::from),
-                data_home: set("XDG_DATA_HOME").map(PathBuf::from),
+                container_host: set(var::CONTAINER_HOST).and_then(|v| v.into_string().ok()),
+                runtime_dir: set(var::XDG_RUNTIME_DIR).map(PathBuf::from),
+                tmp_dir: set(var::TMPDIR).map(PathBuf::from),
+                storage_conf: set(var::STORAGE_CONF).map(PathBuf::from),
+                storage_driver: set(var::STORAGE_DRIVER).and_then(|v| v.into_string().ok()),
+                config_home: set(var::XDG_CONFIG_HOME).map(PathBuf::from),
+                data_home: set(var::XDG_DATA_HOME).map(PathBuf::from),
                 home: home.clone(),
-                containerd_address: set("CONTAINERD_ADDRESS").and_then(|v| v.into_string().ok()),
-                containerd_namespace: set("CONTAINERD_NAMESPACE")
+                containerd_address: set(var::CONTAINERD_ADDRESS).and_then(|v| v.into_string().ok()),
+                containerd_namespace: set(var::CONTAINERD_NAMESPACE)
                     .and_then(|v| v.into_string().ok()),
-                nerdctl_toml: set("NERDCTL_TOML").map(PathBuf::from),
+                nerdctl_toml: set(var::NERDCTL_TOML).map(PathBuf::from),
             },
             cache_dir,
             limits: Limits::from_lookup(text)?,
@@ -201,7 +200,7 @@ mod tests {
                 ("XDG_CACHE_HOME", "/xdg"),
                 ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
                 ("NO_COLOR", ""),
-                (ENGINE_ENV, "podman"),
+                (var::ENGINE, "podman"),
                 (REGISTRY_HOST_ENV, ""),
             ],
             None,
@@ -225,7 +224,7 @@ mod tests {
 
         let s = settings(
             &[
-                (CACHE_DIR_ENV, "/mine"),
+                (var::CACHE_DIR, "/mine"),
                 ("XDG_CACHE_HOME", "/xdg"),
                 ("REGISTRY_AUTH_FILE", "/auth.json"),
             ],

@@ -12,8 +12,7 @@ use rustls::pki_types::pem::PemObject;
 use crate::error::{Error, ExitCode, Result};
 use crate::settings::{DEFAULT_SERVICE_ACCOUNT_DIR, Settings};
 
-const HOST_ENV: &str = "KUBERNETES_SERVICE_HOST";
-const PORT_ENV: &str = "KUBERNETES_SERVICE_PORT";
+use crate::environment::{SERVICE_HOST as HOST_ENV, SERVICE_PORT as PORT_ENV};
 
 /// What the pod's service account gives us.
 pub struct InCluster {

@@ -330,47 +330,16 @@ async fn check_registry(
             .then(|| Check::skipped(CheckId::Pod, format!("skipped: {why}")))
     };
     let registry = target.registry;
-    let host = match &target.host {
-        Ok(host) => *host,
-        Err(error) => {
-            report.add(Check::from_error(CheckId::Registry, error));
-            report.add(Check::skipped(
-                CheckId::RoundTrip,
-                "skipped: no host to reach the registry at from here",
-            ));
-            return pod_skipped("no host to reach the registry at from here");
-        }
-    };
-    let options = TransportOptions {
-        insecure: args.access.insecure,
-        ca_file: args.access.ca_file.clone(),
-        help: registry.help.clone(),
-        cluster_login: target.cluster_login.clone(),
-        ..settings.transport_options()
-    };
-    let client = match RegistryClient::new(host, &options) {
+    let client = match answering_client(args, settings, target, report).await {
         Ok(client) => client,
-        Err(error) => {
-            report.add(Check::from_error(CheckId::Registry, &error));
+        Err(why) => {
             report.add(Check::skipped(
                 CheckId::RoundTrip,
-                "skipped: no client for the registry",
+                format!("skipped: {why}"),
             ));
-            return pod_skipped("no client for the registry");
+            return pod_skipped(why);
         }
     };
-    if let Err(error) = client.ping().await {
-        report.add(Check::from_error(CheckId::Registry, &error));
-        report.add(Check::skipped(
-            CheckId::RoundTrip,
-            "skipped: the registry does not answer",
-        ));
-        return pod_skipped("the registry does not answer");
-    }
-    report.add(Check::passed(
-        CheckId::Registry,
-        target.answered(host, client.scheme_name()),
-    ));
     let repository = match &target.repository {
         Ok(repository) => repository.as_str(),
         Err(error) => {
@@ -420,6 +389,43 @@ async fn check_registry(
         ),
     ));
     pod
+}
+
+/// Check 4: a client of the host push would use, that has answered `GET /v2/`; else the failed
+/// check is added and what the checks after it are skipped for is returned.
+async fn answering_client(
+    args: &DoctorArgs,
+    settings: &Settings,
+    target: &ProbeTarget<'_>,
+    report: &mut Report,
+) -> Result<RegistryClient, &'static str> {
+    let host = match &target.host {
+        Ok(host) => *host,
+        Err(error) => {
+            report.add(Check::from_error(CheckId::Registry, error));
+            return Err("no host to reach the registry at from here");
+        }
+    };
+    let options = TransportOptions {
+        insecure: args.access.insecure,
+        ca_file: args.access.ca_file.clone(),
+        help: target.registry.help.clone(),
+        cluster_login: target.cluster_login.clone(),
+        ..settings.transport_options()
+    };
+    let client = RegistryClient::new(host, &options).map_err(|error| {
+        report.add(Check::from_error(CheckId::Registry, &error));
+        "no client for the registry"
+    })?;
+    if let Err(error) = client.ping().await {
+        report.add(Check::from_error(CheckId::Registry, &error));
+        return Err("the registry does not answer");
+    }
+    report.add(Check::passed(
+        CheckId::Registry,
+        target.answered(host, client.scheme_name()),
+    ));
+    Ok(client)
 }
 
 /// Check 6: the host pods name, and the reminder that the nodes must reach it by that name.

@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::cli::PushArgs;
 use crate::cluster::ClusterOptions;
 use crate::delivery::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
-use crate::delivery::push::{Run, from_archive, from_engine};
+use crate::delivery::push::{PushOptions, Run, from_archive, from_engine};
 use crate::error::{Context, ExitCode, Result};
 use crate::image::archive;
 use crate::image::engine::Source;
@@ -32,8 +32,9 @@ pub async fn run(
         .prefix("kubectl-registry-")
         .tempdir()
         .context(ExitCode::Failure, || "creating a temporary directory")?;
+    let options = options(args);
     let run = Run {
-        args,
+        args: &options,
         cluster_args,
         settings,
         scratch: scratch.path(),
@@ -45,4 +46,19 @@ pub async fn run(
         Source::Path(path) => from_archive(&run, archive::Source::Path(path)).await?,
     };
     report.print(args.output.output, printer, started.elapsed().as_secs_f64())
+}
+
+/// The flags as the push pipeline takes them.
+fn options(args: &PushArgs) -> PushOptions {
+    PushOptions {
+        tag: args.tag.clone(),
+        image: args.image.clone(),
+        platform: args.platform.clone(),
+        compression: args.compression,
+        jobs: usize::from(args.jobs),
+        insecure: args.access.insecure,
+        ca_file: args.access.ca_file.clone(),
+        no_load: args.no_load,
+        load_command: args.load_command.clone(),
+    }
 }

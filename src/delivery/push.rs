@@ -4,16 +4,16 @@
 mod attachments;
 mod by_daemon;
 mod by_podman;
-mod cache;
+mod commit;
 mod export_upload;
 mod from_containerd;
 mod from_engine;
 mod from_store;
-mod layer_upload;
 mod manifest;
-mod manifest_record;
+mod options;
 mod progress;
 mod record_file;
+mod records;
 mod reload;
 mod route;
 mod shared_store;
@@ -21,11 +21,11 @@ mod stream;
 mod summary;
 mod to_nodes;
 mod to_registry;
+mod upload;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::cli::{Compression, PushArgs};
 use crate::cluster::ClusterOptions;
 use crate::cluster::discovery::{self, Discovered};
 use crate::cluster::hosting::{INGRESS_CA_HINT, LocalRegistry, RegistrySource};
@@ -41,12 +41,13 @@ use crate::image::registry::{self, ClusterLogin, TransportOptions};
 use crate::interrupt;
 use crate::output::Printer;
 use crate::settings::Settings;
+pub use options::{LayerCompression, PushOptions};
 use stream::Encoding;
 use summary::{Method, PushReport};
 
 /// What every step of one push needs.
 pub(crate) struct Run<'a> {
-    pub(crate) args: &'a PushArgs,
+    pub(crate) args: &'a PushOptions,
     pub(crate) cluster_args: &'a ClusterOptions,
     pub(crate) settings: &'a Settings,
     /// Where node loaders get their files.
@@ -122,11 +123,11 @@ pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport
 
 /// podman's store, when the nodes' layers can be read from it (said with -v when not).
 fn nodes_from_store(
-    args: &PushArgs,
+    args: &PushOptions,
     found: &engine::Found,
     printer: &Printer,
 ) -> Option<engine::StoreImage> {
-    if found.engine != engine::Engine::Podman || args.image.is_some() || args.platform.is_some() {
+    if found.engine != engine::Engine::Podman || args.selects() {
         return None;
     }
     found
@@ -290,7 +291,7 @@ fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
 }
 
 async fn push_to_registry(
-    args: &PushArgs,
+    args: &PushOptions,
     settings: &Settings,
     plan: &RegistryPlan<'_>,
     target: &Target,
@@ -300,10 +301,20 @@ async fn push_to_registry(
 ) -> Result<PushReport> {
     let push = registry_push(args, settings, plan, target);
     let platforms = image.platform_names();
-    let (digest, transfer) = to_registry::push(&push, archive, image, printer)
+    let pushed = async {
+        let client = push.client().await?;
+        to_registry::push(&push, &client, &archive, &*archive, image, printer).await
+    };
+    let committed = pushed
         .await
         .map_err(|err| with_ingress_hint(err, plan.registry))?;
-    Ok(registry_report(plan, target, digest, platforms, transfer))
+    Ok(registry_report(
+        plan,
+        target,
+        committed.digest,
+        platforms,
+        committed.transfer,
+    ))
 }
 
 /// An OpenShift route whose certificate we do not trust: say how to get its CA.
@@ -317,7 +328,7 @@ fn with_ingress_hint(err: Error, registry: &LocalRegistry) -> Error {
 }
 
 fn registry_push<'a>(
-    args: &PushArgs,
+    args: &PushOptions,
     settings: &'a Settings,
     plan: &RegistryPlan<'a>,
     target: &'a Target,
@@ -327,10 +338,10 @@ fn registry_push<'a>(
         host: plan.push_host,
         target,
         encoding: encoding_for(args.compression, registry),
-        jobs: usize::from(args.jobs),
+        jobs: args.jobs,
         transport: TransportOptions {
-            insecure: args.access.insecure,
-            ca_file: args.access.ca_file.clone(),
+            insecure: args.insecure,
+            ca_file: args.ca_file.clone(),
             help: registry.help.clone(),
             cluster_login: plan.cluster_login.clone(),
             ..settings.transport_options()
@@ -366,12 +377,12 @@ fn registry_report(
 
 /// `auto` sends layers as stored to registries on loopback or advertised by the cluster (local:
 /// compression would cost more CPU than the wire saves, and the node's pull skips decompression).
-fn encoding_for(compression: Compression, registry: &LocalRegistry) -> Encoding {
+fn encoding_for(compression: LayerCompression, registry: &LocalRegistry) -> Encoding {
     match compression {
-        Compression::None => Encoding::AsStored,
-        Compression::Gzip => Encoding::Gzip,
-        Compression::Zstd => Encoding::Zstd,
-        Compression::Auto => {
+        LayerCompression::None => Encoding::AsStored,
+        LayerCompression::Gzip => Encoding::Gzip,
+        LayerCompression::Zstd => Encoding::Zstd,
+        LayerCompression::Auto => {
             let advertised = !matches!(registry.source, RegistrySource::Flag | RegistrySource::Env);
             if advertised || registry.host.is_loopback() {
                 Encoding::AsStored
@@ -389,7 +400,7 @@ struct NodeTarget {
 }
 
 async fn node_target(
-    args: &PushArgs,
+    args: &PushOptions,
     discovered: &Discovered,
     printer: &Printer,
 ) -> Result<NodeTarget> {
@@ -474,8 +485,7 @@ async fn load_engine_image(
     );
     // A --load-command is the user's own loader; --image and --platform choose inside an export.
     if args.load_command.is_none()
-        && args.image.is_none()
-        && args.platform.is_none()
+        && !args.selects()
         && let Some(report) =
             shared_store::tag_in_engine(&target.product, found, &name, printer).await?
     {
@@ -503,8 +513,7 @@ async fn load_engine_image(
     }
     let mut loaded = None;
     if let Some(content) = found.content_image()
-        && args.image.is_none()
-        && args.platform.is_none()
+        && !args.selects()
     {
         let archive = from_containerd::archive_for_nodes(found, content, printer)?;
         let image = archive.select(None, None).map_err(Error::from)?;

@@ -8,12 +8,12 @@
 use std::collections::HashMap;
 
 use super::from_engine::{Pushed, Selection, record_engine_push, repush_unchanged};
-use super::layer_upload::Outcome;
+use super::options::LayerCompression;
 use super::progress::{BlobProgress, Progress};
 use super::stream::Encoding;
 use super::summary::Transfer;
 use super::to_registry::RegistryPush;
-use crate::cli::Compression;
+use super::upload::Outcome;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::engine::{Daemon, DaemonPushed, EnginePushFailure, Found, LayerEnd, PushEvent};
@@ -30,7 +30,7 @@ pub(super) async fn push(
     found: &Found,
     daemon: &Daemon,
     selection: &Selection<'_>,
-    compression: Compression,
+    compression: LayerCompression,
     printer: &Printer,
 ) -> Result<Option<Pushed>> {
     if let Some(reason) = why_not_the_daemon(found, selection, compression) {
@@ -44,15 +44,15 @@ pub(super) async fn push(
 fn why_not_the_daemon(
     found: &Found,
     selection: &Selection<'_>,
-    compression: Compression,
+    compression: LayerCompression,
 ) -> Option<String> {
-    if selection.image.is_some() || selection.platform.is_some() {
+    if selection.chooses() {
         return Some("--image and --platform choose inside an export".to_string());
     }
     let asked = match compression {
-        Compression::Auto | Compression::Gzip => None,
-        Compression::None => Some("none"),
-        Compression::Zstd => Some("zstd"),
+        LayerCompression::Auto | LayerCompression::Gzip => None,
+        LayerCompression::None => Some("none"),
+        LayerCompression::Zstd => Some("zstd"),
     };
     if let Some(asked) = asked {
         return Some(format!(

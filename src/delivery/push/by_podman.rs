@@ -7,15 +7,15 @@
 use std::collections::HashSet;
 use std::io::Write;
 
-use super::cache::{SentBlob, SentBlobs};
 use super::from_engine::{
     Pushed, Selection, record_engine_push, record_manifest, repush_unchanged,
 };
-use super::layer_upload::Outcome;
+use super::options::LayerCompression;
+use super::records::{SentBlob, SentBlobs};
 use super::stream::Encoding;
 use super::summary::Transfer;
 use super::to_registry::RegistryPush;
-use crate::cli::Compression;
+use super::upload::Outcome;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::engine::{CliPush, EnginePushFailure, Found};
@@ -29,20 +29,20 @@ pub(super) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     selection: &Selection<'_>,
-    compression: Compression,
+    compression: LayerCompression,
     printer: &Printer,
 ) -> Result<Option<Pushed>> {
     let zstd = match compression {
-        Compression::Auto | Compression::Gzip => false,
-        Compression::Zstd => true,
-        Compression::None => {
+        LayerCompression::Auto | LayerCompression::Gzip => false,
+        LayerCompression::Zstd => true,
+        LayerCompression::None => {
             printer.debug(
                 "not podman's own push: it compresses, and --compression none was asked for",
             );
             return Ok(None);
         }
     };
-    if selection.image.is_some() || selection.platform.is_some() {
+    if selection.chooses() {
         printer.debug("not podman's own push: --image and --platform choose inside an export");
         return Ok(None);
     }

@@ -3,21 +3,22 @@
 //! digest); then the manifests, byte for byte, so the pushed digest is containerd's own. A tag
 //! that already names those bytes costs one HEAD.
 
+use std::io;
 use std::sync::Arc;
 
 use futures_util::{StreamExt, TryStreamExt};
 
+use super::commit::tag_last;
 use super::from_engine::Pushed;
-use super::layer_upload::Outcome;
-use super::progress::Progress;
+use super::manifest::Descriptor;
+use super::progress::BlobProgress;
+use super::stream::Encoding;
 use super::summary::Transfer;
 use super::to_registry::RegistryPush;
+use super::upload::{Blob, BlobSource, Opened, Outcome};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{Archive, AssembledLayer};
 use crate::image::engine::{ContentBlob, ContentImage, Found};
-use crate::image::registry::RegistryClient;
-use crate::interrupt;
-use crate::limits::seconds_text;
 use crate::output::Printer;
 
 pub(super) async fn push(
@@ -26,8 +27,7 @@ pub(super) async fn push(
     content: &ContentImage,
     printer: &Printer,
 ) -> Result<Pushed> {
-    let client = RegistryClient::new(plan.host, &plan.transport)?;
-    client.ping().await?;
+    let client = plan.client().await?;
     let repo = plan.target.repository.as_str();
     let tag = plan.target.tag.as_str();
     let (top, children) = content
@@ -55,40 +55,28 @@ pub(super) async fn push(
         "reading {} from {}",
         found.image, content.describe
     ));
-    let progress = Arc::new(Progress::new(printer));
-    let mut order: Vec<&ContentBlob> = content.blobs.iter().collect();
+    // As stored: the registry checks each digest, and the manifests stay containerd's bytes.
+    let uploader = plan.uploader(&client, printer);
+    let mut blobs: Vec<(Blob, &ContentBlob)> = content
+        .blobs
+        .iter()
+        .map(|blob| (content_blob(blob), blob))
+        .collect();
     // The longest upload sets the wall time: start it first.
-    order.sort_by_key(|blob| std::cmp::Reverse(blob.size));
-    let sent: Vec<(Outcome, u64)> = futures_util::stream::iter(order.into_iter().map(|blob| {
-        let (client, progress) = (&client, &progress);
-        async move {
-            let outcome = send(client, repo, content, blob, progress, printer).await?;
-            Ok::<_, Error>((outcome, blob.size))
-        }
-    }))
+    blobs.sort_by_key(|(blob, _)| std::cmp::Reverse(blob.stored.size));
+    let uploader_ref = &uploader;
+    let sent: Vec<_> = futures_util::stream::iter(
+        blobs
+            .iter()
+            .map(|(blob, item)| uploader_ref.send(content, *item, blob)),
+    )
     .buffer_unordered(plan.jobs.max(1))
     .try_collect()
     .await?;
-    for (outcome, size) in sent {
-        transfer.count(outcome, size);
+    for blob in &sent {
+        transfer.count(blob.outcome, blob.descriptor.size);
     }
-    for child in children {
-        client
-            .put_manifest(
-                repo,
-                child.digest.as_str(),
-                &child.media_type,
-                child.bytes.clone(),
-            )
-            .await?;
-    }
-    interrupt::doing(
-        format!("tagging {}/{repo}:{tag}", client.host()),
-        "the tag may or may not have been set",
-    );
-    let digest = client
-        .put_manifest(repo, tag, &top.media_type, top.bytes.clone())
-        .await?;
+    let digest = tag_last(&client, repo, tag, children, top).await?;
     Ok(Pushed {
         digest,
         transfer,
@@ -96,54 +84,35 @@ pub(super) async fn push(
     })
 }
 
-/// Already there (not read at all), else streamed from containerd; a transient registry failure
-/// reads it again from the start, within the client's attempts.
-async fn send(
-    client: &RegistryClient,
-    repo: &str,
-    content: &ContentImage,
-    blob: &ContentBlob,
-    progress: &Progress,
-    printer: &Printer,
-) -> Result<Outcome> {
-    let bar = progress.blob(format!("blob {}", blob.digest.short()), blob.size);
-    if client.blob_exists(repo, &blob.digest).await? == Some(blob.size) {
-        bar.finish("exists");
-        return Ok(Outcome::AlreadyThere);
+fn content_blob(blob: &ContentBlob) -> Blob {
+    Blob {
+        label: format!("blob {}", blob.digest.short()),
+        record_key: blob.digest.clone(),
+        stored: Descriptor::new(&blob.media_type, blob.digest.clone(), blob.size),
+        encoding: Encoding::AsStored,
     }
-    let watchdog = client.upload_watchdog();
-    let mut tried = 1;
-    loop {
+}
+
+impl BlobSource for ContentImage {
+    type Item = ContentBlob;
+
+    fn open(&self, item: &ContentBlob, _blob: &Blob, bar: &BlobProgress) -> Result<Opened> {
         let counted = bar.clone();
-        let body = content.read(blob).inspect(move |chunk| {
+        let body = self.read(item).inspect(move |chunk| {
             if let Ok(chunk) = chunk {
                 counted.advance(chunk.len() as u64);
             }
         });
-        let err = match client
-            .push_blob_within(repo, &blob.digest, blob.size, body, &watchdog)
-            .await
-        {
-            Ok(()) => {
-                bar.finish("pushed");
-                return Ok(Outcome::Pushed);
-            }
-            Err(err) => err,
-        };
-        let Some(delay) = client.retry_delay(&err, tried, &watchdog) else {
-            bar.abandon();
-            return Err(err);
-        };
-        printer.status(&format!(
-            "the registry failed mid-blob ({}); reading it again in {} (attempt {} of {})",
-            err.message(),
-            seconds_text(delay),
-            tried + 1,
-            client.attempts()
-        ));
-        bar.rewind();
-        tokio::time::sleep(delay).await;
-        tried += 1;
+        // containerd's read failures end the body: the upload fails with them, and is retried.
+        Ok(Opened {
+            body: body.boxed(),
+            source_failure: None,
+        })
+    }
+
+    fn fault(&self, item: &ContentBlob, err: io::Error) -> Error {
+        let what = format!("reading {} from {}", item.digest.short(), self.describe);
+        Error::new(ExitCode::Input, what).with_source(err)
     }
 }
 

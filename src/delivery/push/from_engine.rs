@@ -4,32 +4,34 @@
 //! registry lacks while the export still runs.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 
-use super::cache::SentBlobs;
+use super::commit::{Manifest, tag_last};
 use super::export_upload::{ExportUploader, StreamedLayer};
-use super::layer_upload::{Outcome, SentLayer, Uploader};
-use super::manifest::Descriptor;
-use super::manifest_record::{SentManifest, SentManifests};
-use super::progress::Progress;
+use super::records::{SentManifest, SentManifests};
 use super::stream::Encoding;
 use super::summary::Transfer;
-use super::to_registry::{RegistryPush, commit, unique_layers};
+use super::to_registry::{RegistryPush, commit, layer_blob, unique_layers};
+use super::upload::{Outcome, SentLayer, Uploader, retrying};
 use crate::error::{Error, Result};
-use crate::image::archive::{Archive, Image, StreamedArchive};
+use crate::image::archive::{Archive, Image, RawBlob, StreamedArchive};
 use crate::image::digest::Digest;
 use crate::image::engine::Found;
 use crate::image::registry::{FetchedManifest, RegistryClient};
-use crate::limits::seconds_text;
 use crate::output::Printer;
 
 /// What the user picked inside the image (`--image`, `--platform`).
 pub(super) struct Selection<'a> {
     pub image: Option<&'a str>,
     pub platform: Option<&'a str>,
+}
+
+impl Selection<'_> {
+    /// Whether anything is chosen inside the image: only an export offers that.
+    pub(super) fn chooses(&self) -> bool {
+        self.image.is_some() || self.platform.is_some()
+    }
 }
 
 /// What a push of an engine's image did.
@@ -45,65 +47,35 @@ pub(super) async fn push(
     selection: &Selection<'_>,
     printer: &Printer,
 ) -> Result<Pushed> {
-    let client = RegistryClient::new(plan.host, &plan.transport)?;
-    client.ping().await?;
-    let repo = plan.target.repository.as_str();
+    let client = plan.client().await?;
     if let Some(pushed) = repush_unchanged(plan, &client, found, plan.encoding, printer).await? {
         return Ok(pushed);
     }
-    let mut manifests = SentManifests::load_in(plan.cache_dir);
-
-    let (streamed, sent) = export_until_sent(plan, &client, found, printer).await?;
+    let uploader = plan.uploader(&client, printer);
+    let (streamed, layers) = export_until_sent(&uploader, found).await?;
     let image = streamed
         .archive
         .select(selection.image, selection.platform)
         .map_err(Error::from)?;
     let during_export = Exported {
         streamed: &streamed,
-        layers: &sent.layers,
+        layers: &layers,
     };
-    let layers = during_export
-        .sent_layers(
-            &client,
-            repo,
-            plan.encoding,
-            &image,
-            &sent.sent_before,
-            printer,
-        )
-        .await?;
-    let (digest, transfer, platform_manifests) = commit(
-        &client,
-        repo,
+    let layers = during_export.sent_layers(&uploader, &image).await?;
+    let committed = commit(
+        &uploader,
         &plan.target.tag,
         &streamed.archive,
         &image,
         &layers,
-        printer,
     )
     .await?;
-    if let [manifest] = platform_manifests.as_slice()
-        && let Ok(text) = String::from_utf8(manifest.bytes.clone())
-    {
-        manifests.record(
-            client.host(),
-            &found.facts.id,
-            plan.encoding,
-            SentManifest {
-                media_type: manifest.media_type.clone(),
-                manifest: text,
-                repository: repo.to_string(),
-            },
-        );
-        if let Err(err) = manifests.save() {
-            printer.debug(&format!(
-                "could not save the record of sent manifests: {err}"
-            ));
-        }
+    if let [manifest] = committed.manifests.as_slice() {
+        record_manifest(plan, &client, found, plan.encoding, manifest, printer);
     }
     Ok(Pushed {
-        digest,
-        transfer,
+        digest: committed.digest,
+        transfer: committed.transfer,
         platforms: image.platform_names(),
     })
 }
@@ -125,16 +97,14 @@ pub(super) async fn repush_unchanged(
     let Some(transfer) = blobs_in_place(client, repo, sent, plan.jobs, printer).await? else {
         return Ok(None);
     };
-    let bytes = Bytes::from(sent.manifest.clone().into_bytes());
-    let digest = client
-        .put_manifest(repo, &plan.target.tag, &sent.media_type, bytes)
-        .await?;
+    let manifest = RawBlob::new(&sent.media_type, sent.manifest.clone().into_bytes());
+    let tagged = tag_last(client, repo, &plan.target.tag, &[], &manifest).await?;
     printer.debug(&format!(
         "the registry has every blob of {}: sent only its manifest, nothing exported",
         found.facts.id
     ));
     Ok(Some(Pushed {
-        digest,
+        digest: tagged,
         transfer,
         platforms: found.facts.platform.iter().cloned().collect(),
     }))
@@ -169,16 +139,17 @@ pub(super) async fn record_engine_push(
     Some(stored)
 }
 
-/// Records `stored`, the manifest an engine pushed, for the next push of this image ID.
+/// Records `stored`, the manifest an image ID was tagged with, for its next push.
 pub(super) fn record_manifest(
     plan: &RegistryPush<'_>,
     client: &RegistryClient,
     found: &Found,
     encoding: Encoding,
-    stored: &FetchedManifest,
+    stored: &impl Manifest,
     printer: &Printer,
 ) {
-    let Ok(text) = std::str::from_utf8(&stored.bytes) else {
+    let bytes = stored.bytes();
+    let Ok(text) = std::str::from_utf8(&bytes) else {
         return;
     };
     let mut manifests = SentManifests::load_in(plan.cache_dir);
@@ -187,7 +158,7 @@ pub(super) fn record_manifest(
         &found.facts.id,
         encoding,
         SentManifest {
-            media_type: stored.media_type.clone(),
+            media_type: stored.media_type().to_string(),
             manifest: text.to_string(),
             repository: plan.target.repository.to_string(),
         },
@@ -237,12 +208,6 @@ async fn blobs_in_place(
     Ok(Some(transfer))
 }
 
-/// What the export's pass sent, and the record it consulted.
-struct SentDuringExport {
-    layers: HashMap<u64, StreamedLayer>,
-    sent_before: Mutex<SentBlobs>,
-}
-
 /// Reads the export once, sending large layers as they pass. An engine that failed or stalled
 /// on its own explains a stopped pass best, then a registry failure (an engine that died of
 /// SIGPIPE only followed it), then what the pass itself met.
@@ -250,60 +215,43 @@ struct SentDuringExport {
 /// exporting again, within the client's attempts: what landed is recorded as it landed and found
 /// in place, so the next pass sends only the rest.
 async fn export_until_sent(
-    plan: &RegistryPush<'_>,
-    client: &RegistryClient,
+    uploader: &Uploader,
     found: &Found,
-    printer: &Printer,
-) -> Result<(StreamedArchive, SentDuringExport)> {
-    let mut tried = 1;
-    loop {
-        let err = match stream_export(plan, client, found, printer).await {
-            Ok(sent) => return Ok(sent),
-            Err(err) => err,
-        };
-        let Some(delay) = client.retry_delay(&err, tried, &client.upload_watchdog()) else {
-            return Err(err);
-        };
-        printer.status(&format!(
-            "the registry failed mid-export ({}); exporting again in {} (attempt {} of {})",
-            err.message(),
-            seconds_text(delay),
-            tried + 1,
-            client.attempts()
-        ));
-        tokio::time::sleep(delay).await;
-        tried += 1;
-    }
+) -> Result<(StreamedArchive, HashMap<u64, StreamedLayer>)> {
+    let what = format!("the upload of {}'s export", found.engine);
+    retrying(
+        &uploader.client,
+        &uploader.printer,
+        &what,
+        "exporting again",
+        |watchdog| async move {
+            let pass = stream_export(uploader, found).await;
+            // A pass that ran is progress: the next one has the whole allowance again.
+            watchdog.progressed();
+            pass
+        },
+    )
+    .await
 }
 
 async fn stream_export(
-    plan: &RegistryPush<'_>,
-    client: &RegistryClient,
+    uploader: &Uploader,
     found: &Found,
-    printer: &Printer,
-) -> Result<(StreamedArchive, SentDuringExport)> {
-    printer.status(&format!(
+) -> Result<(StreamedArchive, HashMap<u64, StreamedLayer>)> {
+    uploader.printer.status(&format!(
         "exporting {} from {}",
         found.image,
         found.describe()
     ));
-    let sent_before = Arc::new(Mutex::new(SentBlobs::load_in(plan.cache_dir)));
-    let mut uploader = ExportUploader::new(
-        client.clone(),
-        &plan.target.repository,
-        plan.encoding,
-        Arc::clone(&sent_before),
-        Arc::new(Progress::new(printer)),
-        printer,
-    );
+    let mut sink = ExportUploader::new(uploader);
     let name = format!("{}'s export of {}", found.engine, found.image);
-    let ((read, uploader), engine) = found
+    let ((read, sink), engine) = found
         .read_export(move |export| {
-            let read = Archive::read_stream(export, &name, &mut uploader);
-            (read, uploader)
+            let read = Archive::read_stream(export, &name, &mut sink);
+            (read, sink)
         })
         .await?;
-    let layers = match (uploader.finish().await, engine) {
+    let layers = match (sink.finish().await, engine) {
         // The engine died because we stopped reading: the registry's failure is why.
         (Err(registry), Err(engine)) if engine.cut_off => return Err(registry),
         // It failed or stalled on its own: what the registry and the pass met follows from that.
@@ -311,15 +259,7 @@ async fn stream_export(
         (uploaded, Ok(())) => uploaded?,
     };
     let streamed = read.map_err(Error::from)?;
-    let sent_before = Arc::try_unwrap(sent_before)
-        .unwrap_or_else(|_| Mutex::new(SentBlobs::load_in(plan.cache_dir)));
-    Ok((
-        streamed,
-        SentDuringExport {
-            layers,
-            sent_before,
-        },
-    ))
+    Ok((streamed, layers))
 }
 
 /// The pass's skeleton archive and what became of each large member.
@@ -331,47 +271,29 @@ struct Exported<'a> {
 impl Exported<'_> {
     /// Every layer of `image` as it now is in the registry: those that streamed past as the
     /// pass left them, the small ones (kept whole in the skeleton) sent now.
-    async fn sent_layers(
-        &self,
-        client: &RegistryClient,
-        repo: &str,
-        encoding: Encoding,
-        image: &Image,
-        sent_before: &Mutex<SentBlobs>,
-        printer: &Printer,
-    ) -> Result<Vec<SentLayer>> {
-        let progress = Progress::new(printer);
-        let uploader = Uploader {
-            client,
-            repo,
-            archive: &self.streamed.archive,
-            encoding,
-            sent_before,
-            printer,
-        };
+    async fn sent_layers(&self, uploader: &Uploader, image: &Image) -> Result<Vec<SentLayer>> {
         let mut sent = Vec::new();
         for layer in unique_layers(image) {
-            let key = layer.stored_digest().clone();
+            let mut blob = layer_blob(uploader, layer.describe(), &layer);
             let passed = self
                 .layers
                 .get(&layer.location.offset)
                 .filter(|_| self.streamed.streamed(&layer));
             match passed {
                 Some(passed) => {
-                    let descriptor = passed.re_encoded.clone().unwrap_or_else(|| {
-                        Descriptor::new(layer.media_type_or_default(), key.clone(), layer.size())
-                    });
-                    uploader.remember(&layer.diff_id, passed.encoding, &descriptor);
+                    blob.encoding = passed.encoding;
+                    let descriptor = passed
+                        .re_encoded
+                        .clone()
+                        .unwrap_or_else(|| blob.stored.clone());
+                    uploader.remember(&blob, &descriptor);
                     sent.push(SentLayer {
-                        key,
+                        key: blob.stored.digest.clone(),
                         descriptor,
                         outcome: passed.outcome,
                     });
                 }
-                None => {
-                    let bar = progress.blob(layer.describe(), layer.size());
-                    sent.push(uploader.send(layer, bar).await?);
-                }
+                None => sent.push(uploader.send(&self.streamed.archive, &layer, &blob).await?),
             }
         }
         Ok(sent)

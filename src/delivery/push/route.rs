@@ -9,9 +9,9 @@ use super::by_podman;
 use super::from_containerd;
 use super::from_engine::{self, Pushed, Selection};
 use super::from_store;
+use super::options::LayerCompression;
 use super::stream::Encoding;
 use super::to_registry::RegistryPush;
-use crate::cli::Compression;
 use crate::error::Result;
 use crate::image::engine::{Engine, Found};
 use crate::output::Printer;
@@ -20,7 +20,7 @@ pub(super) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     selection: &Selection<'_>,
-    compression: Compression,
+    compression: LayerCompression,
     printer: &Printer,
 ) -> Result<Pushed> {
     if let Some(daemon) = found.docker_daemon().await {
@@ -32,47 +32,76 @@ pub(super) async fn push(
         // A Docker daemon's store is its own: only its export remains.
         return from_engine::push(plan, found, selection, printer).await;
     }
-    if let Some(content) = found.content_image() {
-        let reason = if selection.image.is_some() || selection.platform.is_some() {
-            "--image and --platform choose inside an export"
-        } else if plan.encoding != Encoding::AsStored && content.has_uncompressed_layers() {
-            "its uncompressed layers are to be compressed"
-        } else {
-            return from_containerd::push(plan, found, content, printer).await;
-        };
-        printer.debug(&format!(
-            "not reading containerd's content store: {reason}; exporting"
-        ));
-    } else if found.engine != Engine::Nerdctl {
-        if selection.image.is_some() || selection.platform.is_some() {
-            printer.debug(
-                "not reading podman's store: --image and --platform choose inside an export",
-            );
-        } else {
-            match found.store_image() {
-                Ok(store) => {
-                    let err = match from_store::push(plan, found, &store, printer).await {
-                        Err(err) => err,
-                        pushed => return pushed,
-                    };
-                    let Some(fault) = from_store::denied(&err) else {
-                        return Err(err);
-                    };
-                    printer.debug(&from_store::left_to_the_export(fault));
-                }
-                Err(reason) if found.engine == Engine::Podman && reason.elsewhere => {
-                    printer.debug(&format!("not reading podman's store: {reason}"));
-                    if let Some(pushed) =
-                        by_podman::push(plan, found, selection, compression, printer).await?
-                    {
-                        return Ok(pushed);
-                    }
-                }
-                Err(reason) => {
-                    printer.debug(&format!("not reading podman's store: {reason}; exporting"));
-                }
-            }
+    let pushed = match found.engine {
+        Engine::Nerdctl => from_content_store(plan, found, selection, printer).await?,
+        // Not a Docker daemon: podman, or docker's CLI talking to podman's Engine API.
+        Engine::Podman | Engine::Docker => {
+            from_podman_store(plan, found, selection, compression, printer).await?
+        }
+    };
+    match pushed {
+        Some(pushed) => Ok(pushed),
+        None => from_engine::push(plan, found, selection, printer).await,
+    }
+}
+
+/// nerdctl's image from containerd's content store; `None`: the export, said with -v.
+async fn from_content_store(
+    plan: &RegistryPush<'_>,
+    found: &Found,
+    selection: &Selection<'_>,
+    printer: &Printer,
+) -> Result<Option<Pushed>> {
+    let Some(content) = found.content_image() else {
+        return Ok(None);
+    };
+    let reason = if selection.chooses() {
+        "--image and --platform choose inside an export"
+    } else if plan.encoding != Encoding::AsStored && content.has_uncompressed_layers() {
+        "its uncompressed layers are to be compressed"
+    } else {
+        return from_containerd::push(plan, found, content, printer)
+            .await
+            .map(Some);
+    };
+    printer.debug(&format!(
+        "not reading containerd's content store: {reason}; exporting"
+    ));
+    Ok(None)
+}
+
+/// podman's store read directly, else podman's own push where its store is elsewhere; `None`:
+/// the export, said with -v.
+async fn from_podman_store(
+    plan: &RegistryPush<'_>,
+    found: &Found,
+    selection: &Selection<'_>,
+    compression: LayerCompression,
+    printer: &Printer,
+) -> Result<Option<Pushed>> {
+    if selection.chooses() {
+        printer.debug("not reading podman's store: --image and --platform choose inside an export");
+        return Ok(None);
+    }
+    match found.store_image() {
+        Ok(store) => {
+            let err = match from_store::push(plan, found, &store, printer).await {
+                Err(err) => err,
+                pushed => return pushed.map(Some),
+            };
+            let Some(fault) = from_store::denied(&err) else {
+                return Err(err);
+            };
+            printer.debug(&from_store::left_to_the_export(fault));
+            Ok(None)
+        }
+        Err(reason) if found.engine == Engine::Podman && reason.elsewhere => {
+            printer.debug(&format!("not reading podman's store: {reason}"));
+            by_podman::push(plan, found, selection, compression, printer).await
+        }
+        Err(reason) => {
+            printer.debug(&format!("not reading podman's store: {reason}; exporting"));
+            Ok(None)
         }
     }
-    from_engine::push(plan, found, selection, printer).await
 }

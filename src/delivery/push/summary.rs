@@ -2,11 +2,11 @@
 
 use serde::Serialize;
 
-use super::layer_upload::Outcome;
-use crate::cli::OutputFormat;
+use super::upload::Outcome;
 use crate::cluster::network::Network;
 use crate::error::Result;
 use crate::image::digest::Digest;
+use crate::output::OutputFormat;
 use crate::output::Printer;
 
 /// Blobs and bytes moved or found already there.

@@ -1,22 +1,23 @@
-//! The registry target: every blob present and verified (HEAD-skip, streamed uploads in
-//! parallel), then the platform manifests, then the tag last: the one commit point.
+//! The registry target for an archive (and what adapts to one: podman's store): every blob
+//! present and verified (HEAD-skip, streamed uploads in parallel, largest first), then the
+//! platform manifests, then the tag last: the one commit point.
 
 use std::collections::HashMap;
+use std::io;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 
 use super::attachments;
-use super::cache::SentBlobs;
-use super::layer_upload::{SentLayer, Uploader, send_small_blob};
-use super::manifest::{index_for, manifest_for};
-use super::progress::Progress;
-use super::stream::Encoding;
+use super::commit::{put_by_digest, tag_last};
+use super::manifest::{Descriptor, index_for, manifest_for};
+use super::progress::BlobProgress;
+use super::stream::{self, Encoding};
 use super::summary::Transfer;
+use super::upload::{Blob, BlobSource, Opened, SentLayer, Uploader};
 use crate::error::{Error, ExitCode, Result};
-use crate::image::archive::{Archive, Image, Layer, PlatformImage, RawBlob};
+use crate::image::archive::{self, Archive, Image, Layer, PlatformImage, RawBlob};
 use crate::image::digest::Digest;
 use crate::image::reference::RegistryHost;
 use crate::image::reference::Target;
@@ -35,132 +36,185 @@ pub(super) struct RegistryPush<'a> {
     pub cache_dir: Option<&'a Path>,
 }
 
-/// Pushes `image` and returns the digest the tag now points to, with what moved.
-pub(super) async fn push(
+impl RegistryPush<'_> {
+    /// A client of the registry that has answered `/v2/`.
+    pub(super) async fn client(&self) -> Result<RegistryClient> {
+        let client = RegistryClient::new(self.host, &self.transport)?;
+        client.ping().await?;
+        Ok(client)
+    }
+
+    pub(super) fn uploader(&self, client: &RegistryClient, printer: &Printer) -> Uploader {
+        let repo = self.target.repository.as_str();
+        Uploader::new(client, repo, self.encoding, self.cache_dir, printer)
+    }
+}
+
+/// What a commit put in the registry.
+pub(super) struct Committed {
+    /// What the tag now names.
+    pub digest: Digest,
+    pub transfer: Transfer,
+    /// Each platform's manifest as sent.
+    pub manifests: Vec<RawBlob>,
+}
+
+/// Pushes `image` of `archive`, its layers read through `source`: the layers, then the
+/// manifests and the tag.
+pub(super) async fn push<S: BlobSource<Item = Layer>>(
     plan: &RegistryPush<'_>,
-    archive: Arc<Archive>,
+    client: &RegistryClient,
+    archive: &Arc<Archive>,
+    source: &S,
     mut image: Image,
     printer: &Printer,
-) -> Result<(Digest, Transfer)> {
-    let client = RegistryClient::new(plan.host, &plan.transport)?;
-    client.ping().await?;
-    let repo = plan.target.repository.as_str();
-    resolve_unknown_digests(&archive, &mut image).await?;
-
-    let progress = Progress::new(printer);
-    let sent_before = Mutex::new(SentBlobs::load_in(plan.cache_dir));
-    let uploader = Uploader {
-        client: &client,
-        repo,
-        archive: &archive,
-        encoding: plan.encoding,
-        sent_before: &sent_before,
-        printer,
-    };
-    let sent: Vec<SentLayer> =
-        futures_util::stream::iter(largest_first(unique_layers(&image)).map(|(label, layer)| {
-            let bar = progress.blob(label, layer.size());
-            uploader.send(layer, bar)
-        }))
-        .buffer_unordered(plan.jobs)
-        .try_collect()
-        .await?;
-    let (digest, transfer, _) = commit(
-        &client,
-        repo,
-        &plan.target.tag,
-        &archive,
-        &image,
-        &sent,
-        printer,
+) -> Result<Committed> {
+    resolve_unknown_digests(archive, &mut image).await?;
+    let uploader = plan.uploader(client, printer);
+    let layers = unique_layers(&image);
+    let total = layers.len();
+    let mut labelled: Vec<(Blob, Layer)> = layers
+        .into_iter()
+        .enumerate()
+        .map(|(i, layer)| {
+            (
+                layer_blob(&uploader, format!("layer {}/{total}", i + 1), &layer),
+                layer,
+            )
+        })
+        .collect();
+    // The longest upload sets the wall time: it should not wait for a free slot.
+    labelled.sort_by_key(|(blob, _)| std::cmp::Reverse(blob.stored.size));
+    let uploader_ref = &uploader;
+    let sent: Vec<SentLayer> = futures_util::stream::iter(
+        labelled
+            .iter()
+            .map(|(blob, layer)| uploader_ref.send(source, layer, blob)),
     )
+    .buffer_unordered(plan.jobs.max(1))
+    .try_collect()
     .await?;
-    Ok((digest, transfer))
+    commit(&uploader, &plan.target.tag, archive, &image, &sent).await
+}
+
+/// A layer of an archive, as the uploader sees it.
+pub(super) fn layer_blob(uploader: &Uploader, label: String, layer: &Layer) -> Blob {
+    Blob {
+        label,
+        record_key: layer.diff_id.clone(),
+        stored: Descriptor::new(
+            layer.media_type_or_default(),
+            layer.stored_digest().clone(),
+            layer.size(),
+        ),
+        encoding: uploader.encoding_for(layer.compression),
+    }
+}
+
+impl BlobSource for Archive {
+    type Item = Layer;
+
+    fn open(&self, layer: &Layer, blob: &Blob, bar: &BlobProgress) -> Result<Opened> {
+        let reader = self
+            .layer_reader(layer)
+            .map_err(|err| reading(layer, err))?;
+        let (body, source_failure) = stream::body(reader, blob.encoding, bar.clone());
+        Ok(Opened {
+            body: body.boxed(),
+            source_failure: Some(source_failure),
+        })
+    }
+
+    /// Corrupt (it does not hash to its digest) or unreadable.
+    fn fault(&self, layer: &Layer, err: io::Error) -> Error {
+        if !archive::is_verification_failure(&err) {
+            return reading(layer, err);
+        }
+        Error::new(
+            ExitCode::Input,
+            format!("{} is corrupt; nothing was tagged", layer.describe()),
+        )
+        .with_source(err)
+        .with_hint(
+            "the archive was damaged after it was written: write it again (docker save, skopeo copy)",
+        )
+    }
+}
+
+fn reading(layer: &Layer, err: io::Error) -> Error {
+    Error::new(
+        ExitCode::Input,
+        format!(
+            "reading {} from {}",
+            layer.describe(),
+            layer.location.archive
+        ),
+    )
+    .with_source(err)
 }
 
 /// Once every layer is in (each recorded as it landed): the configs, the manifests and the tag.
-/// Returns the tagged digest, what moved, and each platform's manifest as sent.
 pub(super) async fn commit(
-    client: &RegistryClient,
-    repo: &str,
+    uploader: &Uploader,
     tag: &str,
     archive: &Archive,
     image: &Image,
     sent: &[SentLayer],
-    printer: &Printer,
-) -> Result<(Digest, Transfer, Vec<RawBlob>)> {
+) -> Result<Committed> {
     let mut transfer = Transfer::default();
     let mut sent_layers = HashMap::new();
     for layer in sent {
         transfer.count(layer.outcome, layer.descriptor.size);
         sent_layers.insert(layer.key.clone(), layer.descriptor.clone());
     }
-
     let mut manifests = Vec::new();
     for platform in &image.platforms {
-        let outcome = send_small_blob(
-            client,
-            printer,
-            repo,
-            &platform.config.digest,
-            &platform.config.bytes,
-        )
-        .await?;
-        transfer.count(outcome, platform.config.size());
+        let config = &platform.config;
+        let outcome = uploader
+            .send_small_blob(&config.digest, &config.bytes)
+            .await?;
+        transfer.count(outcome, config.size());
         manifests.push(manifest_for(archive, platform, &sent_layers)?);
     }
-
-    let digest = put_manifests(client, repo, tag, image, &manifests, printer).await?;
-    Ok((digest, transfer, manifests))
+    let digest = put_manifests(uploader, tag, image, &manifests).await?;
+    Ok(Committed {
+        digest,
+        transfer,
+        manifests,
+    })
 }
 
 /// Each platform's manifest by digest, then the tag: the one platform's manifest, or an index
-/// over them. The tag goes last; it is what makes the push visible.
+/// over them.
 async fn put_manifests(
-    client: &RegistryClient,
-    repo: &str,
+    uploader: &Uploader,
     tag: &str,
     image: &Image,
     manifests: &[RawBlob],
-    printer: &Printer,
 ) -> Result<Digest> {
+    let (client, repo) = (&uploader.client, uploader.repo.as_str());
     // The archive's own index, when every manifest it names goes unchanged: then it is tagged
     // as it is, with the manifests it carries beside its platforms (attestations).
-    let original_index = image
-        .index
-        .as_ref()
-        .filter(|original| **original == index_for(image, manifests));
-    let tagged = match (manifests, original_index) {
-        ([single], None) => single.clone(),
-        _ => {
-            for manifest in manifests {
-                put_by_digest(client, repo, manifest).await?;
-            }
-            if original_index.is_some() {
-                attachments::push(client, printer, repo, &image.attachments).await?;
-            } else if !image.attachments.is_empty() {
-                printer.warn(&format!(
-                    "leaving out the {} manifests attached to the archive's index (attestations, signatures): they describe manifests this push re-encoded",
-                    image.attachments.len()
-                ));
-            }
-            index_for(image, manifests)
+    let index = index_for(image, manifests);
+    let original_index = image.index.as_ref().filter(|original| **original == index);
+    if let ([single], None) = (manifests, original_index) {
+        return tag_last(client, repo, tag, &[], single).await;
+    }
+    if original_index.is_some() {
+        // Attachments name the platform manifests: those go first.
+        for manifest in manifests {
+            put_by_digest(client, repo, manifest).await?;
         }
-    };
-    crate::interrupt::doing(
-        format!("tagging {}/{repo}:{tag}", client.host()),
-        "the tag may or may not have been set",
-    );
-    client
-        .put_manifest(repo, tag, &tagged.media_type, Bytes::from(tagged.bytes))
-        .await
-}
-
-async fn put_by_digest(client: &RegistryClient, repo: &str, manifest: &RawBlob) -> Result<Digest> {
-    let bytes = Bytes::from(manifest.bytes.clone());
-    client
-        .put_manifest(repo, manifest.digest.as_str(), &manifest.media_type, bytes)
-        .await
+        attachments::push(uploader, &image.attachments).await?;
+        return tag_last(client, repo, tag, &[], &index).await;
+    }
+    if !image.attachments.is_empty() {
+        uploader.printer.warn(&format!(
+            "leaving out the {} manifests attached to the archive's index (attestations, signatures): they describe manifests this push re-encoded",
+            image.attachments.len()
+        ));
+    }
+    tag_last(client, repo, tag, manifests, &index).await
 }
 
 /// Layers to send, each once even when several platforms share it.
@@ -175,25 +229,9 @@ pub(super) fn unique_layers(image: &Image) -> Vec<Layer> {
         .collect()
 }
 
-/// Labels layers in manifest order, then starts the biggest first: the longest upload sets
-/// the wall time, so it should not wait for a free slot.
-fn largest_first(layers: Vec<Layer>) -> impl Iterator<Item = (String, Layer)> {
-    let total = layers.len();
-    let mut labelled: Vec<(String, Layer)> = layers
-        .into_iter()
-        .enumerate()
-        .map(|(i, layer)| (format!("layer {}/{total}", i + 1), layer))
-        .collect();
-    labelled.sort_by_key(|(_, layer)| std::cmp::Reverse(layer.size()));
-    labelled.into_iter()
-}
-
 /// Compressed layers of docker archives (jib, crane) are named by diff_id only: hash them first,
 /// so that the registry can be asked whether it has them.
-pub(super) async fn resolve_unknown_digests(
-    archive: &Arc<Archive>,
-    image: &mut Image,
-) -> Result<()> {
+async fn resolve_unknown_digests(archive: &Arc<Archive>, image: &mut Image) -> Result<()> {
     if image
         .platforms
         .iter()

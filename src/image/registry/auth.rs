@@ -237,25 +237,14 @@ impl Auth {
     ) -> Result<String> {
         let host = &transport.host;
         let fetching = || format!("getting an access token for {host} from {realm}");
-        let mut url = Url::parse(realm).map_err(|err| {
+        let url = Url::parse(realm).map_err(|err| {
             Error::new(
                 ExitCode::Registry,
                 format!("{}: the realm is not a URL", fetching()),
             )
             .with_source(err)
         })?;
-        let found = self.credentials(transport).await?;
-        // The cluster's token stands in only when nothing else names this registry, and goes
-        // only to the registry's own realm (OpenShift's `/openshift/token`).
-        let cluster_login = self
-            .cluster_login
-            .as_ref()
-            .filter(|_| found.is_none() && realm_is_on_the_registrys_host(&transport.host, &url));
-        let login_credentials = cluster_login.map(ClusterLogin::credentials);
-        let credentials = match &login_credentials {
-            Some(login) => &Some(login.clone()),
-            None => found,
-        };
+        let credentials = self.credentials_for_realm(transport, &url).await?;
         if credentials.is_some() && !may_send_credentials_to(&url, transport.insecure) {
             return Err(Error::new(
                 ExitCode::Registry,
@@ -268,55 +257,7 @@ impl Auth {
                 "pass --insecure to send them anyway, or have the registry name an https:// realm",
             ));
         }
-        if cluster_login.is_some() {
-            self.cluster_login_sent.store(true, Ordering::Relaxed);
-        }
-        let request = match credentials {
-            Some(Credentials {
-                secret: Secret::IdentityToken(refresh),
-                ..
-            }) => {
-                // OAuth2 refresh grant, as docker does with an identity token.
-                let mut form = Url::parse("form:")
-                    .map_err(|err| Error::new(ExitCode::Registry, fetching()).with_source(err))?;
-                {
-                    let mut pairs = form.query_pairs_mut();
-                    pairs.append_pair("grant_type", "refresh_token");
-                    pairs.append_pair("refresh_token", refresh);
-                    pairs.append_pair("client_id", "kubectl-registry");
-                    if let Some(service) = service {
-                        pairs.append_pair("service", service);
-                    }
-                    if !scope.0.is_empty() {
-                        pairs.append_pair("scope", &scope.0.join(" "));
-                    }
-                }
-                transport
-                    .http
-                    .post(url)
-                    .header("Content-Type", "application/x-www-form-urlencoded")
-                    .body(form.query().unwrap_or_default().to_string())
-            }
-            other => {
-                {
-                    let mut pairs = url.query_pairs_mut();
-                    if let Some(service) = service {
-                        pairs.append_pair("service", service);
-                    }
-                    for one in &scope.0 {
-                        pairs.append_pair("scope", one);
-                    }
-                }
-                let request = transport.http.get(url);
-                match other {
-                    Some(Credentials {
-                        secret: Secret::Basic { username, password },
-                        ..
-                    }) => request.header("Authorization", basic_header(username, password)),
-                    _ => request,
-                }
-            }
-        };
+        let request = token_request(transport, url, credentials.as_ref(), service, scope)?;
         let response = request.send().await.map_err(|err| {
             Error::new(ExitCode::Registry, fetching())
                 .with_source(explain_send_error(transport, err))
@@ -330,27 +271,106 @@ impl Auth {
             return Err(Error::new(ExitCode::Registry, fetching())
                 .with_source(RegistryResponse::read(response, wait).await));
         }
-        let body = read_capped(response, TOKEN_BODY_LIMIT)
-            .await
-            .map_err(|err| Error::new(ExitCode::Registry, fetching()).with_source(err))?;
-        let answer: TokenAnswer = serde_json::from_slice(&body).map_err(|err| {
+        read_token(response, &fetching()).await
+    }
+
+    /// What to present to `realm`: what names this registry, else the cluster's token, which
+    /// stands in only when nothing else does and goes only to the registry's own realm
+    /// (OpenShift's `/openshift/token`).
+    async fn credentials_for_realm(
+        &self,
+        transport: &Transport,
+        realm: &Url,
+    ) -> Result<Option<Credentials>> {
+        let found = self.credentials(transport).await?;
+        let cluster_login = self
+            .cluster_login
+            .as_ref()
+            .filter(|_| found.is_none() && realm_is_on_the_registrys_host(&transport.host, realm));
+        let Some(login) = cluster_login else {
+            return Ok(found.clone());
+        };
+        self.cluster_login_sent.store(true, Ordering::Relaxed);
+        Ok(Some(login.credentials()))
+    }
+}
+
+/// The token request: an OAuth2 refresh grant for an identity token, as docker sends it; else a
+/// GET, with Basic credentials when we have them.
+fn token_request(
+    transport: &Transport,
+    mut url: Url,
+    credentials: Option<&Credentials>,
+    service: Option<&str>,
+    scope: &Scope,
+) -> Result<reqwest::RequestBuilder> {
+    if let Some(Credentials {
+        secret: Secret::IdentityToken(refresh),
+        ..
+    }) = credentials
+    {
+        let mut form = Url::parse("form:").map_err(|err| {
+            Error::new(ExitCode::Failure, "encoding the token request").with_source(err)
+        })?;
+        {
+            let mut pairs = form.query_pairs_mut();
+            pairs.append_pair("grant_type", "refresh_token");
+            pairs.append_pair("refresh_token", refresh);
+            pairs.append_pair("client_id", "kubectl-registry");
+            if let Some(service) = service {
+                pairs.append_pair("service", service);
+            }
+            if !scope.0.is_empty() {
+                pairs.append_pair("scope", &scope.0.join(" "));
+            }
+        }
+        return Ok(transport
+            .http
+            .post(url)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(form.query().unwrap_or_default().to_string()));
+    }
+    {
+        let mut pairs = url.query_pairs_mut();
+        if let Some(service) = service {
+            pairs.append_pair("service", service);
+        }
+        for one in &scope.0 {
+            pairs.append_pair("scope", one);
+        }
+    }
+    let request = transport.http.get(url);
+    Ok(match credentials {
+        Some(Credentials {
+            secret: Secret::Basic { username, password },
+            ..
+        }) => request.header("Authorization", basic_header(username, password)),
+        _ => request,
+    })
+}
+
+/// The token in a realm's answer (`token`, or OAuth2's `access_token`), read within a cap.
+async fn read_token(response: reqwest::Response, fetching: &str) -> Result<String> {
+    let body = read_capped(response, TOKEN_BODY_LIMIT)
+        .await
+        .map_err(|err| Error::new(ExitCode::Registry, fetching).with_source(err))?;
+    let answer: TokenAnswer = serde_json::from_slice(&body).map_err(|err| {
+        Error::new(
+            ExitCode::Registry,
+            format!("{fetching}: the answer is not a token"),
+        )
+        .with_source(err)
+    })?;
+    answer
+        .token
+        .or(answer.access_token)
+        .filter(|token| !token.is_empty())
+        .ok_or_else(|| {
             Error::new(
                 ExitCode::Registry,
-                format!("{}: the answer is not a token", fetching()),
+                format!("{fetching}: the answer holds no token"),
             )
-            .with_source(err)
-        })?;
-        answer
-            .token
-            .or(answer.access_token)
-            .filter(|token| !token.is_empty())
-            .ok_or_else(|| {
-                Error::new(
-                    ExitCode::Registry,
-                    format!("{}: the answer holds no token", fetching()),
-                )
-            })
-    }
+        })
 }
 
 /// Credentials go to a token realm over HTTPS, or over plain HTTP only on this machine (or

@@ -4,6 +4,7 @@
 
 use reqwest::{NoProxy, Proxy, Url};
 
+use crate::environment::{ALL_PROXY, HTTP_PROXY, HTTPS_PROXY, NO_PROXY};
 use crate::image::reference::is_loopback_url;
 
 /// `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and `NO_PROXY` (or their lowercase forms), as read at start.
@@ -26,10 +27,10 @@ impl Proxies {
         };
         let url = |upper: &str| variable(upper).and_then(|value| Url::parse(value.trim()).ok());
         Self {
-            https: url("HTTPS_PROXY"),
-            http: url("HTTP_PROXY"),
-            all: url("ALL_PROXY"),
-            no_proxy: variable("NO_PROXY"),
+            https: url(HTTPS_PROXY),
+            http: url(HTTP_PROXY),
+            all: url(ALL_PROXY),
+            no_proxy: variable(NO_PROXY),
         }
     }
 

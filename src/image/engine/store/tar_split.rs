@@ -80,8 +80,6 @@ pub struct LayerReader {
     diff_id: Digest,
     size: u64,
     verified: bool,
-    /// The store's failure, once one was returned: whoever the error passed through, it is ours.
-    failed: Option<StoreFault>,
 }
 
 enum Current {
@@ -118,7 +116,6 @@ impl LayerReader {
             diff_id,
             size,
             verified: false,
-            failed: None,
         })
     }
 
@@ -266,22 +263,9 @@ fn raw_path(bytes: Vec<u8>) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-impl LayerReader {
-    /// What went wrong reading the store, if something did.
-    pub(crate) fn failure(&self) -> Option<&StoreFault> {
-        self.failed.as_ref()
-    }
-}
-
 impl Read for LayerReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let read = self.read_replayed(buf);
-        if let Err(err) = &read
-            && let Some(fault) = store_fault(err)
-        {
-            self.failed = Some(fault.clone());
-        }
-        read
+        self.read_replayed(buf)
     }
 }
 

@@ -1,0 +1,93 @@
+//! The manifests of a push, once every blob they name is in: the children by digest, then the
+//! tag, last: the one commit point, whatever the source.
+
+use bytes::Bytes;
+
+use crate::error::Result;
+use crate::image::archive::RawBlob;
+use crate::image::digest::Digest;
+use crate::image::engine::ContentManifest;
+use crate::image::registry::{FetchedManifest, RegistryClient};
+
+/// A manifest as a source holds it: built by us (`RawBlob`), containerd's own bytes, or what
+/// an engine's own push left in the registry.
+pub(super) trait Manifest {
+    fn media_type(&self) -> &str;
+    fn digest(&self) -> &Digest;
+    fn bytes(&self) -> Bytes;
+}
+
+impl Manifest for RawBlob {
+    fn media_type(&self) -> &str {
+        &self.media_type
+    }
+    fn digest(&self) -> &Digest {
+        &self.digest
+    }
+    fn bytes(&self) -> Bytes {
+        Bytes::from(self.bytes.clone())
+    }
+}
+
+impl Manifest for FetchedManifest {
+    fn media_type(&self) -> &str {
+        &self.media_type
+    }
+    fn digest(&self) -> &Digest {
+        &self.digest
+    }
+    fn bytes(&self) -> Bytes {
+        self.bytes.clone()
+    }
+}
+
+impl Manifest for ContentManifest {
+    fn media_type(&self) -> &str {
+        &self.media_type
+    }
+    fn digest(&self) -> &Digest {
+        &self.digest
+    }
+    fn bytes(&self) -> Bytes {
+        self.bytes.clone()
+    }
+}
+
+/// PUTs each of `children` by its digest, then `tagged` under `tag`; returns the tagged digest.
+pub(super) async fn tag_last<M: Manifest>(
+    client: &RegistryClient,
+    repo: &str,
+    tag: &str,
+    children: &[M],
+    tagged: &M,
+) -> Result<Digest> {
+    for child in children {
+        put_by_digest(client, repo, child).await?;
+    }
+    crate::interrupt::doing(
+        format!("tagging {}/{repo}:{tag}", client.host()),
+        "the tag may or may not have been set",
+    );
+    put(client, repo, tag, tagged).await
+}
+
+/// A manifest that a later one names (a platform's, an attachment's), under its digest.
+pub(super) async fn put_by_digest(
+    client: &RegistryClient,
+    repo: &str,
+    manifest: &impl Manifest,
+) -> Result<Digest> {
+    put(client, repo, manifest.digest().as_str(), manifest).await
+}
+
+async fn put(
+    client: &RegistryClient,
+    repo: &str,
+    reference: &str,
+    manifest: &impl Manifest,
+) -> Result<Digest> {
+    let media_type = manifest.media_type();
+    client
+        .put_manifest(repo, reference, media_type, manifest.bytes())
+        .await
+}

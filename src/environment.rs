@@ -94,7 +94,7 @@ variables! {
     XDG_CACHE_HOME = "XDG_CACHE_HOME", default "`~/.cache`":
         "the cache directory's parent";
     STALL_TIMEOUT = "KUBECTL_REGISTRY_STALL_TIMEOUT", default "120":
-        "seconds: a blob upload, its retries included, ends when none of its bytes moved for this long; so does an engine's export (`push NAME`), whose engine is then stopped";
+        "seconds: a blob upload, its retries included, ends when none of its bytes moved for this long; so does an engine's export (`push NAME`), whose engine is then stopped; podman's own push (where its store is elsewhere) has ten times it to finish";
     REQUEST_TIMEOUT = "KUBECTL_REGISTRY_REQUEST_TIMEOUT", default "30":
         "seconds: a request without a streamed body (the first `GET /v2/`, a HEAD, a token, a manifest) waits this long for its answer; so does an engine's `image inspect`";
     ATTEMPTS = "KUBECTL_REGISTRY_ATTEMPTS", default "5":
@@ -104,7 +104,7 @@ variables! {
     HELPER_TIMEOUT = "KUBECTL_REGISTRY_HELPER_TIMEOUT", default "30":
         "seconds: a credential helper (`docker-credential-*`) or exec credential plugin run";
     NODE_TIMEOUT = "KUBECTL_REGISTRY_NODE_TIMEOUT", default "60":
-        "seconds: a node command: listing the nodes (`kind get nodes`, `k3d node list`), each `ctr` asked of a node (`docker exec NODE ctr ...`, `minikube ssh -n NODE -- sudo ctr ...` or `-- docker ...`, `microk8s ctr ...`), removing images in `prune`; an import streamed into a node may take no byte for this long, and once the archive is in has ten times it to finish (unpacking). A command past its bound is stopped and named";
+        "seconds: a node command: listing the nodes (`kind get nodes`, `k3d node list`), each `ctr` asked of a node (`docker exec NODE ctr ...`, `minikube ssh -n NODE -- sudo ctr ...` or `-- docker ...`, `microk8s ctr ...`), removing images in `prune`; an import streamed into a node may take no byte for this long, and once the archive is in has ten times it to finish (unpacking); a product's whole-archive load (`kind load image-archive`, `minikube image load`, a `--load-command`) may print nothing for ten times it. A command past its bound is stopped and named";
 }
 
 /// Every name a variable is read under: what a clean environment removes.

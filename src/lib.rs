@@ -11,6 +11,7 @@ pub mod image;
 pub mod interrupt;
 pub mod limits;
 pub mod output;
+pub mod process;
 pub mod settings;
 
 use cli::{Cli, Command};

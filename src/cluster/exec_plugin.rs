@@ -3,14 +3,14 @@
 //! the API client as a token or a client certificate.
 
 use std::io::IsTerminal;
-use std::process::Stdio;
 use std::time::Duration;
 
 use base64::Engine as _;
 use kube::config::{AuthInfo, ExecConfig, ExecInteractiveMode};
 use secrecy::SecretString;
 use serde::Deserialize;
-use tokio::io::AsyncReadExt;
+
+use crate::process::{Argv, Bound, Out, ProcessError, Run, Stdin};
 
 /// How long a plugin that cannot be talking to a person may take: as long as an API read.
 pub const UNATTENDED_BOUND: Duration = Duration::from_secs(15);
@@ -19,7 +19,7 @@ pub const UNATTENDED_BOUND: Duration = Duration::from_secs(15);
 pub const ATTENDED_BOUND: Duration = Duration::from_secs(300);
 
 /// The most of a plugin's stdout or stderr we read: an ExecCredential is a few KiB.
-const OUTPUT_LIMIT: u64 = 1 << 20;
+const OUTPUT_LIMIT: usize = 1 << 20;
 
 /// Why the plugin gave no credentials.
 #[derive(Debug)]
@@ -81,20 +81,24 @@ fn attended(exec: &ExecConfig) -> bool {
 async fn run(exec: &ExecConfig) -> Result<Status, PluginFailure> {
     let command = exec.command.clone().unwrap_or_default();
     let attended = attended(exec);
-    let mut cmd = tokio::process::Command::new(&command);
-    cmd.args(exec.args.iter().flatten())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true);
+    let argv = Argv::of(&command, exec.args.iter().flatten());
+    let bound = if attended {
+        ATTENDED_BOUND
+    } else {
+        UNATTENDED_BOUND
+    };
+    let mut run = Run::new(&argv, Bound::Within(bound)).stdout(Out::Keep { cap: OUTPUT_LIMIT });
     for pair in exec.env.iter().flatten() {
         if let (Some(name), Some(value)) = (pair.get("name"), pair.get("value")) {
-            cmd.env(name, value);
+            run = run.env(name, value);
         }
     }
-    if attended {
-        cmd.stdin(Stdio::inherit()).stderr(Stdio::inherit());
+    run = if attended {
+        run.stdin(Stdin::Inherit).stderr(Out::Inherit)
     } else {
-        cmd.stdin(Stdio::null()).stderr(Stdio::piped());
-    }
+        run.stdin(Stdin::Null)
+            .stderr(Out::Keep { cap: OUTPUT_LIMIT })
+    };
     let mut spec = serde_json::json!({"interactive": attended});
     if exec.provide_cluster_info
         && let Some(cluster) = &exec.cluster
@@ -107,35 +111,26 @@ async fn run(exec: &ExecConfig) -> Result<Status, PluginFailure> {
         "kind": "ExecCredential",
         "spec": spec,
     });
-    cmd.env("KUBERNETES_EXEC_INFO", info.to_string());
+    run = run.env("KUBERNETES_EXEC_INFO", info.to_string());
     for name in exec.drop_env.iter().flatten() {
-        cmd.env_remove(name);
+        run = run.env_remove(name);
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|err| PluginFailure::Start(command.clone(), err))?;
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let answered = async move {
-        let (stdout, stderr) = tokio::join!(read_up_to(stdout), read_up_to(stderr));
-        let status = child.wait().await;
-        (status, stdout, stderr)
-    };
-    let bound = if attended {
-        ATTENDED_BOUND
-    } else {
-        UNATTENDED_BOUND
-    };
-    // Dropping the unfinished wait kills the plugin (kill_on_drop).
-    let (status, stdout, stderr) = tokio::time::timeout(bound, answered)
-        .await
-        .map_err(|_| PluginFailure::Hung(command.clone(), bound))?;
-    let status = status.map_err(|err| PluginFailure::Start(command.clone(), err))?;
-    if !status.success() {
+    let output = run.output().await.map_err(|err| match err {
+        ProcessError::NotFound { source, .. } | ProcessError::Start { source, .. } => {
+            PluginFailure::Start(command.clone(), source)
+        }
+        ProcessError::TimedOut { .. } | ProcessError::LeftOpen { .. } => {
+            PluginFailure::Hung(command.clone(), bound)
+        }
+        err => PluginFailure::Start(command.clone(), std::io::Error::other(err)),
+    })?;
+    if !output.status.success() {
         return Err(PluginFailure::Failed(
-            status,
-            String::from_utf8_lossy(&stderr).trim().to_string(),
+            output.status,
+            output.stderr_text().trim().to_string(),
         ));
     }
+    let stdout = output.stdout;
     let answer: ExecCredential = serde_json::from_slice(&stdout).map_err(|err| {
         PluginFailure::BadAnswer(
             command.clone(),
@@ -145,12 +140,4 @@ async fn run(exec: &ExecConfig) -> Result<Status, PluginFailure> {
     answer
         .status
         .ok_or_else(|| PluginFailure::BadAnswer(command, "its ExecCredential has no status".into()))
-}
-
-async fn read_up_to(stream: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    if let Some(stream) = stream {
-        let _ = stream.take(OUTPUT_LIMIT).read_to_end(&mut bytes).await;
-    }
-    bytes
 }

@@ -10,19 +10,19 @@ mod plan;
 mod product_plan;
 mod survey;
 
-use std::collections::VecDeque;
 use std::fmt;
-use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::cluster::hosting::{HOSTING_CONFIGMAP, KEP_URL};
 use crate::cluster::product::{Product, ProductKind};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
+use crate::limits::NODE_TIMEOUT_ENV;
 use crate::output::Printer;
+use crate::process::{Argv, Bound, Out, Output, ProcessError, Run};
 
 pub use deliver::{Delivered, Delivery, NodeReport, deliver};
 pub use exec::run_tool;
@@ -31,23 +31,20 @@ pub use images::{
     node_images, node_names, remove as remove_node_images,
 };
 pub use nodes::NodeCluster;
-pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadCommand, LoadPlan, PlanSource};
+pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadPlan, PlanSource};
 pub use survey::{NodeHoldings, NodeSurvey, survey};
 
-/// Lines of a failed command's output kept for the error.
-const TAIL_LINES: usize = 20;
-/// Longer lines are cut: a tool printing megabytes without a newline must not grow our memory.
-const MAX_LINE_BYTES: usize = 2048;
-
 /// Runs the plan: its output is captured (never on our stdout), a spinner shows at a terminal,
-/// and on success one status line on stderr says what was done.
-pub async fn run(plan: &LoadPlan, printer: &Printer) -> Result<()> {
+/// and on success one status line on stderr says what was done. `bound` is the node bound: the
+/// product's CLI is stopped when it prints nothing for `FINISH_FACTOR` times it.
+pub async fn run(plan: &LoadPlan, bound: Duration, printer: &Printer) -> Result<()> {
     let progress = Progress::start(printer, format!("loading the image into {}", plan.target()));
     let watch = plan.fallback().map(|f| f.when_output_contains);
+    let quiet = bound * exec::FINISH_FACTOR;
     let mut ran = plan.command();
-    let mut finished = execute(plan, ran, watch, &progress, printer).await?;
+    let mut finished = execute(plan, ran, watch, quiet, &progress, printer).await?;
     if let Some(fallback) = plan.fallback()
-        && !finished.status.success()
+        && !finished.output.status.success()
         && finished.saw_watched_text
     {
         progress.note(
@@ -58,11 +55,11 @@ pub async fn run(plan: &LoadPlan, printer: &Printer) -> Result<()> {
             ),
         );
         ran = &fallback.command;
-        finished = execute(plan, ran, None, &progress, printer).await?;
+        finished = execute(plan, ran, None, quiet, &progress, printer).await?;
     }
     drop(progress);
-    if !finished.status.success() {
-        return Err(failed(plan, ran, finished));
+    if !finished.output.status.success() {
+        return Err(failed(plan, ran, &finished.output));
     }
     printer.status(&format!(
         "loaded the image into {} with `{ran}`",
@@ -71,124 +68,42 @@ pub async fn run(plan: &LoadPlan, printer: &Printer) -> Result<()> {
     Ok(())
 }
 
-/// How a command ended, with the ends of what it printed.
+/// How a command ended, with the last lines of what it printed.
 struct Finished {
-    status: ExitStatus,
-    stdout: Tail,
-    stderr: Tail,
+    output: Output,
     saw_watched_text: bool,
 }
 
 async fn execute(
     plan: &LoadPlan,
-    command: &LoadCommand,
+    command: &Argv,
     watch: Option<&str>,
+    quiet: Duration,
     progress: &Progress,
     printer: &Printer,
 ) -> Result<Finished> {
-    let mut child = tokio::process::Command::new(command.program())
-        .args(command.args())
-        .envs(plan.env().iter().map(|(key, value)| (key, value)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|err| not_started(plan, command, err))?;
+    let mut run = Run::new(command, Bound::Quiet(quiet))
+        .stdout(Out::Lines)
+        .stderr(Out::Lines);
+    for (key, value) in plan.env() {
+        run = run.env(key, value);
+    }
     let program = command.program().to_string_lossy();
-    let on_line = |line: &str| progress.show_line(printer, &program, line);
-    let (stdout, stderr, status) = tokio::join!(
-        drain(child.stdout.take(), watch, &on_line),
-        drain(child.stderr.take(), watch, &on_line),
-        child.wait(),
-    );
-    let reading = |err: std::io::Error| {
-        Error::new(ExitCode::Load, format!("running `{command}`")).with_source(err)
+    let saw_watched_text = AtomicBool::new(false);
+    let on_line = |line: &str| {
+        if watch.is_some_and(|text| line.contains(text)) {
+            saw_watched_text.store(true, Ordering::Relaxed);
+        }
+        progress.show_line(printer, &program, line);
     };
-    let (stdout, stderr, status) = (
-        stdout.map_err(reading)?,
-        stderr.map_err(reading)?,
-        status.map_err(reading)?,
-    );
+    let output = run
+        .output_lines(&on_line)
+        .await
+        .map_err(|err| not_run(plan, command, err))?;
     Ok(Finished {
-        status,
-        saw_watched_text: stdout.saw_watched_text || stderr.saw_watched_text,
-        stdout,
-        stderr,
+        output,
+        saw_watched_text: saw_watched_text.into_inner(),
     })
-}
-
-/// Reads a child's pipe to its end, keeping only its last lines.
-async fn drain(
-    pipe: Option<impl AsyncRead + Unpin>,
-    watch: Option<&str>,
-    on_line: &impl Fn(&str),
-) -> std::io::Result<Tail> {
-    let mut tail = Tail::new(watch);
-    let Some(mut pipe) = pipe else {
-        return Ok(tail);
-    };
-    let mut buf = [0u8; 8192];
-    loop {
-        let read = pipe.read(&mut buf).await?;
-        if read == 0 {
-            break;
-        }
-        tail.push(&buf[..read], on_line);
-    }
-    tail.end_line(on_line);
-    Ok(tail)
-}
-
-/// The last lines of a stream, each cut to a bounded length; notes whether a watched text passed.
-#[derive(Debug, Default)]
-struct Tail {
-    lines: VecDeque<String>,
-    partial: Vec<u8>,
-    watch: Option<String>,
-    saw_watched_text: bool,
-}
-
-impl Tail {
-    fn new(watch: Option<&str>) -> Self {
-        Self {
-            watch: watch.map(str::to_string),
-            ..Self::default()
-        }
-    }
-
-    /// Progress bars redraw with `\r`, so it ends a line too.
-    fn push(&mut self, bytes: &[u8], on_line: &impl Fn(&str)) {
-        for &byte in bytes {
-            if byte == b'\n' || byte == b'\r' {
-                self.end_line(on_line);
-            } else if self.partial.len() < MAX_LINE_BYTES {
-                self.partial.push(byte);
-            }
-        }
-    }
-
-    fn end_line(&mut self, on_line: &impl Fn(&str)) {
-        let line = String::from_utf8_lossy(&self.partial)
-            .trim_end()
-            .to_string();
-        self.partial.clear();
-        if line.is_empty() {
-            return;
-        }
-        if self
-            .watch
-            .as_deref()
-            .is_some_and(|text| line.contains(text))
-        {
-            self.saw_watched_text = true;
-        }
-        on_line(&line);
-        self.lines.push_back(line);
-        if self.lines.len() > TAIL_LINES {
-            self.lines.pop_front();
-        }
-    }
 }
 
 /// A spinner at a terminal naming what runs, with the command's latest line; `-v` echoes every line.
@@ -238,12 +153,11 @@ impl Drop for Progress {
     }
 }
 
-/// The command could not be started: most often, it is not installed.
-fn not_started(plan: &LoadPlan, command: &LoadCommand, err: std::io::Error) -> Error {
+/// The command could not be started (most often, it is not installed), or was stopped.
+fn not_run(plan: &LoadPlan, command: &Argv, err: ProcessError) -> Error {
     let program = command.program().to_string_lossy();
-    let missing = err.kind() == std::io::ErrorKind::NotFound;
-    match plan.source() {
-        PlanSource::Product(product) if missing => {
+    match (plan.source(), err) {
+        (PlanSource::Product(product), ProcessError::NotFound { source, .. }) => {
             let mut error = Error::new(
                 ExitCode::Load,
                 format!(
@@ -251,47 +165,56 @@ fn not_started(plan: &LoadPlan, command: &LoadCommand, err: std::io::Error) -> E
                     plan.target()
                 ),
             )
-            .with_source(err);
+            .with_source(source);
             if let Some(cli) = product.loader_cli() {
                 error = error.with_hint(format!("install {program}: {}", cli.install_url));
             }
             product_hints(error, product)
         }
-        PlanSource::LoadCommandFlag if missing => Error::new(
+        (PlanSource::LoadCommandFlag, ProcessError::NotFound { source, .. }) => Error::new(
             ExitCode::Load,
             format!("running your --load-command `{command}`: `{program}` was not found"),
         )
-        .with_source(err)
+        .with_source(source)
         .with_hint("name a program on PATH, or give its path"),
-        _ => Error::new(
+        (_, ProcessError::Start { source, .. }) => Error::new(
             ExitCode::Load,
             format!(
                 "loading the image into {}: could not start `{command}`",
                 plan.target()
             ),
         )
-        .with_source(err),
+        .with_source(source),
+        (_, err @ (ProcessError::Silent { .. } | ProcessError::LeftOpen { .. })) => Error::new(
+            ExitCode::Load,
+            format!("loading the image into {}", plan.target()),
+        )
+        .with_source(err)
+        .with_hint(format!(
+            "run `{command}` yourself to see what it waits for; {NODE_TIMEOUT_ENV} sets the bound (it may print nothing for ten times it)"
+        )),
+        (_, err) => Error::new(ExitCode::Load, format!("running `{command}`")).with_source(err),
     }
 }
 
 /// The command ran and failed: its exit status, and the end of what it said.
-fn failed(plan: &LoadPlan, command: &LoadCommand, finished: Finished) -> Error {
-    let said = if finished.stderr.lines.is_empty() {
-        finished.stdout.lines
+fn failed(plan: &LoadPlan, command: &Argv, output: &Output) -> Error {
+    let said = if output.stderr.is_empty() {
+        output.stdout_text()
     } else {
-        finished.stderr.lines
+        output.stderr_text()
     };
     let error = Error::new(
         ExitCode::Load,
         format!(
             "loading the image into {}: `{command}` failed ({})",
             plan.target(),
-            finished.status
+            output.status
         ),
     )
     .with_source(ToolOutput {
         program: command.program().to_string_lossy().into_owned(),
-        lines: said.into(),
+        lines: said.lines().map(str::to_string).collect(),
     });
     match plan.source() {
         PlanSource::Product(product) => product_hints(error, product),
@@ -399,24 +322,6 @@ pub fn node_load_tag(tag: &str, image_id: &Digest) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tail_keeps_the_last_lines_cut_to_length_and_sees_watched_text() {
-        let seen = std::cell::RefCell::new(Vec::new());
-        let on_line = |line: &str| seen.borrow_mut().push(line.to_string());
-        let mut tail = Tail::new(Some("not valid"));
-        tail.push(b"'images' is not valid\r\n", &on_line);
-        for i in 0..30 {
-            tail.push(format!("line {i}\n").as_bytes(), &on_line);
-        }
-        tail.push(&vec![b'x'; MAX_LINE_BYTES * 3], &on_line);
-        tail.end_line(&on_line);
-        assert!(tail.saw_watched_text);
-        assert_eq!(tail.lines.len(), TAIL_LINES);
-        assert_eq!(tail.lines[0], "line 11");
-        assert_eq!(tail.lines[TAIL_LINES - 1].len(), MAX_LINE_BYTES);
-        assert_eq!(seen.borrow().len(), 32);
-    }
 
     #[test]
     fn node_load_tag_appends_the_image_id_and_stays_a_valid_tag() {

@@ -117,6 +117,7 @@ impl Found {
             destination,
             how,
             &self.big_files_dir,
+            self.limits.stall_timeout,
         )
         .await
     }

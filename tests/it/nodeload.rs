@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use crate::support::containerd::Containerd;
 use crate::support::standins::StandIns;
@@ -11,6 +12,7 @@ use kubectl_registry::cluster::kubeconfig::KubeconfigFacts;
 use kubectl_registry::cluster::product::{self, Product, ProductKind};
 use kubectl_registry::delivery::nodeload::{self, LoadPlan};
 use kubectl_registry::error::{Error, ExitCode};
+use kubectl_registry::limits::Limits;
 use kubectl_registry::output::Printer;
 use sha2::{Digest as _, Sha256};
 
@@ -71,7 +73,12 @@ impl Bench {
 }
 
 async fn run(plan: &LoadPlan) -> Result<(), Error> {
-    nodeload::run(plan, &Printer::new(0, false, false)).await
+    nodeload::run(
+        plan,
+        Limits::default().node_timeout,
+        &Printer::new(0, false, false),
+    )
+    .await
 }
 
 /// Writes a one-layer OCI layout by hand, then has the real skopeo write the single-platform
@@ -340,6 +347,34 @@ async fn a_detected_kind_cluster_gets_its_name_from_the_node() {
 }
 
 #[tokio::test]
+async fn a_load_that_goes_silent_is_stopped_and_named() {
+    let bench = Bench::new();
+    bench.standins.go_silent("kind", "loading...");
+    let plan = bench.plan(ProductKind::Kind, Some("dev"));
+    // A node bound of 0.1s: the load may say nothing for ten times it.
+    let err = nodeload::run(
+        &plan,
+        Duration::from_millis(100),
+        &Printer::new(0, false, false),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.exit_code(), ExitCode::Load);
+    assert_eq!(err.message(), "loading the image into kind cluster \"dev\"");
+    assert_eq!(
+        err.causes(),
+        [format!(
+            "`kind load image-archive {} --name dev` printed nothing for 1s; it was stopped",
+            bench.archive_arg()
+        )]
+    );
+    assert!(err.hints()[0].ends_with(
+        "KUBECTL_REGISTRY_NODE_TIMEOUT sets the bound (it may print nothing for ten times it)"
+    ));
+    bench.assert_not_loaded();
+}
+
+#[tokio::test]
 async fn a_missing_cli_is_named_with_where_to_get_it_and_the_registry_way() {
     let bench = Bench::new();
     bench.standins.remove("kind");
@@ -500,7 +535,11 @@ fn the_clis_output_never_reaches_our_stdout() {
         .with_env("PATH", path);
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime
-            .block_on(nodeload::run(&plan, &Printer::new(1, false, false)))
+            .block_on(nodeload::run(
+                &plan,
+                Limits::default().node_timeout,
+                &Printer::new(1, false, false),
+            ))
             .unwrap();
         return;
     }

@@ -89,6 +89,14 @@ impl StandIns {
         self.write(program, &body);
     }
 
+    /// Makes `program` print `says` on stdout, then nothing more, without end.
+    pub(crate) fn go_silent(&self, program: &str, says: &str) {
+        self.write(
+            program,
+            &format!("printf '%s\\n' {}\nexec tail -f /dev/null\n", quote(says)),
+        );
+    }
+
     /// Takes `program` off PATH.
     pub(crate) fn remove(&self, program: &str) {
         std::fs::remove_file(self.bin_dir().join(program)).expect("removing a stand-in");

@@ -2,8 +2,9 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
+
+use crate::process::{Argv, Bound, Out, Run};
 
 /// A loader that hangs must not hold the report.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
@@ -33,20 +34,13 @@ fn is_executable(path: &Path) -> bool {
 
 /// The first line the loader prints for its version; `None` when it fails, hangs or says nothing.
 pub(super) async fn version(path: &Path, version_args: &[&str]) -> Option<String> {
-    let run = tokio::process::Command::new(path)
-        .args(version_args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(VERSION_TIMEOUT, run)
+    let argv = Argv::of(path, version_args);
+    let output = Run::new(&argv, Bound::Within(VERSION_TIMEOUT))
+        .stderr(Out::Null)
+        .succeed()
         .await
-        .ok()?
         .ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = output.stdout_text();
     let line = text.lines().map(str::trim).find(|line| !line.is_empty())?;
     // Printed text from another program: no control characters reach the terminal.
     Some(line.chars().filter(|c| !c.is_control()).collect())

@@ -10,9 +10,10 @@ use serde::Serialize;
 
 use crate::cluster::hosting::LocalRegistry;
 use crate::commands::ls::table::human_size;
-use crate::delivery::nodeload::{LoadCommand, run_tool};
+use crate::delivery::nodeload::run_tool;
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
+use crate::process::Argv;
 
 /// Where the registry image keeps its config and its storage.
 const CONFIG: &str = "/etc/docker/registry/config.yml";
@@ -155,7 +156,7 @@ pub(super) async fn collect(
         )
         .with_source(why)
     })?;
-    let restart = LoadCommand::new(ENGINE, ["restart", container.as_str()].map(OsString::from));
+    let restart = Argv::new(ENGINE, ["restart", container.as_str()].map(OsString::from));
     let restarted = match run_tool(&restart, SHORT_TIMEOUT).await {
         Ok(_) => true,
         Err(why) => {
@@ -175,9 +176,9 @@ pub(super) async fn collect(
     })
 }
 
-fn exec(container: &str, args: &[&str]) -> LoadCommand {
+fn exec(container: &str, args: &[&str]) -> Argv {
     let argv = ["exec", container].into_iter().chain(args.iter().copied());
-    LoadCommand::new(ENGINE, argv.map(OsString::from))
+    Argv::new(ENGINE, argv.map(OsString::from))
 }
 
 /// `du -sk` of the registry's storage in its container, in bytes.

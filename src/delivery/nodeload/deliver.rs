@@ -10,13 +10,14 @@ use futures_util::future::join_all;
 
 use super::Progress;
 use super::check::image_ready;
-use super::exec::{self, Failure, Succeeded};
+use super::exec::{self, Failure};
 use super::nodes::NodeCluster;
 use super::survey::NodeHoldings;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{Archive, ArchiveError, PlatformImage, containerd_name};
 use crate::image::digest::Digest;
 use crate::output::Printer;
+use crate::process::{Output, printable};
 
 /// The image to deliver, with every layer digest resolved.
 pub struct Delivery<'a> {
@@ -130,7 +131,7 @@ async fn import_and_check(
     leave_out: BTreeSet<Digest>,
     progress: &Progress,
     printer: &Printer,
-) -> Result<Result<Succeeded, Failure>> {
+) -> Result<Result<Output, Failure>> {
     let mut args = vec!["images", "import", "--all-platforms", "--digests"];
     let snapshotter = holdings
         .snapshotter
@@ -152,11 +153,11 @@ async fn import_and_check(
         Err(why) => return Ok(Err(why)),
     };
     for line in imported
-        .text()
+        .stdout_text()
         .lines()
         .filter(|line| !line.trim().is_empty())
     {
-        progress.show_line(printer, &holdings.node, &exec::printable(line));
+        progress.show_line(printer, &holdings.node, &printable(line));
     }
     Ok(check(delivery, holdings).await.map(|()| imported))
 }
@@ -179,7 +180,7 @@ async fn check(delivery: &Delivery<'_>, holdings: &NodeHoldings) -> Result<(), F
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let command = delivery.cluster.ctr(&holdings.node, false, &args);
     let checked = exec::capture(&command, delivery.cluster.bound()).await?;
-    if image_ready(&checked.text(), &names, &delivery.manifest) {
+    if image_ready(&checked.stdout_text(), &names, &delivery.manifest) {
         Ok(())
     } else {
         Err(format!(

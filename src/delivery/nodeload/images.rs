@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use super::exec;
 use super::nodes::NodeCluster;
-use super::plan::{LoadCommand, shell_quote};
 use crate::image::digest::Digest;
 use crate::image::reference::ImageName;
+use crate::process::{Argv, shell_quote};
 
 /// One image name in a node's containerd.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +72,7 @@ impl NodeAccess {
             Self::Containers(cluster) => {
                 let listing = cluster.list_command();
                 let listed = exec::capture(&listing, cluster.bound()).await?;
-                let nodes = cluster.parse_node_list(&listed.text())?;
+                let nodes = cluster.parse_node_list(&listed.stdout_text())?;
                 if nodes.is_empty() {
                     return Err(format!("`{listing}` names no node"));
                 }
@@ -100,13 +100,13 @@ impl NodeAccess {
     }
 
     /// `ctr -n k8s.io ARGS...` on `node`.
-    fn ctr(&self, node: &str, args: &[&str]) -> LoadCommand {
+    fn ctr(&self, node: &str, args: &[&str]) -> Argv {
         match self {
             Self::Containers(cluster) => cluster.ctr(node, false, args),
             Self::LocalCtr { argv, .. } => {
                 let (program, first) = argv.split_first().unwrap_or((&"ctr", &[]));
                 let all = first.iter().chain(&["-n", "k8s.io"]).chain(args.iter());
-                LoadCommand::new(program, all.map(OsString::from))
+                Argv::new(program, all.map(OsString::from))
             }
             Self::Minikube { profile, .. } => {
                 let remote = ["sudo", "ctr", "-n", "k8s.io"]
@@ -118,7 +118,7 @@ impl NodeAccess {
     }
 
     /// `docker ARGS...` in a minikube node (its user is in the docker group).
-    fn docker(&self, node: &str, args: &[&str]) -> LoadCommand {
+    fn docker(&self, node: &str, args: &[&str]) -> Argv {
         let profile = match self {
             Self::Minikube { profile, .. } => profile.as_str(),
             _ => "minikube",
@@ -133,16 +133,12 @@ impl NodeAccess {
 
 /// `minikube ssh -p PROFILE -n NODE -- WORDS...`. minikube joins the words after `--` with
 /// spaces for the node's shell: each is quoted for it (names read from the node included).
-fn minikube_ssh<'a>(
-    profile: &str,
-    node: &str,
-    remote: impl Iterator<Item = &'a str>,
-) -> LoadCommand {
+fn minikube_ssh<'a>(profile: &str, node: &str, remote: impl Iterator<Item = &'a str>) -> Argv {
     let words = ["ssh", "-p", profile, "-n", node, "--"]
         .into_iter()
         .map(OsString::from)
         .chain(remote.map(|word| OsString::from(shell_quote(word))));
-    LoadCommand::new("minikube", words)
+    Argv::new("minikube", words)
 }
 
 /// Every node and the images in its dockerd, with their IDs and created times: `docker image
@@ -288,7 +284,7 @@ fn parse_images_ls(text: &str) -> Vec<NodeImage> {
         .collect()
 }
 
-async fn run(access: &NodeAccess, command: &LoadCommand) -> Result<Vec<u8>, String> {
+async fn run(access: &NodeAccess, command: &Argv) -> Result<Vec<u8>, String> {
     let out = exec::run_tool(command, access.bound()).await?;
     Ok(match access {
         NodeAccess::Minikube { .. } => from_terminal(&out),

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::plan::LoadCommand;
 use crate::cluster::client::NodeFacts;
 use crate::cluster::product::{Product, ProductKind};
+use crate::process::Argv;
 
 /// The containerd namespace the kubelet's CRI reads images from.
 const K8S_NAMESPACE: &str = "k8s.io";
@@ -56,12 +56,12 @@ impl NodeCluster {
     }
 
     /// `kind get nodes --name NAME`, `k3d node list -o json`.
-    pub fn list_command(&self) -> LoadCommand {
+    pub fn list_command(&self) -> Argv {
         let args: Vec<&str> = match self.product {
             ProductKind::K3d => vec!["node", "list", "-o", "json"],
             _ => vec!["get", "nodes", "--name", &self.name],
         };
-        LoadCommand::new(self.product.as_str(), args.into_iter().map(OsString::from))
+        Argv::new(self.product.as_str(), args.into_iter().map(OsString::from))
     }
 
     /// The node names in what `list_command` printed: kind's one per line, without the
@@ -93,21 +93,21 @@ impl NodeCluster {
     }
 
     /// `ENGINE exec NODE ctr -n k8s.io ARGS...`; with `-i` when stdin carries an archive.
-    pub fn ctr(&self, node: &str, with_stdin: bool, args: &[&str]) -> LoadCommand {
+    pub fn ctr(&self, node: &str, with_stdin: bool, args: &[&str]) -> Argv {
         let mut argv = vec!["exec"];
         if with_stdin {
             argv.push("-i");
         }
         argv.extend([node, "ctr", "-n", K8S_NAMESPACE]);
         argv.extend(args);
-        LoadCommand::new(&self.engine, argv.into_iter().map(OsString::from))
+        Argv::new(&self.engine, argv.into_iter().map(OsString::from))
     }
 
     /// kind imports with the snapshotter the node's CRI uses, read from `containerd config
     /// dump` (kind's own way); k3d imports with ctr's default, as `k3d image import` does.
-    pub fn config_dump(&self, node: &str) -> Option<LoadCommand> {
+    pub fn config_dump(&self, node: &str) -> Option<Argv> {
         (self.product == ProductKind::Kind).then(|| {
-            LoadCommand::new(
+            Argv::new(
                 &self.engine,
                 ["exec", node, "containerd", "config", "dump"].map(OsString::from),
             )
@@ -116,7 +116,7 @@ impl NodeCluster {
 
     /// The product's own load of the whole archive, into `nodes` where the CLI can pick nodes
     /// (kind's `--nodes`), else into every node (k3d).
-    pub fn whole_archive_command(&self, archive: &Path, nodes: &[String]) -> LoadCommand {
+    pub fn whole_archive_command(&self, archive: &Path, nodes: &[String]) -> Argv {
         let archive = archive.as_os_str().to_os_string();
         let mut args: Vec<OsString> = match self.product {
             ProductKind::K3d => vec!["image".into(), "import".into(), archive],
@@ -129,7 +129,7 @@ impl NodeCluster {
                 args.extend(["--nodes".into(), nodes.join(",").into()]);
             }
         }
-        LoadCommand::new(self.product.as_str(), args)
+        Argv::new(self.product.as_str(), args)
     }
 }
 

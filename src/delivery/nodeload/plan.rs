@@ -2,72 +2,20 @@
 //! `--load-command`, split like shell words), what it is for, and how to say it.
 
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::path::Path;
 
 use crate::cluster::product::ProductKind;
 use crate::error::{Error, ExitCode, Result};
+use crate::process::Argv;
+use crate::process::shell_quote;
 
 /// Where `--load-command` puts the archive's path.
 pub const ARCHIVE_PLACEHOLDER: &str = "{archive}";
 
-/// One program and its arguments, run directly (never through a shell).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadCommand {
-    program: OsString,
-    args: Vec<OsString>,
-}
-
-impl LoadCommand {
-    pub fn new(program: impl Into<OsString>, args: impl IntoIterator<Item = OsString>) -> Self {
-        Self {
-            program: program.into(),
-            args: args.into_iter().collect(),
-        }
-    }
-
-    pub fn program(&self) -> &OsStr {
-        &self.program
-    }
-
-    pub fn args(&self) -> &[OsString] {
-        &self.args
-    }
-
-    /// Program and arguments as text (lossy for non-UTF-8 paths), for JSON and tests.
-    pub fn argv(&self) -> Vec<String> {
-        std::iter::once(&self.program)
-            .chain(&self.args)
-            .map(|arg| arg.to_string_lossy().into_owned())
-            .collect()
-    }
-}
-
-/// Shell-quoted, so that a user can paste it.
-impl fmt::Display for LoadCommand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let words: Vec<String> = self.argv().iter().map(|word| shell_quote(word)).collect();
-        f.write_str(&words.join(" "))
-    }
-}
-
-/// `word` as a POSIX shell reads it back: as is when plain, else single-quoted.
-pub(super) fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"@%+=:,./_-".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
 /// A second command to try when the first one says its subcommand does not exist (older CLIs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fallback {
-    pub command: LoadCommand,
+    pub command: Argv,
     /// Text in the first command's output that means "unknown subcommand".
     pub when_output_contains: &'static str,
 }
@@ -82,7 +30,7 @@ pub enum PlanSource {
 /// What push would run to load an archive into the nodes, and how to say it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadPlan {
-    command: LoadCommand,
+    command: Argv,
     fallback: Option<Fallback>,
     description: String,
     target: String,
@@ -93,7 +41,7 @@ pub struct LoadPlan {
 impl LoadPlan {
     /// `target` names where the image goes, for sentences (`kind cluster "dev"`).
     pub fn new(
-        command: LoadCommand,
+        command: Argv,
         fallback: Option<Fallback>,
         description: String,
         target: String,
@@ -122,7 +70,7 @@ impl LoadPlan {
         let program = argv
             .next()
             .ok_or_else(|| template_error(template, TemplateProblem::Empty))?;
-        let command = LoadCommand::new(program, argv);
+        let command = Argv::new(program, argv);
         let description = format!("load the image with your --load-command: `{command}`");
         Ok(Self::new(
             command,
@@ -139,7 +87,7 @@ impl LoadPlan {
         self
     }
 
-    pub fn command(&self) -> &LoadCommand {
+    pub fn command(&self) -> &Argv {
         &self.command
     }
 
@@ -351,7 +299,7 @@ mod tests {
 
     #[test]
     fn display_quotes_only_what_a_shell_would_split() {
-        let command = LoadCommand::new(
+        let command = Argv::new(
             "kind",
             ["load", "it's here", "--name", "a=b:c/d.e"].map(OsString::from),
         );

@@ -4,8 +4,9 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use super::plan::{Fallback, LoadCommand, LoadPlan, PlanSource};
+use super::plan::{Fallback, LoadPlan, PlanSource};
 use crate::cluster::product::{Destination, Product};
+use crate::process::Argv;
 
 impl LoadPlan {
     /// How `product`'s own CLI loads `archive` into its nodes; `None` for an unknown cluster.
@@ -16,7 +17,7 @@ impl LoadPlan {
             let mut args: Vec<OsString> = before.iter().map(OsString::from).collect();
             args.push(archive.as_os_str().to_os_string());
             args.extend(after.iter().map(OsString::from));
-            LoadCommand::new(cli.program, args)
+            Argv::new(cli.program, args)
         };
         let cluster_args: Vec<&str> = match (cli.cluster_flag, name) {
             (Some(flag), Some(name)) => vec![flag, name],

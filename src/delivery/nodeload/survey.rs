@@ -55,7 +55,7 @@ impl NodeHoldings {
 pub async fn survey(cluster: &NodeCluster) -> Result<Vec<NodeSurvey>, Failure> {
     let listing = cluster.list_command();
     let listed = exec::capture(&listing, cluster.bound()).await?;
-    let nodes = cluster.parse_node_list(&listed.text())?;
+    let nodes = cluster.parse_node_list(&listed.stdout_text())?;
     if nodes.is_empty() {
         return Err(format!("`{listing}` names no node"));
     }
@@ -69,7 +69,7 @@ async fn survey_node(cluster: &NodeCluster, node: String) -> NodeSurvey {
             return Ok(None);
         };
         let out = exec::capture(&dump, cluster.bound()).await?;
-        snapshotter_in_config(&out.text())
+        snapshotter_in_config(&out.stdout_text())
             .map(Some)
             .ok_or_else(|| format!("`{dump}` names no snapshotter for the CRI plugin"))
     };
@@ -78,7 +78,7 @@ async fn survey_node(cluster: &NodeCluster, node: String) -> NodeSurvey {
     match (content, snapshotter) {
         (Ok(content), Ok(snapshotter)) => NodeSurvey::Known(NodeHoldings {
             blobs: content
-                .text()
+                .stdout_text()
                 .lines()
                 .filter_map(|line| line.trim().parse().ok())
                 .collect(),

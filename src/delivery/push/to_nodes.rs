@@ -111,7 +111,7 @@ async fn load_whole(
         None => write_single_platform(Arc::clone(&archive), platform, names, path).await?,
     };
     printer.debug(&format!("node-load plan: {}", load_plan.description()));
-    nodeload::run(&load_plan, printer).await?;
+    nodeload::run(&load_plan, plan.node_timeout, printer).await?;
     Ok(manifest.digest)
 }
 

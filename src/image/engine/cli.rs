@@ -2,9 +2,9 @@
 //! `image inspect NAME` for the facts, `image save NAME` streaming the archive to our pipe, and
 //! `push` where podman pushes from its own store.
 
+use std::ffi::OsString;
 use std::io;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use super::daemon::{EnginePushFailure, is_unreachable};
@@ -12,7 +12,8 @@ use super::export::Export;
 use super::facts::ImageFacts;
 use crate::image::digest::Digest;
 use crate::image::registry::Watchdog;
-use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
+use crate::limits::{REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
+use crate::process::{Argv, Bound, Out, ProcessError, Run};
 
 /// What running an engine's CLI gave.
 pub(super) enum Outcome<T> {
@@ -25,32 +26,28 @@ pub(super) enum Outcome<T> {
 
 /// `PROGRAM image inspect IMAGE`, killed when it takes longer than `limit`.
 pub(super) async fn inspect(program: &str, image: &str, limit: Duration) -> Outcome<ImageFacts> {
-    let run = tokio::process::Command::new(program)
-        .args(["image", "inspect", image])
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = match tokio::time::timeout(limit, run).await {
+    let argv = Argv::of(program, ["image", "inspect", image]);
+    let output = match Run::new(&argv, Bound::Within(limit))
+        .stderr(Out::Keep { cap: STDERR_LIMIT })
+        .output()
+        .await
+    {
         Ok(output) => output,
-        Err(_) => {
+        Err(err) if err.not_found() => return Outcome::NotInstalled,
+        Err(ProcessError::TimedOut { .. } | ProcessError::LeftOpen { .. }) => {
             return Outcome::Failed(format!(
                 "`{program} image inspect` did not answer within {} ({REQUEST_TIMEOUT_ENV})",
                 seconds_text(limit)
             ));
         }
+        Err(err) => return Outcome::Failed(err.to_string()),
     };
-    match output {
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Outcome::NotInstalled,
-        Err(err) => Outcome::Failed(err.to_string()),
-        Ok(out) if !out.status.success() => {
-            Outcome::Failed(String::from_utf8_lossy(&out.stderr).trim().to_string())
-        }
-        Ok(out) => match ImageFacts::parse(&out.stdout) {
-            Ok(facts) => Outcome::Found(facts),
-            Err(err) => {
-                Outcome::Failed(format!("`{program} image inspect` printed no image: {err}"))
-            }
-        },
+    if !output.status.success() {
+        return Outcome::Failed(output.stderr_text().trim().to_string());
+    }
+    match ImageFacts::parse(&output.stdout) {
+        Ok(facts) => Outcome::Found(facts),
+        Err(err) => Outcome::Failed(format!("`{program} image inspect` printed no image: {err}")),
     }
 }
 
@@ -66,15 +63,15 @@ pub(super) fn export(
     let scratch = tempfile::Builder::new()
         .prefix("kubectl-registry-export-")
         .tempdir_in(big_files_dir)?;
-    let stderr = tempfile::tempfile()?;
-    let child = std::process::Command::new(program)
-        .args(["image", "save", image])
+    let argv = Argv::of(program, ["image", "save", image]);
+    // The export is bounded by the watchdog while it streams; its exit, by as much after.
+    let running = Run::new(&argv, Bound::AfterStream(watchdog.limit()))
         .env("TMPDIR", scratch.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(stderr.try_clone()?)
-        .spawn()?;
-    Export::from_cli(program, child, stderr, scratch, watchdog)
+        .stdout(Out::Stream)
+        .stderr(Out::Keep { cap: STDERR_LIMIT })
+        .spawn()
+        .map_err(io::Error::other)?;
+    Export::from_cli(program, running, scratch, watchdog)
 }
 
 /// How a `PROGRAM push` goes: credentials in a containers auth file, TLS checked or not, the
@@ -87,10 +84,12 @@ pub struct CliPush<'a> {
     pub zstd: bool,
 }
 
-/// What podman's own words say about its error: we keep at most this much of them.
-const STDERR_LIMIT: u64 = 64 << 10;
+/// What an engine's own words say about its error: we keep at most this much of them.
+const STDERR_LIMIT: usize = 64 << 10;
 /// A digest is 71 bytes; more than this in the digest file is not one.
 const DIGEST_FILE_LIMIT: u64 = 128;
+/// The engine's own push may take this many times the stall bound: its progress is its own.
+const PUSH_FACTOR: u32 = 10;
 
 /// `PROGRAM push --digestfile F IMAGE DESTINATION`: the engine pushes from its own store (where
 /// it runs: a podman machine, a remote service). Returns the digest it pushed, when it wrote one
@@ -101,6 +100,7 @@ pub(super) async fn push(
     destination: &str,
     how: &CliPush<'_>,
     big_files_dir: &Path,
+    stall_timeout: Duration,
 ) -> Result<Option<Digest>, EnginePushFailure> {
     let failed =
         |err: io::Error| EnginePushFailure::Failed(format!("running `{program} push`: {err}"));
@@ -109,32 +109,43 @@ pub(super) async fn push(
         .tempdir_in(big_files_dir)
         .map_err(failed)?;
     let digest_file = scratch.path().join("digest");
-    let stderr = tempfile::tempfile().map_err(failed)?;
-    let mut command = tokio::process::Command::new(program);
-    command
-        .arg("push")
-        .arg("--quiet")
-        .arg("--digestfile")
-        .arg(&digest_file)
-        .arg("--authfile")
-        .arg(how.authfile)
-        .arg(format!("--tls-verify={}", how.tls_verify));
+    let mut args: Vec<OsString> = vec![
+        "push".into(),
+        "--quiet".into(),
+        "--digestfile".into(),
+        digest_file.clone().into(),
+        "--authfile".into(),
+        how.authfile.into(),
+        format!("--tls-verify={}", how.tls_verify).into(),
+    ];
     if how.zstd {
-        command.args(["--compression-format", "zstd"]);
+        args.extend(["--compression-format".into(), "zstd".into()]);
     }
-    let status = command
-        .args([image, destination])
+    args.extend([image.into(), destination.into()]);
+    let argv = Argv::new(program, args);
+    let bound = stall_timeout * PUSH_FACTOR;
+    let output = Run::new(&argv, Bound::Within(bound))
         .env("TMPDIR", scratch.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(stderr.try_clone().map_err(failed)?)
-        .kill_on_drop(true)
-        .status()
-        .await
-        .map_err(failed)?;
-    if !status.success() {
-        let said = read_start(stderr, STDERR_LIMIT);
-        let said = format!("`{program} push` failed ({status}): {}", said.trim());
+        .stdout(Out::Null)
+        .stderr(Out::Keep { cap: STDERR_LIMIT })
+        .output()
+        .await;
+    let output = match output {
+        Ok(output) => output,
+        Err(ProcessError::TimedOut { .. } | ProcessError::LeftOpen { .. }) => {
+            return Err(EnginePushFailure::Failed(format!(
+                "`{program} push` did not finish within {} (ten times {STALL_TIMEOUT_ENV}); it was stopped",
+                seconds_text(bound)
+            )));
+        }
+        Err(err) => return Err(EnginePushFailure::Failed(err.to_string())),
+    };
+    if !output.status.success() {
+        let said = format!(
+            "`{program} push` failed ({}): {}",
+            output.status,
+            output.stderr_text().trim()
+        );
         return Err(if is_unreachable(&said) {
             EnginePushFailure::Unreachable(said)
         } else {
@@ -151,11 +162,10 @@ pub(super) async fn push(
     })
 }
 
-/// The first `limit` bytes of `file`, from its start, as text.
-fn read_start(mut file: std::fs::File, limit: u64) -> String {
-    use std::io::{Read, Seek};
+/// The first `limit` bytes of `file` as text.
+fn read_start(file: std::fs::File, limit: u64) -> String {
+    use std::io::Read;
     let mut bytes = Vec::new();
-    let _ = file.seek(io::SeekFrom::Start(0));
     let _ = file.take(limit).read_to_end(&mut bytes);
     String::from_utf8_lossy(&bytes).into_owned()
 }

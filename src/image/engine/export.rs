@@ -4,11 +4,9 @@
 //! CLI's own temporary files (podman spools each layer) go with the directory we gave it.
 
 use std::fs::File;
-use std::io::{self, Read, Seek};
-use std::process::{Child, ChildStdout};
+use std::io::{self, Read};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use tempfile::TempDir;
@@ -16,11 +14,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::image::registry::{Stalled, Watchdog};
+use crate::process::{self, ProcessError};
 
 /// Chunks of the API body in flight between the async reader and the blocking consumer.
 const CHANNEL_DEPTH: usize = 8;
-/// How often a finished CLI's exit is looked for.
-const EXIT_POLL: Duration = Duration::from_millis(5);
 
 /// A started export: `reader` goes to a blocking thread, `running` stays with the caller.
 pub(super) struct Export {
@@ -37,7 +34,7 @@ pub(super) struct ExportReader {
 
 enum ReaderSource {
     Api(StreamReader),
-    Cli(ChildStdout),
+    Cli(File),
 }
 
 impl Read for ExportReader {
@@ -69,8 +66,7 @@ pub(super) struct Running {
 /// `ENGINE image save NAME` writing to our pipe.
 struct SaveProcess {
     program: String,
-    child: Child,
-    stderr: File,
+    running: process::Running,
 }
 
 impl Export {
@@ -94,14 +90,12 @@ impl Export {
 
     pub(super) fn from_cli(
         program: &str,
-        mut child: Child,
-        stderr: File,
+        mut running: process::Running,
         scratch: TempDir,
         watchdog: Watchdog,
     ) -> io::Result<Self> {
-        let Some(stdout) = child.stdout.take() else {
-            let _ = child.kill();
-            let _ = child.wait();
+        let Some(stdout) = running.take_stdout()? else {
+            running.stop();
             return Err(io::Error::other("the engine's stdout was not captured"));
         };
         let waiting = Arc::new(AtomicBool::new(false));
@@ -116,8 +110,7 @@ impl Export {
                 waiting,
                 process: Some(SaveProcess {
                     program: program.to_string(),
-                    child,
-                    stderr,
+                    running,
                 }),
                 body: None,
                 _scratch: Some(scratch),
@@ -149,53 +142,34 @@ impl Running {
             body.abort();
         }
         if let Some(mut process) = self.process.take() {
-            let _ = process.child.kill();
-            let _ = process.child.wait();
+            process.running.stop();
         }
     }
 
     /// After the reader met its end: a CLI that exits non-zero failed, whatever it printed, and
     /// what it said on stderr is the reason. The wait for its exit is bounded like the export.
     pub(super) async fn finish(mut self) -> Result<(), Ended> {
-        let Some(mut process) = self.process.take() else {
+        let Some(SaveProcess { program, running }) = self.process.take() else {
             return Ok(());
         };
-        let exited = self
-            .watchdog
-            .bound(async {
-                loop {
-                    match process.child.try_wait() {
-                        Ok(Some(status)) => return Ok(status),
-                        Ok(None) => tokio::time::sleep(EXIT_POLL).await,
-                        Err(err) => return Err(err),
-                    }
-                }
-            })
-            .await;
-        let status = match exited {
-            Ok(Ok(status)) => status,
-            Ok(Err(err)) => return Err(Ended::Failed(err.to_string())),
-            Err(_) => {
-                let _ = process.child.kill();
-                let _ = process.child.wait();
+        let output = match running.wait(&|_| {}).await {
+            Ok(output) => output,
+            Err(ProcessError::TimedOut { .. } | ProcessError::LeftOpen { .. }) => {
                 return Err(Ended::Failed(format!(
-                    "`{} image save` wrote its output but did not exit",
-                    process.program
+                    "`{program} image save` wrote its output but did not exit"
                 )));
             }
+            Err(err) => return Err(Ended::Failed(err.to_string())),
         };
-        if status.success() {
+        if output.status.success() {
             return Ok(());
         }
-        let mut said = String::new();
-        let _ = process.stderr.rewind();
-        let _ = (&process.stderr).take(64 * 1024).read_to_string(&mut said);
         let said = format!(
-            "`{} image save` failed ({status}): {}",
-            process.program,
-            said.trim()
+            "`{program} image save` failed ({}): {}",
+            output.status,
+            output.stderr_text().trim()
         );
-        Err(if died_of_sigpipe(&status) {
+        Err(if died_of_sigpipe(&output.status) {
             Ended::CutOff(said)
         } else {
             Ended::Failed(said)

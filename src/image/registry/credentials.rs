@@ -5,17 +5,16 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use base64::Engine as _;
 use serde::Deserialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::error::{Error, ExitCode, Result};
 use crate::image::go_json::null_as_empty;
 use crate::image::reference::RegistryHost;
 use crate::limits::{HELPER_TIMEOUT_ENV, seconds_text};
+use crate::process::{Argv, Bound, Out, ProcessError, Run, Stdin};
 
 /// Where credentials are looked up: the settings' files, or a test's own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -304,20 +303,8 @@ struct HelperAnswer {
 /// What a helper prints on stderr/stdout when it has nothing for the server.
 const NOT_FOUND_TEXT: &str = "credentials not found";
 
-/// The most of a helper's stdout or stderr we read: its JSON answer is a few KiB.
-const HELPER_OUTPUT_LIMIT: u64 = 1 << 20;
-
-/// Up to `HELPER_OUTPUT_LIMIT` bytes of a helper's output stream.
-async fn read_up_to(stream: Option<impl tokio::io::AsyncRead + Unpin>) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    if let Some(stream) = stream {
-        stream
-            .take(HELPER_OUTPUT_LIMIT)
-            .read_to_end(&mut bytes)
-            .await?;
-    }
-    Ok(bytes)
-}
+/// The most of a helper's stdout or stderr we keep: its JSON answer is a few KiB.
+const HELPER_OUTPUT_LIMIT: usize = 1 << 20;
 
 /// The most of a failed helper's message we show.
 const HELPER_REASON_LIMIT: usize = 300;
@@ -348,15 +335,17 @@ async fn run_helper(
     timeout: Duration,
 ) -> Result<Option<Secret>> {
     let program = format!("docker-credential-{name}");
-    let mut command = tokio::process::Command::new(&program);
-    command
-        .arg("get")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+    let argv = Argv::of(&program, ["get"]);
+    let mut run = Run::new(&argv, Bound::Within(timeout))
+        .stdin(Stdin::Bytes(host.as_str().as_bytes().to_vec()))
+        .stdout(Out::Keep {
+            cap: HELPER_OUTPUT_LIMIT,
+        })
+        .stderr(Out::Keep {
+            cap: HELPER_OUTPUT_LIMIT,
+        });
     if let Some(path) = &sources.helper_path {
-        command.env("PATH", path);
+        run = run.env("PATH", path);
     }
     let failed = |message: String| {
         Error::new(
@@ -364,43 +353,24 @@ async fn run_helper(
             format!("getting credentials for {host} from the {origin}: {message}"),
         )
     };
-    let mut child = command.spawn().map_err(|err| {
-        failed(format!("{program} could not be started"))
-            .with_source(err)
-            .with_hint(format!(
-                "install {program}, or remove it from the docker config"
-            ))
-    })?;
-    let stdin = child.stdin.take();
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let answered = async move {
-        if let Some(mut stdin) = stdin {
-            // A helper that exits without reading its stdin is fine; its answer tells.
-            let _ = stdin.write_all(host.as_str().as_bytes()).await;
+    // Its stderr is never shown: a helper may echo what it was given or read there.
+    let output = run.output().await.map_err(|err| match err {
+        ProcessError::NotFound { source, .. } | ProcessError::Start { source, .. } => {
+            failed(format!("{program} could not be started"))
+                .with_source(source)
+                .with_hint(format!(
+                    "install {program}, or remove it from the docker config"
+                ))
         }
-        // Each stream is read up to its cap, then closed: a helper that goes on writing meets
-        // a closed pipe instead of filling our memory.
-        let (stdout, stderr) = tokio::join!(read_up_to(stdout), read_up_to(stderr));
-        let status = child.wait().await?;
-        Ok::<_, std::io::Error>(std::process::Output {
-            status,
-            stdout: stdout?,
-            stderr: stderr?,
-        })
-    };
-    // Dropping the unfinished wait kills the helper (kill_on_drop).
-    let output = tokio::time::timeout(timeout, answered)
-        .await
-        .map_err(|_| {
-            failed(format!(
-                "{program} did not answer within {}",
-                seconds_text(timeout)
-            ))
-            .with_hint(format!(
-                "check that {program} works (it may be waiting for a password prompt or a locked keychain); {HELPER_TIMEOUT_ENV} sets how long to wait"
-            ))
-        })?
-        .map_err(|err| failed(format!("{program} did not finish")).with_source(err))?;
+        ProcessError::TimedOut { .. } | ProcessError::LeftOpen { .. } => failed(format!(
+            "{program} did not answer within {}",
+            seconds_text(timeout)
+        ))
+        .with_hint(format!(
+            "check that {program} works (it may be waiting for a password prompt or a locked keychain); {HELPER_TIMEOUT_ENV} sets how long to wait"
+        )),
+        err => failed(format!("{program} did not finish")).with_source(err),
+    })?;
     if !output.status.success() {
         let said = format!(
             "{} {}",

@@ -101,7 +101,7 @@ impl ByNode<'_> {
         );
         write_single_platform(archive, platform, self.names.clone(), path).await?;
         printer.debug(&format!("node-load plan: {}", load_plan.description()));
-        nodeload::run(&load_plan, printer).await
+        nodeload::run(&load_plan, self.cluster.bound(), printer).await
     }
 }
 

@@ -89,11 +89,16 @@ impl StandIns {
         self.write(program, &body);
     }
 
-    /// Makes `program` print `says` on stdout, then nothing more, without end.
+    /// Makes `program` print `says` on stdout, then nothing more, without end (its PATH may hold
+    /// only the stand-ins: `tail` is named by its path).
     pub(crate) fn go_silent(&self, program: &str, says: &str) {
         self.write(
             program,
-            &format!("printf '%s\\n' {}\nexec tail -f /dev/null\n", quote(says)),
+            &format!(
+                "printf '%s\\n' {}\nexec {} -f /dev/null\n",
+                quote(says),
+                quote(&find_on_path("tail").expect("tail").to_string_lossy())
+            ),
         );
     }
 

@@ -10,6 +10,7 @@ pub mod error;
 pub mod image;
 pub mod interrupt;
 pub mod limits;
+pub mod nodes;
 pub mod output;
 pub mod process;
 pub mod settings;

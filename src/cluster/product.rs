@@ -1,5 +1,5 @@
 //! Which product a cluster is (kind, k3d, minikube, ...) from kubeconfig and node facts, and what
-//! we know of each (the product table). Pure; node-load plans live in `nodeload`.
+//! we know of each (the product table). Pure; node-load plans live in `nodes`.
 
 mod table;
 

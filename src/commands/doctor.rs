@@ -21,10 +21,10 @@ use crate::cluster::kubeconfig::{self, Choice};
 use crate::cluster::network::{self, Network, Vantage};
 use crate::cluster::openshift;
 use crate::cluster::product;
-use crate::delivery::nodeload::{self, LoadPlan};
 use crate::error::{Context, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 use crate::image::registry::{ClusterLogin, Deletion, RegistryClient, TransportOptions};
+use crate::nodes::{self, LoadPlan};
 use crate::output::Printer;
 use crate::settings::{REGISTRY_HOST_ENV, Settings};
 use report::{Check, CheckId, Report};
@@ -476,7 +476,7 @@ async fn loader_check(found: &Discovered, cluster: &Cluster, settings: &Settings
     };
     let product = product::detect(&found.kubeconfig, &nodes);
     let Some(plan) = LoadPlan::for_product(&product, Path::new(ARCHIVE_SHOWN)) else {
-        let error = nodeload::nothing_advertised(found.kubeconfig.context.as_deref());
+        let error = nodes::nothing_advertised(found.kubeconfig.context.as_deref());
         return Check::from_error(CheckId::NodeLoad, &error);
     };
     let program = plan.command().program().to_string_lossy().into_owned();

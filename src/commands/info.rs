@@ -15,9 +15,9 @@ use crate::cluster::hosting::{
 use crate::cluster::kubeconfig::KubeconfigFacts;
 use crate::cluster::network::{self, Network, Reason, Vantage};
 use crate::cluster::product::{self, Product, ProductKind};
-use crate::delivery::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::error::{Context, ExitCode, Result};
 use crate::image::reference::RegistryHost;
+use crate::nodes::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::output::Printer;
 use crate::settings::{REGISTRY_HOST_ENV, Settings};
 

@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use crate::cli::PushArgs;
 use crate::cluster::ClusterOptions;
-use crate::delivery::nodeload::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::delivery::push::{PushOptions, Run, from_archive, from_engine};
 use crate::error::{Context, ExitCode, Result};
 use crate::image::archive;
 use crate::image::engine::Source;
 use crate::interrupt;
+use crate::nodes::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::output::Printer;
 use crate::settings::Settings;
 

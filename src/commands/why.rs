@@ -13,10 +13,10 @@ use crate::cluster::discovery::{self, Discovered};
 use crate::cluster::product;
 use crate::commands::ls::node_tags;
 use crate::commands::ls::open_registry;
-use crate::delivery::nodeload;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::oci::parse_manifest;
 use crate::image::reference::ImageName;
+use crate::nodes;
 use crate::output::Printer;
 use crate::settings::Settings;
 use diagnose::{ContainerView, Facts, Finding, InRegistry, OnNode, on_registry};
@@ -305,7 +305,7 @@ async fn what_the_node_holds(
     let product = product::detect(cluster.facts(), &nodes);
     let access = node_tags::node_cluster(&product, &nodes, bound)
         .map_err(|err| err.message().to_string())?;
-    let listed = nodeload::node_names(&access).await?;
+    let listed = nodes::node_names(&access).await?;
     listed
         .into_iter()
         .find(|(name, _)| name == node)

@@ -1,14 +1,10 @@
-//! The node-load target: running a plan's command without a shell, its output kept off our
-//! stdout, and the errors when the image cannot get into the nodes that way.
+//! The node-load target: the image into each node that could be asked what it holds
+//! (`deliver`), or the whole archive handed to the product's CLI (`run`: its output kept off
+//! our stdout, its lines as progress), and the errors when the image cannot get in that way.
+//! What a node holds and how to reach it is `crate::nodes`'.
 
 mod check;
 mod deliver;
-mod exec;
-mod images;
-mod nodes;
-mod plan;
-mod product_plan;
-mod survey;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,23 +12,14 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cluster::hosting::{HOSTING_CONFIGMAP, KEP_URL};
-use crate::cluster::product::{Product, ProductKind};
+use crate::cluster::product::ProductKind;
 use crate::error::{Error, ExitCode, Result};
-use crate::image::digest::Digest;
 use crate::limits::NODE_TIMEOUT_ENV;
+use crate::nodes::{FINISH_FACTOR, LoadPlan, PlanSource};
 use crate::output::Printer;
 use crate::process::{Argv, Bound, Out, Output, ProcessError, Run};
 
 pub use deliver::{Delivered, Delivery, NodeReport, deliver};
-pub use exec::run_tool;
-pub use images::{
-    DockerImage, ImageStore, NodeAccess, NodeImage, content as node_content, docker_images,
-    node_images, node_names, remove as remove_node_images,
-};
-pub use nodes::NodeCluster;
-pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadPlan, PlanSource};
-pub use survey::{NodeHoldings, NodeSurvey, survey};
 
 /// Runs the plan: its output is captured (never on our stdout), a spinner shows at a terminal,
 /// and on success one status line on stderr says what was done. `bound` is the node bound: the
@@ -40,7 +27,7 @@ pub use survey::{NodeHoldings, NodeSurvey, survey};
 pub async fn run(plan: &LoadPlan, bound: Duration, printer: &Printer) -> Result<()> {
     let progress = Progress::start(printer, format!("loading the image into {}", plan.target()));
     let watch = plan.fallback().map(|f| f.when_output_contains);
-    let quiet = bound * exec::FINISH_FACTOR;
+    let quiet = bound * FINISH_FACTOR;
     let mut ran = plan.command();
     let mut finished = execute(plan, ran, watch, quiet, &progress, printer).await?;
     if let Some(fallback) = plan.fallback()
@@ -254,97 +241,3 @@ impl fmt::Display for ToolOutput {
 }
 
 impl std::error::Error for ToolOutput {}
-
-/// No registry advertised and no product we can load into: the ways out.
-pub fn nothing_advertised(context: Option<&str>) -> Error {
-    Error::new(
-        ExitCode::Load,
-        format!(
-            "no way to get the image into {}: it advertises no local registry (no ConfigMap {HOSTING_CONFIGMAP}) and is no product whose nodes we know how to load into",
-            cluster_phrase(context)
-        ),
-    )
-    .with_hint(format!(
-        "give the cluster a registry and advertise it in {HOSTING_CONFIGMAP} (KEP-1755): {KEP_URL}"
-    ))
-    .with_hint("or push to a registry its nodes can pull from: --registry HOST[:PORT]")
-    .with_hint(format!(
-        "or load the image your own way: --load-command 'PROGRAM ARGS... {ARCHIVE_PLACEHOLDER}'"
-    ))
-}
-
-/// No registry advertised and `--no-load` given: the ways out, with this product's guide.
-pub fn loading_refused(context: Option<&str>, product: &Product) -> Error {
-    let error = Error::new(
-        ExitCode::Load,
-        format!(
-            "no way to get the image into {}: it advertises no local registry (no ConfigMap {HOSTING_CONFIGMAP}), and --no-load forbids loading it into the nodes",
-            cluster_phrase(context)
-        ),
-    )
-    .with_hint(format!(
-        "give the cluster a registry and advertise it in {HOSTING_CONFIGMAP}: {}",
-        product.registry_guide()
-    ))
-    .with_hint("or push to a registry its nodes can pull from: --registry HOST[:PORT]");
-    match product.kind.loader_cli() {
-        Some(cli) => error.with_hint(format!(
-            "or drop --no-load to load it into {} with `{}`",
-            product.target_phrase(),
-            cli.program
-        )),
-        None => error.with_hint(format!(
-            "or drop --no-load and load it your own way: --load-command 'PROGRAM ARGS... {ARCHIVE_PLACEHOLDER}'"
-        )),
-    }
-}
-
-fn cluster_phrase(context: Option<&str>) -> String {
-    context.map_or("the current cluster".to_string(), |c| {
-        format!("cluster \"{c}\"")
-    })
-}
-
-/// The tag a node-loaded image gets beside the user's: `TAG-<first 12 hex of the image ID>`.
-///
-/// The image ID (the config's digest) changes when and only when the content (config and
-/// layer diff_ids) changes, whatever the compression; a new tag rolls pods where a reused one
-/// does not; it is never `latest` (which means pull Always); and a tag resolves on the node,
-/// where a digest ref of a loaded image does not (kind#2394). Tags are at most 128 characters.
-pub fn node_load_tag(tag: &str, image_id: &Digest) -> String {
-    const HEX: usize = 12;
-    let keep = tag.len().min(128 - HEX - 1);
-    // Tags are ASCII ([A-Za-z0-9_.-]), so any byte index is a char boundary; be safe anyway.
-    let base = tag.get(..keep).unwrap_or(tag);
-    format!("{base}-{}", &image_id.hex()[..HEX])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn node_load_tag_appends_the_image_id_and_stays_a_valid_tag() {
-        let id: Digest = format!("sha256:{}", "0123456789ab".repeat(5) + "cdef")
-            .parse()
-            .unwrap();
-        assert_eq!(node_load_tag("dev", &id), "dev-0123456789ab");
-        assert_eq!(node_load_tag("latest", &id), "latest-0123456789ab");
-        let long = "t".repeat(128);
-        let tag = node_load_tag(&long, &id);
-        assert_eq!(tag.len(), 128);
-        assert!(tag.ends_with("-0123456789ab"));
-    }
-
-    #[test]
-    fn nothing_advertised_names_the_configmap_and_every_way_out() {
-        let err = nothing_advertised(Some("prod-like"));
-        assert_eq!(err.exit_code(), ExitCode::Load);
-        assert!(err.message().contains("cluster \"prod-like\""));
-        assert!(err.message().contains("kube-public/local-registry-hosting"));
-        let hints = err.hints().join("\n");
-        assert!(hints.contains(KEP_URL));
-        assert!(hints.contains("--registry HOST[:PORT]"));
-        assert!(hints.contains("--load-command 'PROGRAM ARGS... {archive}'"));
-    }
-}

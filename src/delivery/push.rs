@@ -411,9 +411,7 @@ async fn node_target(
     };
     let product = product::detect(&discovered.kubeconfig, &nodes);
     if args.no_load {
-        return Err(crate::delivery::nodeload::loading_refused(
-            context, &product,
-        ));
+        return Err(crate::nodes::loading_refused(context, &product));
     }
     printer.debug(&format!(
         "no registry advertised; the cluster is {}",

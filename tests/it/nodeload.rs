@@ -10,9 +10,10 @@ use crate::support::standins::StandIns;
 use kubectl_registry::cluster::client::NodeFacts;
 use kubectl_registry::cluster::kubeconfig::KubeconfigFacts;
 use kubectl_registry::cluster::product::{self, Product, ProductKind};
-use kubectl_registry::delivery::nodeload::{self, LoadPlan};
+use kubectl_registry::delivery::nodeload;
 use kubectl_registry::error::{Error, ExitCode};
 use kubectl_registry::limits::Limits;
+use kubectl_registry::nodes::{self, LoadPlan};
 use kubectl_registry::output::Printer;
 use sha2::{Digest as _, Sha256};
 
@@ -503,7 +504,7 @@ fn an_unknown_cluster_has_no_plan_and_an_error_naming_the_configmap() {
     let detected = product::detect(&kubeconfig, &nodes);
     assert_eq!(detected.kind, ProductKind::Unknown);
     assert!(LoadPlan::for_product(&detected, Path::new("/tmp/img.tar")).is_none());
-    let err = nodeload::nothing_advertised(kubeconfig.context.as_deref());
+    let err = nodes::nothing_advertised(kubeconfig.context.as_deref());
     assert_eq!(err.exit_code(), ExitCode::Load);
     assert_eq!(
         err.message(),

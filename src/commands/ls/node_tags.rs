@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use crate::cluster::client::NodeFacts;
 use crate::cluster::product::{Product, ProductKind};
-use crate::delivery::nodeload::{self, ImageStore, NodeAccess, NodeCluster};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::oci::parse_manifest;
 use crate::image::reference::ImageName;
+use crate::nodes::{self, ImageStore, NodeAccess, NodeCluster};
 use crate::output::{Printer, escape_control as printable};
 
 /// The hex digits a content tag ends with.
@@ -122,7 +122,7 @@ pub(crate) async fn read(cluster: &NodeAccess, printer: &Printer) -> Result<Vec<
         tags.sort_by(|a, b| (&a.node, &a.name).cmp(&(&b.node, &b.name)));
         return Ok(tags);
     }
-    let listed = nodeload::node_images(cluster).await.map_err(failed)?;
+    let listed = nodes::node_images(cluster).await.map_err(failed)?;
     let mut tags = Vec::new();
     for (node, images) in listed {
         // A manifest's config and created time, read once per node.
@@ -163,7 +163,7 @@ pub(crate) async fn read(cluster: &NodeAccess, printer: &Printer) -> Result<Vec<
 /// the hex is checked against it directly, and docker reports the config's `created`.
 async fn read_docker(cluster: &NodeAccess) -> std::result::Result<Vec<NodeTag>, String> {
     let mut tags = Vec::new();
-    for (node, images) in nodeload::docker_images(cluster).await? {
+    for (node, images) in nodes::docker_images(cluster).await? {
         for image in images {
             let Some((repository, tag, hex)) = content_tag(&image.name) else {
                 continue;
@@ -205,12 +205,12 @@ async fn config_of(
     node: &str,
     manifest: &Digest,
 ) -> std::result::Result<(Digest, Option<String>), String> {
-    let bytes = nodeload::node_content(cluster, node, manifest).await?;
+    let bytes = nodes::node_content(cluster, node, manifest).await?;
     let parsed = parse_manifest(&bytes).map_err(|err| format!("not a manifest: {err}"))?;
     let config = parsed
         .config
         .ok_or_else(|| "an index, not an image manifest".to_string())?;
-    let created = match nodeload::node_content(cluster, node, &config.digest).await {
+    let created = match nodes::node_content(cluster, node, &config.digest).await {
         Ok(bytes) => super::inventory::created_of(&bytes),
         Err(_) => None,
     };

@@ -10,10 +10,9 @@ use serde::Serialize;
 
 use crate::cluster::hosting::LocalRegistry;
 use crate::commands::ls::table::human_size;
-use crate::delivery::nodeload::run_tool;
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
-use crate::process::Argv;
+use crate::process::{Argv, Bound, Run};
 
 /// Where the registry image keeps its config and its storage.
 const CONFIG: &str = "/etc/docker/registry/config.yml";
@@ -179,6 +178,15 @@ pub(super) async fn collect(
 fn exec(container: &str, args: &[&str]) -> Argv {
     let argv = ["exec", container].into_iter().chain(args.iter().copied());
     Argv::new(ENGINE, argv.map(OsString::from))
+}
+
+/// Runs `command` in the registry's container for at most `bound`: its stdout, or why it failed.
+async fn run_tool(command: &Argv, bound: Duration) -> std::result::Result<Vec<u8>, String> {
+    Run::new(command, Bound::Within(bound))
+        .succeed()
+        .await
+        .map(|ran| ran.stdout)
+        .map_err(|err| err.to_string())
 }
 
 /// `du -sk` of the registry's storage in its container, in bytes.

@@ -15,8 +15,8 @@ use crate::commands::ls::created;
 use crate::commands::ls::node_tags::{self, NodeTag};
 use crate::commands::ls::usage::Usage;
 use crate::commands::ls::{self};
-use crate::delivery::nodeload::{self, ImageStore};
 use crate::error::{Context, Error, ExitCode, Result};
+use crate::nodes::{self, ImageStore};
 use crate::output::Printer;
 use crate::settings::Settings;
 
@@ -115,7 +115,7 @@ pub(super) async fn prune(
                 .push(line.name.clone());
         }
         for (node, names) in by_node {
-            nodeload::remove_node_images(&node_cluster, node, &names)
+            nodes::remove_node_images(&node_cluster, node, &names)
                 .await
                 .map_err(|why| {
                     Error::new(

@@ -10,12 +10,10 @@ use futures_util::future::join_all;
 
 use super::Progress;
 use super::check::image_ready;
-use super::exec::{self, Failure};
-use super::nodes::NodeCluster;
-use super::survey::NodeHoldings;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{Archive, ArchiveError, PlatformImage, containerd_name};
 use crate::image::digest::Digest;
+use crate::nodes::{self, Failure, NodeCluster, NodeHoldings};
 use crate::output::Printer;
 use crate::process::{Output, printable};
 
@@ -143,7 +141,7 @@ async fn import_and_check(
     let archive = Arc::clone(&delivery.archive);
     let image = delivery.image.clone();
     let names = delivery.names.clone();
-    let streamed = exec::stream_into(&import, delivery.cluster.bound(), move |out| {
+    let streamed = nodes::stream_into(&import, delivery.cluster.bound(), move |out| {
         archive.write_layout_without(&image, &names, &leave_out, out)
     })
     .await
@@ -179,7 +177,7 @@ async fn check(delivery: &Delivery<'_>, holdings: &NodeHoldings) -> Result<(), F
     args.extend(names.iter().map(|name| format!("name=={name}")));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let command = delivery.cluster.ctr(&holdings.node, false, &args);
-    let checked = exec::capture(&command, delivery.cluster.bound()).await?;
+    let checked = nodes::capture(&command, delivery.cluster.bound()).await?;
     if image_ready(&checked.stdout_text(), &names, &delivery.manifest) {
         Ok(())
     } else {

@@ -11,8 +11,8 @@ use super::record_file::RecordFile;
 use super::summary::{Method, PushReport, Transfer};
 use crate::cluster::client::NodeFacts;
 use crate::cluster::product::Product;
-use crate::delivery::nodeload::{self, NodeCluster, NodeSurvey};
 use crate::image::digest::Digest;
+use crate::nodes::{self, NodeCluster, NodeSurvey};
 use crate::output::Printer;
 
 const FILE_NAME: &str = "loaded-images-v1.json";
@@ -77,7 +77,7 @@ pub(super) async fn still_loaded(
 ) -> Option<PushReport> {
     let loaded = load(records).get(&key.text())?.clone();
     let cluster = NodeCluster::of(product, nodes)?.bounded(node_timeout);
-    let surveyed = match nodeload::survey(&cluster).await {
+    let surveyed = match nodes::survey(&cluster).await {
         Ok(surveyed) => surveyed,
         Err(why) => {
             printer.debug(&format!("cannot ask the nodes what they hold ({why})"));

@@ -4,11 +4,11 @@
 
 use super::summary::{Method, PushReport, Transfer};
 use crate::cluster::product::Product;
-use crate::delivery::nodeload::node_load_tag;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::engine::Found;
 use crate::image::reference::{DEFAULT_TAG, ImageName};
+use crate::nodes::node_load_tag;
 use crate::output::Printer;
 
 /// The content tag set in the engine; `None` when the nodes do not share this engine's store

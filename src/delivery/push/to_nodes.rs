@@ -8,10 +8,11 @@ use std::sync::Arc;
 use super::summary::{Method, PushReport, Transfer};
 use crate::cluster::client::NodeFacts;
 use crate::cluster::product::Product;
-use crate::delivery::nodeload::{self, LoadPlan, NodeCluster};
+use crate::delivery::nodeload;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{Archive, Image, Platform, PlatformImage, RawBlob};
 use crate::image::digest::Digest;
+use crate::nodes::{self, LoadPlan, NodeCluster};
 use crate::output::Printer;
 
 mod by_node;
@@ -40,7 +41,7 @@ pub(super) async fn load(
     printer: &Printer,
 ) -> Result<PushReport> {
     let platform = platform_for_nodes(image, plan.nodes, printer)?;
-    let content_tag = nodeload::node_load_tag(plan.tag, &platform.config.digest);
+    let content_tag = nodes::node_load_tag(plan.tag, &platform.config.digest);
     let names = vec![
         format!("{}:{}", plan.repository, plan.tag),
         format!("{}:{content_tag}", plan.repository),
@@ -51,7 +52,7 @@ pub(super) async fn load(
         None => NodeCluster::of(plan.product, plan.nodes).map(|c| c.bounded(plan.node_timeout)),
     };
     let surveyed = match &by_node {
-        Some(cluster) => match nodeload::survey(cluster).await {
+        Some(cluster) => match nodes::survey(cluster).await {
             Ok(surveyed) => Some(surveyed),
             Err(why) => {
                 printer.debug(&format!(
@@ -104,7 +105,7 @@ async fn load_whole(
     let load_plan = match plan.load_command {
         Some(template) => LoadPlan::from_template(template, &path)?,
         None => LoadPlan::for_product(plan.product, &path)
-            .ok_or_else(|| nodeload::nothing_advertised(plan.context))?,
+            .ok_or_else(|| nodes::nothing_advertised(plan.context))?,
     };
     let manifest = match as_is {
         Some(_) => archive.manifest(&platform).map_err(Error::from)?,

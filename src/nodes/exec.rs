@@ -1,7 +1,6 @@
-//! Node and product commands (`docker exec NODE ctr ...`, `kind get nodes`, `minikube ssh`,
-//! `microk8s ctr`, the registry container's garbage-collect) on the process runner: bounded by
-//! the node bound, an archive optionally streamed into their stdin, and why one failed in one
-//! sentence for `-v` and errors.
+//! Node commands (`docker exec NODE ctr ...`, `kind get nodes`, `minikube ssh`, `microk8s ctr`)
+//! on the process runner: bounded by the node bound, an archive optionally streamed into their
+//! stdin, and why one failed in one sentence for `-v` and errors.
 
 use std::io::{self, Write};
 use std::time::Duration;
@@ -22,11 +21,6 @@ pub(crate) async fn capture(command: &Argv, bound: Duration) -> Result<Output, F
         .succeed()
         .await
         .map_err(|err| err.to_string())
-}
-
-/// Runs `command` with no stdin for at most `timeout`; its stdout, or why it failed.
-pub async fn run_tool(command: &Argv, timeout: Duration) -> Result<Vec<u8>, String> {
-    capture(command, timeout).await.map(|ran| ran.stdout)
 }
 
 /// Runs `command`, `write` streaming the archive into its stdin: it must take the archive

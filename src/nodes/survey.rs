@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use futures_util::future::join_all;
 
+use super::cluster::{NodeCluster, snapshotter_in_config};
 use super::exec::{self, Failure};
-use super::nodes::{NodeCluster, snapshotter_in_config};
 use crate::image::digest::Digest;
 
 /// One node's answer.

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::time::Duration;
 
+use super::cluster::NodeCluster;
 use super::exec;
-use super::nodes::NodeCluster;
 use crate::image::digest::Digest;
 use crate::image::reference::ImageName;
 use crate::process::{Argv, shell_quote};
@@ -285,7 +285,7 @@ fn parse_images_ls(text: &str) -> Vec<NodeImage> {
 }
 
 async fn run(access: &NodeAccess, command: &Argv) -> Result<Vec<u8>, String> {
-    let out = exec::run_tool(command, access.bound()).await?;
+    let out = exec::capture(command, access.bound()).await?.stdout;
     Ok(match access {
         NodeAccess::Minikube { .. } => from_terminal(&out),
         _ => out,

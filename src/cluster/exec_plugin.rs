@@ -130,14 +130,70 @@ async fn run(exec: &ExecConfig) -> Result<Status, PluginFailure> {
             output.stderr_text().trim().to_string(),
         ));
     }
-    let stdout = output.stdout;
-    let answer: ExecCredential = serde_json::from_slice(&stdout).map_err(|err| {
-        PluginFailure::BadAnswer(
-            command.clone(),
-            format!("its answer is not an ExecCredential ({err})"),
-        )
-    })?;
+    let answer = parse_answer(&output.stdout)
+        .map_err(|why| PluginFailure::BadAnswer(command.clone(), why))?;
     answer
         .status
         .ok_or_else(|| PluginFailure::BadAnswer(command, "its ExecCredential has no status".into()))
+}
+
+/// The plugin's answer: JSON, or YAML, as client-go reads it. A broken answer is told by what
+/// JSON makes of it.
+fn parse_answer(stdout: &[u8]) -> Result<ExecCredential, String> {
+    let json = match serde_json::from_slice(stdout) {
+        Ok(answer) => return Ok(answer),
+        Err(err) => err,
+    };
+    let not_one = || format!("its answer is not an ExecCredential ({json})");
+    let text = std::str::from_utf8(stdout).map_err(|_| not_one())?;
+    if text.trim().is_empty() {
+        return Err(not_one());
+    }
+    // Into JSON's values first, as client-go does (sigs.k8s.io/yaml): `token: 5` is a number
+    // there, not a string.
+    let options = serde_saphyr::options! { with_snippet: false };
+    let value: serde_json::Value =
+        serde_saphyr::from_str_with_options(text, options).map_err(|_| not_one())?;
+    serde_json::from_value(value).map_err(|_| not_one())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(stdout: &str) -> Result<Option<String>, String> {
+        parse_answer(stdout.as_bytes()).map(|answer| answer.status.and_then(|s| s.token))
+    }
+
+    #[test]
+    fn the_answer_is_read_as_json_or_yaml() {
+        let json = r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"t1"}}"#;
+        assert_eq!(token(json), Ok(Some("t1".into())));
+        let yaml = "apiVersion: client.authentication.k8s.io/v1\nkind: ExecCredential\nstatus:\n  token: t2\n  expirationTimestamp: 2030-01-01T00:00:00Z\n";
+        assert_eq!(token(yaml), Ok(Some("t2".into())));
+        let yaml =
+            "---\nkind: ExecCredential\nstatus: {clientCertificateData: c, clientKeyData: k}\n";
+        let status = parse_answer(yaml.as_bytes()).unwrap().status.unwrap();
+        assert_eq!(
+            (status.client_certificate_data, status.client_key_data),
+            (Some("c".into()), Some("k".into()))
+        );
+    }
+
+    #[test]
+    fn a_broken_answer_is_told_by_what_json_makes_of_it() {
+        for broken in [
+            "",
+            "  \n",
+            "session expired",
+            "status: [1, 2",
+            "{\"status\": {\"token\": 5}}",
+        ] {
+            let err = token(broken).unwrap_err();
+            assert!(
+                err.starts_with("its answer is not an ExecCredential ("),
+                "{broken:?}: {err}"
+            );
+        }
+    }
 }

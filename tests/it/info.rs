@@ -1194,26 +1194,44 @@ users:
     kubeconfig
 }
 
-#[test]
-fn an_exec_credential_plugin_supplies_the_token() {
+/// `info -o json` with an exec credential plugin that prints `answer`: the run, and the
+/// Authorization headers the API server saw.
+fn info_with_plugin_answer(answer: &str) -> (Outcome, Vec<Option<String>>) {
     let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
     let dir = TempDir::new().unwrap();
-    let kubeconfig = exec_kubeconfig(
-        dir.path(),
-        &server,
-        "#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"from-exec-plugin\"}}'\n",
-    );
+    let script = format!("#!/bin/sh\nprintf '%s' '{answer}'\n");
+    let kubeconfig = exec_kubeconfig(dir.path(), &server, &script);
     let run = outcome(
         registry_cmd(dir.path())
             .env("KUBECONFIG", &kubeconfig)
             .args(["info", "-o", "json"]),
     );
+    (run, server.authorizations())
+}
+
+#[test]
+fn an_exec_credential_plugin_supplies_the_token() {
+    let (run, authorizations) = info_with_plugin_answer(
+        r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"from-exec-plugin"}}"#,
+    );
     assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
-        server.authorizations(),
+        authorizations,
         vec![Some("Bearer from-exec-plugin".to_string()); 2],
         "the ConfigMap read and the node list"
+    );
+}
+
+#[test]
+fn an_exec_credential_plugin_may_answer_in_yaml() {
+    let (run, authorizations) = info_with_plugin_answer(
+        "apiVersion: client.authentication.k8s.io/v1\nkind: ExecCredential\nstatus:\n  token: from-yaml\n",
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        authorizations,
+        vec![Some("Bearer from-yaml".to_string()); 2]
     );
 }
 

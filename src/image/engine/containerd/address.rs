@@ -5,12 +5,21 @@
 
 use std::path::PathBuf;
 
-use super::super::config_file::{is_root, top_level_strings};
+use serde::Deserialize;
+
+use super::super::config_file::{is_root, read};
 use super::super::endpoint::EngineEnv;
 
 const DEFAULT_SOCKET: &str = "/run/containerd/containerd.sock";
 const DEFAULT_NAMESPACE: &str = "default";
 const SYSTEM_NERDCTL_TOML: &str = "/etc/nerdctl/nerdctl.toml";
+
+/// The keys of nerdctl.toml we read: at its top, before any table.
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+struct NerdctlToml {
+    address: Option<String>,
+    namespace: Option<String>,
+}
 
 /// Where nerdctl's containerd listens, and in which namespace it keeps its images.
 pub(super) fn address(env: &EngineEnv) -> (PathBuf, String) {
@@ -26,9 +35,9 @@ pub(super) fn address(env: &EngineEnv) -> (PathBuf, String) {
     });
     let from_file = toml
         .and_then(|file| std::fs::read_to_string(file).ok())
-        .map(|text| top_level_strings(&text, ["address", "namespace"]))
+        .map(|text| read::<NerdctlToml>(&text))
         .unwrap_or_default();
-    let [file_address, file_namespace] = from_file;
+    let (file_address, file_namespace) = (from_file.address, from_file.namespace);
     let socket = env
         .containerd_address
         .clone()
@@ -49,6 +58,35 @@ pub(super) fn address(env: &EngineEnv) -> (PathBuf, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nerdctl_toml_is_read_as_toml_top_level_keys_only() {
+        let text = r#"# nerdctl.toml
+address = "unix:///run/k3s/containerd/containerd.sock" # k3s
+namespace='k8s.io'
+snapshotter = "overlay#fs"
+[hosts]
+namespace = "other"
+"#;
+        assert_eq!(
+            read::<NerdctlToml>(text),
+            NerdctlToml {
+                address: Some("unix:///run/k3s/containerd/containerd.sock".into()),
+                namespace: Some("k8s.io".into()),
+            }
+        );
+        // Escapes, a `#` inside a string, a quoted key.
+        let text = "\"address\" = \"/run/a\\\"b#c.sock\" # the socket\nnamespace = \"\\u006bs\"\n";
+        assert_eq!(
+            read::<NerdctlToml>(text),
+            NerdctlToml {
+                address: Some("/run/a\"b#c.sock".into()),
+                namespace: Some("ks".into()),
+            }
+        );
+        // Not TOML: nothing read, as nerdctl would refuse it.
+        assert_eq!(read::<NerdctlToml>("address = "), NerdctlToml::default());
+    }
 
     #[test]
     fn the_socket_and_namespace_are_found_as_nerdctl_finds_them() {

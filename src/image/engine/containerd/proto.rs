@@ -1,204 +1,147 @@
-//! The few protobuf messages of containerd's images and content services we use, written and
-//! read by hand (proto3 wire format: varints and length-delimited fields; unknown fields skipped).
+//! The few protobuf messages of containerd's images and content services we use, as `prost`
+//! messages (derived: no protoc, no build script; unknown fields skipped, the last of a repeated
+//! singular field kept, as protobuf reads them).
 
 use bytes::Bytes;
+use prost::Message;
 
 /// `containerd.types.Descriptor`: what an image name points at.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Message)]
 pub(super) struct Descriptor {
+    #[prost(string, tag = "1")]
     pub media_type: String,
+    #[prost(string, tag = "2")]
     pub digest: String,
-    pub size: u64,
+    #[prost(int64, tag = "3")]
+    pub size: i64,
 }
 
 /// `GetImageRequest { string name = 1; }`
+#[derive(Clone, PartialEq, Message)]
+struct GetImageRequest {
+    #[prost(string, tag = "1")]
+    name: String,
+}
+
+/// `GetImageResponse { Image image = 1; }`
+#[derive(Clone, PartialEq, Message)]
+struct GetImageResponse {
+    #[prost(message, optional, tag = "1")]
+    image: Option<Image>,
+}
+
+/// `Image { string name = 1; map<string, string> labels = 2; Descriptor target = 3; }`: the
+/// target is what we read.
+#[derive(Clone, PartialEq, Message)]
+struct Image {
+    #[prost(message, optional, tag = "3")]
+    target: Option<Descriptor>,
+}
+
+/// `InfoRequest { string digest = 1; }`, `ReadContentRequest { string digest = 1; int64 offset
+/// = 2; int64 size = 3; }` (size 0 reads to the end).
+#[derive(Clone, PartialEq, Message)]
+struct ContentRequest {
+    #[prost(string, tag = "1")]
+    digest: String,
+    #[prost(int64, tag = "2")]
+    offset: i64,
+}
+
+/// `InfoResponse { Info info = 1; }`
+#[derive(Clone, PartialEq, Message)]
+struct InfoResponse {
+    #[prost(message, optional, tag = "1")]
+    info: Option<Info>,
+}
+
+/// `Info { string digest = 1; int64 size = 2; }`: the size is what we read.
+#[derive(Clone, PartialEq, Message)]
+struct Info {
+    #[prost(int64, tag = "2")]
+    size: i64,
+}
+
+/// `ReadContentResponse { int64 offset = 1; bytes data = 2; }`
+#[derive(Clone, PartialEq, Message)]
+struct ReadContentResponse {
+    #[prost(int64, tag = "1")]
+    offset: i64,
+    #[prost(bytes = "bytes", tag = "2")]
+    data: Bytes,
+}
+
 pub(super) fn get_image_request(name: &str) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_bytes(&mut out, 1, name.as_bytes());
-    out
+    GetImageRequest {
+        name: name.to_string(),
+    }
+    .encode_to_vec()
 }
 
-/// `GetImageResponse { Image image = 1; }` where `Image { string name = 1; Descriptor target = 3; }`
-/// and `Descriptor { string media_type = 1; string digest = 2; int64 size = 3; }`.
+/// The image's target.
 pub(super) fn get_image_response(message: &[u8]) -> Result<Descriptor, String> {
-    let image = field(message, 1)?.ok_or("containerd's answer holds no image")?;
-    let target = field(&image, 3)?.ok_or("containerd's image has no target")?;
-    let mut descriptor = Descriptor::default();
-    for (number, value) in Fields(&target) {
-        match (number, value?) {
-            (1, Value::Bytes(text)) => descriptor.media_type = utf8(text)?,
-            (2, Value::Bytes(text)) => descriptor.digest = utf8(text)?,
-            (3, Value::Varint(size)) => descriptor.size = size,
-            _ => {}
-        }
-    }
-    Ok(descriptor)
+    GetImageResponse::decode(message)
+        .map_err(not_protobuf)?
+        .image
+        .ok_or("containerd's answer holds no image")?
+        .target
+        .ok_or_else(|| "containerd's image has no target".to_string())
 }
 
-/// `InfoRequest { string digest = 1; }`
 pub(super) fn info_request(digest: &str) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_bytes(&mut out, 1, digest.as_bytes());
-    out
+    ContentRequest {
+        digest: digest.to_string(),
+        offset: 0,
+    }
+    .encode_to_vec()
 }
 
-/// `InfoResponse { Info info = 1; }` where `Info { string digest = 1; int64 size = 2; }`: the size.
+/// The content's size.
 pub(super) fn info_response(message: &[u8]) -> Result<u64, String> {
-    let info = field(message, 1)?.ok_or("containerd's answer holds no content info")?;
-    for (number, value) in Fields(&info) {
-        if let (2, Value::Varint(size)) = (number, value?) {
-            return Ok(size);
-        }
-    }
-    Ok(0)
+    let info = InfoResponse::decode(message)
+        .map_err(not_protobuf)?
+        .info
+        .ok_or("containerd's answer holds no content info")?;
+    Ok(u64::try_from(info.size).unwrap_or(0))
 }
 
-/// `ReadContentRequest { string digest = 1; int64 offset = 2; int64 size = 3; }`; size 0 reads
-/// to the end.
 pub(super) fn read_request(digest: &str, offset: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_bytes(&mut out, 1, digest.as_bytes());
-    if offset > 0 {
-        put_varint(&mut out, 2 << 3);
-        put_varint(&mut out, offset);
+    ContentRequest {
+        digest: digest.to_string(),
+        offset: i64::try_from(offset).unwrap_or(i64::MAX),
     }
-    out
+    .encode_to_vec()
 }
 
-/// `ReadContentResponse { int64 offset = 1; bytes data = 2; }`: the offset and the data.
+/// The offset and the data: a slice of the message, not a copy (these are the bulk of every
+/// layer).
 pub(super) fn read_response(message: &Bytes) -> Result<(u64, Bytes), String> {
-    let (mut offset, mut data) = (0, Bytes::new());
-    let mut at = 0;
-    while at < message.len() {
-        let (number, value, next) = next_field(message, at)?;
-        match (number, value) {
-            (1, Value::Varint(value)) => offset = value,
-            // A slice of the message, not a copy: these are the bulk of every layer.
-            (2, Value::Bytes(bytes)) => {
-                let start = bytes.as_ptr() as usize - message.as_ptr() as usize;
-                data = message.slice(start..start + bytes.len());
-            }
-            _ => {}
-        }
-        at = next;
-    }
-    Ok((offset, data))
+    let answer = ReadContentResponse::decode(message.clone()).map_err(not_protobuf)?;
+    Ok((u64::try_from(answer.offset).unwrap_or(0), answer.data))
 }
 
-enum Value<'a> {
-    Varint(u64),
-    Bytes(&'a [u8]),
-    Fixed,
-}
-
-/// The fields of a message in order, each `(number, value)`.
-struct Fields<'a>(&'a [u8]);
-
-impl<'a> Iterator for Fields<'a> {
-    type Item = (u64, Result<Value<'a>, String>);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.0.is_empty() {
-            return None;
-        }
-        Some(match next_field(self.0, 0) {
-            Ok((number, value, next)) => {
-                self.0 = &self.0[next..];
-                (number, Ok(value))
-            }
-            Err(err) => {
-                self.0 = &[];
-                (0, Err(err))
-            }
-        })
-    }
-}
-
-/// The last length-delimited field `number` (protobuf's rule for a repeated singular field).
-fn field(message: &[u8], number: u64) -> Result<Option<Vec<u8>>, String> {
-    let mut found = None;
-    for (n, value) in Fields(message) {
-        if let (true, Value::Bytes(bytes)) = (n == number, value?) {
-            found = Some(bytes.to_vec());
-        }
-    }
-    Ok(found)
-}
-
-fn next_field(message: &[u8], at: usize) -> Result<(u64, Value<'_>, usize), String> {
-    let (key, mut at) = varint(message, at)?;
-    let value = match key & 7 {
-        0 => {
-            let (value, next) = varint(message, at)?;
-            at = next;
-            Value::Varint(value)
-        }
-        2 => {
-            let (len, start) = varint(message, at)?;
-            let end = usize::try_from(len)
-                .ok()
-                .and_then(|len| start.checked_add(len))
-                .filter(|&end| end <= message.len())
-                .ok_or("a protobuf field runs past its message")?;
-            at = end;
-            Value::Bytes(&message[start..end])
-        }
-        1 => {
-            at += 8;
-            Value::Fixed
-        }
-        5 => {
-            at += 4;
-            Value::Fixed
-        }
-        other => {
-            return Err(format!(
-                "protobuf wire type {other} is not one containerd sends"
-            ));
-        }
-    };
-    if at > message.len() {
-        return Err("a protobuf field runs past its message".to_string());
-    }
-    Ok((key >> 3, value, at))
-}
-
-fn varint(message: &[u8], mut at: usize) -> Result<(u64, usize), String> {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *message
-            .get(at)
-            .ok_or("a protobuf varint runs past its message")?;
-        at += 1;
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Ok((value, at));
-        }
-    }
-    Err("a protobuf varint is longer than 64 bits".to_string())
-}
-
-fn utf8(bytes: &[u8]) -> Result<String, String> {
-    String::from_utf8(bytes.to_vec()).map_err(|_| "containerd sent a name that is not UTF-8".into())
-}
-
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8 & 0x7f) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-fn put_bytes(out: &mut Vec<u8>, number: u64, bytes: &[u8]) {
-    put_varint(out, number << 3 | 2);
-    put_varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
+fn not_protobuf(err: prost::DecodeError) -> String {
+    format!("containerd's answer is not the protobuf message we asked for: {err}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Frames built byte by byte, as a hostile or broken peer might send them.
+    fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+        while value >= 0x80 {
+            out.push((value as u8 & 0x7f) | 0x80);
+            value >>= 7;
+        }
+        out.push(value as u8);
+    }
+
+    fn put_bytes(out: &mut Vec<u8>, number: u64, bytes: &[u8]) {
+        put_varint(out, number << 3 | 2);
+        put_varint(out, bytes.len() as u64);
+        out.extend_from_slice(bytes);
+    }
 
     #[test]
     fn an_image_answer_gives_its_target() {
@@ -244,5 +187,48 @@ mod tests {
         put_varint(&mut answer, 100);
         answer.extend_from_slice(b"short");
         assert!(read_response(&Bytes::from(answer)).is_err());
+    }
+
+    #[test]
+    fn broken_framing_is_refused_and_the_last_of_a_repeated_field_kept() {
+        // A varint that never ends.
+        assert!(read_response(&Bytes::from(vec![0x08, 0xff, 0xff, 0xff])).is_err());
+        // A varint longer than 64 bits.
+        let mut long = vec![0x08];
+        long.extend([0xff; 10]);
+        long.push(0x01);
+        assert!(read_response(&Bytes::from(long)).is_err());
+        // Wire type 7 does not exist.
+        assert!(info_response(&[0x0f]).is_err());
+        // An unknown field is skipped; of two infos, the last one counts.
+        let mut first = Vec::new();
+        put_varint(&mut first, 2 << 3);
+        put_varint(&mut first, 5);
+        let mut last = Vec::new();
+        put_varint(&mut last, 2 << 3);
+        put_varint(&mut last, 7);
+        let mut answer = Vec::new();
+        put_bytes(&mut answer, 9, b"unknown");
+        put_bytes(&mut answer, 1, &first);
+        put_bytes(&mut answer, 1, &last);
+        assert_eq!(info_response(&answer), Ok(7));
+        assert_eq!(
+            info_response(&[]),
+            Err("containerd's answer holds no content info".to_string())
+        );
+    }
+
+    #[test]
+    fn requests_are_the_fields_containerd_reads() {
+        let mut expected = Vec::new();
+        put_bytes(&mut expected, 1, b"sha256:abc");
+        assert_eq!(info_request("sha256:abc"), expected);
+        assert_eq!(read_request("sha256:abc", 0), expected);
+        put_varint(&mut expected, 2 << 3);
+        put_varint(&mut expected, 1 << 20);
+        assert_eq!(read_request("sha256:abc", 1 << 20), expected);
+        let mut name = Vec::new();
+        put_bytes(&mut name, 1, b"docker.io/library/a:b");
+        assert_eq!(get_image_request("docker.io/library/a:b"), name);
     }
 }

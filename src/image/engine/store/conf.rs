@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::super::config_file::{is_root, string, strings, strip_comment};
+use serde::Deserialize;
+
+use super::super::config_file::{is_root, read};
 use super::super::endpoint::EngineEnv;
 
 const SYSTEM_CONFS: [&str; 2] = [
@@ -34,6 +36,29 @@ struct FileSettings {
     graphroot: Option<String>,
     rootless_storage_path: Option<String>,
     additional: Vec<String>,
+}
+
+/// The keys of `storage.conf` we read: `driver`, `graphroot`, `rootless_storage_path` in
+/// `[storage]`, `additionalimagestores` in `[storage.options]`. Anything else is skipped.
+#[derive(Debug, Default, Deserialize)]
+struct StorageToml {
+    #[serde(default)]
+    storage: Storage,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Storage {
+    driver: Option<String>,
+    graphroot: Option<String>,
+    rootless_storage_path: Option<String>,
+    #[serde(default)]
+    options: StorageOptions,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct StorageOptions {
+    #[serde(default)]
+    additionalimagestores: Vec<String>,
 }
 
 pub(super) fn locate(env: &EngineEnv) -> StoreConf {
@@ -98,44 +123,15 @@ fn is_system(file: Option<&Path>) -> bool {
     file.is_some_and(|path| SYSTEM_CONFS.iter().any(|system| path == Path::new(system)))
 }
 
-/// The few keys we need from the TOML file: `driver`, `graphroot`, `rootless_storage_path` in
-/// `[storage]`, `additionalimagestores` in `[storage.options]`. Anything else is skipped.
 fn parse(text: &str) -> FileSettings {
-    let mut settings = FileSettings::default();
-    let mut table = String::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let line = strip_comment(line).trim().to_string();
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            table = name.trim().to_string();
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let (key, mut value) = (key.trim(), value.trim().to_string());
-        // An array may run over several lines.
-        if value.starts_with('[') {
-            while !value.contains(']') {
-                match lines.next() {
-                    Some(more) => value.push_str(strip_comment(more)),
-                    None => break,
-                }
-            }
-        }
-        match (table.as_str(), key) {
-            ("storage", "driver") => settings.driver = string(&value).filter(|d| !d.is_empty()),
-            ("storage", "graphroot") => {
-                settings.graphroot = string(&value).filter(|g| !g.is_empty())
-            }
-            ("storage", "rootless_storage_path") => {
-                settings.rootless_storage_path = string(&value).filter(|p| !p.is_empty())
-            }
-            ("storage.options", "additionalimagestores") => settings.additional = strings(&value),
-            _ => {}
-        }
+    let storage = read::<StorageToml>(text).storage;
+    let set = |value: Option<String>| value.filter(|value| !value.is_empty());
+    FileSettings {
+        driver: set(storage.driver),
+        graphroot: set(storage.graphroot),
+        rootless_storage_path: set(storage.rootless_storage_path),
+        additional: storage.options.additionalimagestores,
     }
-    settings
 }
 
 #[cfg(test)]
@@ -168,6 +164,37 @@ mount_program = "/usr/bin/fuse-overlayfs"
                 additional: vec!["/usr/lib/containers/storage".into(), "/mnt/images".into()],
             }
         );
+    }
+
+    #[test]
+    fn dotted_keys_escapes_and_a_hash_inside_a_string_are_read_as_toml() {
+        let text = r#"
+[storage]
+driver = "overlay"
+graphroot = "/srv/with#hash"
+rootless_storage_path = "/home/\u0061/s\\x"
+options.additionalimagestores = ["/a", '/b#c'] # two
+"#;
+        assert_eq!(
+            parse(text),
+            FileSettings {
+                driver: Some("overlay".into()),
+                graphroot: Some("/srv/with#hash".into()),
+                rootless_storage_path: Some("/home/a/s\\x".into()),
+                additional: vec!["/a".into(), "/b#c".into()],
+            }
+        );
+        let dotted = "storage.driver = \"vfs\"\nstorage.options.additionalimagestores = [\"/x\"]\n";
+        assert_eq!(
+            parse(dotted),
+            FileSettings {
+                driver: Some("vfs".into()),
+                additional: vec!["/x".into()],
+                ..FileSettings::default()
+            }
+        );
+        // An empty value is unset, as podman takes it.
+        assert_eq!(parse("[storage]\ndriver = \"\"\n"), FileSettings::default());
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::archive::{self, Archive, Image};
 use crate::image::engine;
 use crate::image::reference::RegistryHost;
-use crate::image::reference::{ImageName, Target};
+use crate::image::reference::{IdNames, ImageName, Target, id_names};
 use crate::image::registry::{self, ClusterLogin, TransportOptions};
 use crate::interrupt;
 use crate::output::Printer;
@@ -75,7 +75,8 @@ pub(crate) async fn from_archive(run: &Run<'_>, source: archive::Source) -> Resu
     let name = image_name(args.tag.as_deref(), &image)?;
     match &discovered.registry {
         Some(registry) => {
-            let (plan, target) = registry_plan(&name, registry, &discovered, printer)?;
+            let (plan, target) =
+                registry_plan(&name, args.tag.is_some(), registry, &discovered, printer)?;
             push_to_registry(args, settings, &plan, &target, archive, image, printer).await
         }
         None => load_into_nodes(run, &discovered, &name, archive, image)
@@ -103,7 +104,7 @@ pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport
             .map_err(|err| with_registry_guide(err, discovered.help.as_deref()));
     };
     let name = engine_image_name(args.tag.as_deref(), &found)?;
-    let (plan, target) = registry_plan(&name, registry, &discovered, printer)?;
+    let (plan, target) = registry_plan(&name, args.tag.is_some(), registry, &discovered, printer)?;
     let push = registry_push(args, settings, &plan, &target);
     let selection = from_engine::Selection {
         image: args.image.as_deref(),
@@ -161,6 +162,7 @@ struct RegistryPlan<'a> {
 /// project on OpenShift); a name without a tag is `latest`, with a warning.
 fn registry_plan<'a>(
     name: &ImageName,
+    named_by_tag: bool,
     registry: &'a LocalRegistry,
     discovered: &Discovered,
     printer: &Printer,
@@ -173,18 +175,20 @@ fn registry_plan<'a>(
              Always (imagePullPolicy); pass --tag NAME:TAG",
         );
     }
-    let target = Target::for_name(
-        name,
-        &[
-            &registry.host,
-            &registry.host_from_container_runtime,
-            push_host.host,
-        ],
-    );
+    let mut hosts = vec![
+        &registry.host,
+        &registry.host_from_container_runtime,
+        push_host.host,
+    ];
+    hosts.extend(registry.host_from_cluster_network.as_ref());
+    let (target, foreign) = Target::placed(name, &hosts);
     let target = Target {
         repository: openshift::repository_in_project(registry, discovered, &target.repository)?,
         tag: target.tag,
     };
+    if let (true, Some(domain)) = (named_by_tag, foreign) {
+        printer.warn(&foreign_host_note(&domain, registry, &target));
+    }
     interrupt::doing(
         format!("pushing to {}", target.tagged(push_host.host)),
         "nothing was tagged",
@@ -196,6 +200,16 @@ fn registry_plan<'a>(
         cluster_login: openshift::cluster_login(registry, push_host.host, discovered, printer),
     };
     Ok((plan, target))
+}
+
+/// `--tag` named a host that is not the cluster's registry under any spelling: where it lands.
+fn foreign_host_note(domain: &str, registry: &LocalRegistry, target: &Target) -> String {
+    format!(
+        "--tag names the registry {domain}, which is not this cluster's ({}); as any other \
+         registry's name, it keeps its host in the repository: {}",
+        registry.host,
+        target.tagged(&registry.host)
+    )
 }
 
 /// The archive named on the command line, or stdin.
@@ -242,31 +256,53 @@ fn tell_left_out(image: &Image, printer: &Printer) {
 }
 
 /// `--tag`, else the reference as typed (what the user calls the image), else, when they typed
-/// an image ID, the first tag the engine knows it by.
+/// an image ID, the one name the engine knows it by (several: `--tag` must say which).
 fn engine_image_name(tag_flag: Option<&str>, found: &engine::Found) -> Result<ImageName> {
     let typed_id = found.image.starts_with("sha256:")
         || (found.image.len() >= 12 && found.image.chars().all(|c| c.is_ascii_hexdigit()));
-    let (raw, from, exit) = match (tag_flag, typed_id, found.facts.repo_tags.first()) {
-        (Some(flag), _, _) => (flag, "--tag", ExitCode::Usage),
-        (None, false, _) => (found.image.as_str(), "the command line", ExitCode::Input),
-        (None, true, Some(tag)) => (tag.as_str(), "the engine", ExitCode::Input),
-        (None, true, None) => {
-            return Err(Error::new(
-                ExitCode::Input,
-                format!(
-                    "the image {} has no name in {}",
-                    found.image,
-                    found.describe()
-                ),
-            )
-            .with_hint("name it with --tag NAME[:TAG], e.g. --tag myimg:dev"));
-        }
+    let names = || id_names(&found.facts.repo_tags);
+    let (raw, from, exit) = match (tag_flag, typed_id) {
+        (Some(flag), _) => (flag, "--tag", ExitCode::Usage),
+        (None, false) => (found.image.as_str(), "the command line", ExitCode::Input),
+        (None, true) => match names() {
+            IdNames::One(name) => (name, "the engine", ExitCode::Input),
+            IdNames::Several(names) => return Err(several_names(found, &names)),
+            IdNames::None => {
+                return Err(Error::new(
+                    ExitCode::Input,
+                    format!(
+                        "the image {} has no name in {}",
+                        found.image,
+                        found.describe()
+                    ),
+                )
+                .with_hint("name it with --tag NAME[:TAG], e.g. --tag myimg:dev"));
+            }
+        },
     };
     ImageName::parse(raw).map_err(|err| {
         Error::new(exit, format!("the image name from {from} is not usable"))
             .with_source(err)
             .with_hint("pass a valid name with --tag NAME[:TAG]")
     })
+}
+
+/// An image ID typed without `--tag` whose image has several names: each would land elsewhere.
+fn several_names(found: &engine::Found, names: &[&str]) -> Error {
+    Error::new(
+        ExitCode::Usage,
+        format!(
+            "the image {} has {} names in {} ({}); an ID does not say which one to push as",
+            found.image,
+            names.len(),
+            found.describe(),
+            names.join(", ")
+        ),
+    )
+    .with_hint(format!(
+        "say which with --tag NAME[:TAG], e.g. --tag {}, or push it by that name",
+        names[0]
+    ))
 }
 
 /// `--tag`, else the first name the archive records; an unnamed image needs `--tag`. A bad

@@ -4,6 +4,7 @@
 //! names written for node loaders and the registry's URLs all go through here. Pure.
 
 mod host;
+mod id_names;
 mod retag;
 
 use std::fmt;
@@ -11,7 +12,8 @@ use std::fmt;
 pub use host::{
     BadHost, HostProblem, RegistryHost, is_loopback_hostname, is_loopback_url, shown_host,
 };
-pub use retag::Target;
+pub use id_names::{IdNames, id_names};
+pub use retag::{Target, same_registry};
 
 pub const DEFAULT_TAG: &str = "latest";
 /// Docker Hub's canonical domain, its aliases, and its namespace for official images.

@@ -13,6 +13,7 @@ mod in_cluster;
 mod info;
 mod kubectl_plugin;
 mod ls_prune;
+mod names;
 mod nodeload;
 mod openshift;
 mod packaging;

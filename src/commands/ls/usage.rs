@@ -1,11 +1,11 @@
 //! Which workloads use which image of the registry: an image names the registry when its domain
-//! is any of the registry's advertised hosts, and names a manifest by tag or by digest (a digest
+//! is any of the registry's advertised hosts (under any spelling: `127.0.0.1:PORT` is `localhost:PORT`), and names a manifest by tag or by digest (a digest
 //! wins over a tag, as the kubelet pulls it). Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::client::ImageUse;
-use crate::image::reference::{DEFAULT_TAG, ImageName, RegistryHost};
+use crate::image::reference::{DEFAULT_TAG, ImageName, RegistryHost, same_registry};
 
 /// What one image names in the registry.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -53,10 +53,7 @@ impl Usage {
             let Some(domain) = name.domain.as_deref() else {
                 continue;
             };
-            if !hosts
-                .iter()
-                .any(|host| host.as_str().eq_ignore_ascii_case(domain))
-            {
+            if !hosts.iter().any(|host| same_registry(domain, host)) {
                 continue;
             }
             let named = match (&name.digest, &name.tag) {
@@ -129,13 +126,19 @@ mod tests {
             ),
             found("Pod", "other", "docker.io/library/app:v1"),
             found("Job", "bare", "kind-registry:5000/tool"),
+            found("Pod", "by-address", "127.0.0.1:5001/app:v1"),
+            found("Pod", "elsewhere", "127.0.0.1:5002/app:v1"),
         ];
         let runtime = RegistryHost::parse("kind-registry:5000").unwrap();
         let host = RegistryHost::parse("localhost:5001").unwrap();
         let usage = Usage::new(&uses, &[&host, &runtime]);
         assert_eq!(
             usage.users_of("app", "v1", &[]),
-            vec!["Deployment/default/web", "Pod/default/web-1"]
+            vec![
+                "Deployment/default/web",
+                "Pod/default/by-address",
+                "Pod/default/web-1"
+            ]
         );
         assert_eq!(
             usage.users_of("app", "v9", &[&digest]),

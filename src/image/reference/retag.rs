@@ -18,23 +18,35 @@ pub struct Target {
 }
 
 impl Target {
-    /// Retags `name` for a local registry known as `hosts` (its push and runtime names).
+    /// Retags `name` for a local registry known as `hosts` (its push, runtime and cluster names).
     ///
-    /// Docker Hub names lose `docker.io/library/`; a name already on one of `hosts` loses that host;
-    /// podman's `localhost/` (built here, no registry) is dropped like Docker Hub's domain;
-    /// any other registry's name keeps its whole path under the local host, its domain made a legal
-    /// path component (`gcr.io/proj/app` -> `gcr.io/proj/app`, `localhost:5000/app` -> `localhost-5000/app`).
+    /// Docker Hub names lose `docker.io/library/`; a name already on the local registry, under any
+    /// of its spellings (see [`same_registry`]), loses that host; podman's `localhost/` (built
+    /// here, no registry) is dropped like Docker Hub's domain; any other registry's name keeps its
+    /// whole path under the local host, its domain made a legal path component
+    /// (`gcr.io/proj/app` -> `gcr.io/proj/app`, `localhost:5000/app` -> `localhost-5000/app`).
     pub fn for_name(name: &ImageName, hosts: &[&RegistryHost]) -> Self {
-        let repository = match &name.domain {
-            _ if name.is_docker_hub() => name.familiar_repository(),
-            Some(domain) if hosts.iter().any(|host| host.as_str() == domain) => name.path.clone(),
-            // podman's name for an image built locally, from no registry at all.
-            Some(domain) if domain == PODMAN_LOCAL => name.path.clone(),
-            Some(domain) => format!("{}/{}", domain_as_path_component(domain), name.path),
-            None => name.path.clone(),
-        };
+        Self::placed(name, hosts).0
+    }
+
+    /// [`Target::for_name`], and the domain of `name` when it is another registry's: one that
+    /// keeps its path under the local host (what a caller may want to say).
+    pub fn placed(name: &ImageName, hosts: &[&RegistryHost]) -> (Self, Option<String>) {
         let tag = name.tag.clone().unwrap_or_else(|| DEFAULT_TAG.to_string());
-        Self { repository, tag }
+        let (repository, foreign) = match &name.domain {
+            _ if name.is_docker_hub() => (name.familiar_repository(), None),
+            Some(domain) if hosts.iter().any(|host| same_registry(domain, host)) => {
+                (name.path.clone(), None)
+            }
+            // podman's name for an image built locally, from no registry at all.
+            Some(domain) if domain == PODMAN_LOCAL => (name.path.clone(), None),
+            Some(domain) => (
+                format!("{}/{}", domain_as_path_component(domain), name.path),
+                Some(domain.clone()),
+            ),
+            None => (name.path.clone(), None),
+        };
+        (Self { repository, tag }, foreign)
     }
 
     /// `host/repository:tag`
@@ -52,6 +64,19 @@ impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.repository, self.tag)
     }
+}
+
+/// Whether `domain` (as a name writes it) is `host`: the same text, case aside (DNS names are
+/// not case-sensitive), or both on this machine's loopback (`localhost`, any 127.x, `[::1]`)
+/// with the same port: one registry, reached under several spellings.
+pub fn same_registry(domain: &str, host: &RegistryHost) -> bool {
+    if domain.eq_ignore_ascii_case(host.as_str()) {
+        return true;
+    }
+    let Ok(domain) = RegistryHost::parse(domain) else {
+        return false;
+    };
+    domain.is_loopback() && host.is_loopback() && domain.port() == host.port()
 }
 
 /// `gcr.io` stays; `localhost:5000` becomes `localhost-5000`; case folds.
@@ -119,6 +144,61 @@ mod tests {
         assert_eq!(
             target("localhost:5001/team/app:dev").to_string(),
             "team/app:dev"
+        );
+    }
+
+    #[test]
+    fn every_spelling_of_the_local_registry_is_the_local_registry() {
+        for spelling in [
+            "localhost:5001",
+            "LOCALHOST:5001",
+            "127.0.0.1:5001",
+            "127.1.2.3:5001",
+            "[::1]:5001",
+            "[::ffff:127.0.0.1]:5001",
+        ] {
+            let name = ImageName::parse(&format!("{spelling}/app:v7")).unwrap();
+            let local = host("localhost:5001");
+            let (target, foreign) = Target::placed(&name, &[&local]);
+            assert_eq!(
+                (target.to_string(), foreign),
+                ("app:v7".into(), None),
+                "{spelling}"
+            );
+        }
+        let runtime = host("kind-registry:5000");
+        let name = ImageName::parse("Kind-Registry:5000/team/app:v7").unwrap();
+        assert_eq!(
+            Target::for_name(&name, &[&runtime]).to_string(),
+            "team/app:v7"
+        );
+    }
+
+    #[test]
+    fn another_port_or_host_is_another_registry_and_is_said_to_be() {
+        let local = host("localhost:5001");
+        for (raw, lands, foreign) in [
+            (
+                "127.0.0.1:5002/app:v7",
+                "127.0.0.1-5002/app:v7",
+                Some("127.0.0.1:5002"),
+            ),
+            ("localhost/app:v7", "app:v7", None),
+            ("docker.io/library/app:v7", "app:v7", None),
+            (
+                "registry.example.com:5001/app:v7",
+                "registry.example.com-5001/app:v7",
+                Some("registry.example.com:5001"),
+            ),
+        ] {
+            let placed = Target::placed(&ImageName::parse(raw).unwrap(), &[&local]);
+            assert_eq!(placed.0.to_string(), lands, "{raw}");
+            assert_eq!(placed.1.as_deref(), foreign, "{raw}");
+        }
+        let kind = host("kind-registry:5000");
+        assert!(
+            !same_registry("127.0.0.1:5000", &kind),
+            "loopback is not a DNS name"
         );
     }
 

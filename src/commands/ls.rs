@@ -2,9 +2,11 @@
 //! size, created time and the workloads that use it; without a registry, the content tags this
 //! tool loaded into each node. A table, or `-o json`.
 
+pub(crate) mod attached;
 pub(crate) mod created;
 pub(crate) mod inventory;
 pub(crate) mod node_tags;
+pub(crate) mod rows;
 pub(crate) mod table;
 pub(crate) mod usage;
 
@@ -44,27 +46,20 @@ pub async fn run(
         Some(registry) => {
             let client =
                 open_registry(&discovered, registry, &args.access, settings, printer).await?;
-            let entries = inventory::read(&client, &args.repositories, printer).await?;
+            let entries = inventory::read(
+                &client,
+                &args.repositories,
+                inventory::Reader("ls"),
+                printer,
+            )
+            .await?;
             let usage = Usage::new(uses.as_deref().unwrap_or_default(), &hosts(registry));
-            entries
-                .into_iter()
-                .map(|entry| {
-                    let mut digests = vec![entry.digest.as_str()];
-                    digests.extend(entry.children.iter().map(|d| d.as_str()));
-                    let users = uses
-                        .as_ref()
-                        .map(|_| usage.users_of(&entry.repository, &entry.tag, &digests));
-                    Row {
-                        node: None,
-                        repository: entry.repository,
-                        tag: entry.tag,
-                        digest: entry.digest.to_string(),
-                        size: Some(entry.size),
-                        created: entry.created,
-                        in_use_by: users,
-                    }
-                })
-                .collect::<Vec<_>>()
+            rows::registry_rows(entries, |entry| {
+                let mut digests = vec![entry.digest.as_str()];
+                digests.extend(entry.children.iter().map(|d| d.as_str()));
+                uses.as_ref()
+                    .map(|_| usage.users_of(&entry.repository, &entry.tag, &digests))
+            })
         }
         None => {
             let (cluster, product) = nodes_product(&discovered).await?;
@@ -85,6 +80,9 @@ pub async fn run(
                     digest: tag.digest.to_string(),
                     size: None,
                     created: tag.created,
+                    attachments: None,
+                    attached_to: None,
+                    kind: None,
                 })
                 .collect()
         }
@@ -113,6 +111,20 @@ pub(crate) struct Row {
     pub created: Option<String>,
     /// `KIND/NAMESPACE/NAME`; null when the workloads could not be read.
     pub in_use_by: Option<Vec<String>>,
+    /// Only with a registry: what belongs to this tag's manifest (signatures, attestations,
+    /// referrers), shown under it rather than as images of their own; left out when nothing does.
+    #[serde(skip_serializing_if = "nothing_attached")]
+    pub attachments: Option<Vec<rows::AttachmentRow>>,
+    /// Only for a tag that belongs to a manifest no tag here names: that manifest's digest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attached_to: Option<String>,
+    /// With `attached_to`: what the tag is (`cosign signature`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+}
+
+fn nothing_attached(attachments: &Option<Vec<rows::AttachmentRow>>) -> bool {
+    attachments.as_ref().is_none_or(Vec::is_empty)
 }
 
 /// Every name the registry is known by: where we push, what the nodes pull, what pods use.

@@ -51,7 +51,8 @@ pub async fn run(
     }
     let uses = ls::read_uses(&discovered, cluster_args, settings, printer, need).await?;
     let client = ls::open_registry(&discovered, registry, &args.access, settings, printer).await?;
-    let entries = ls::inventory::read(&client, &args.repositories, printer).await?;
+    let reader = ls::inventory::Reader("prune");
+    let entries = ls::inventory::read(&client, &args.repositories, reader, printer).await?;
     let usage = uses
         .as_deref()
         .map(|uses| Usage::new(uses, &ls::hosts(registry)));

@@ -21,7 +21,7 @@ use reqwest::{Method, Response, Url};
 
 pub use self::credentials::{ClusterLogin, CredentialSources};
 pub use self::errors::{RegistryResponse, is_retryable};
-pub use self::listing::FetchedManifest;
+pub use self::listing::{Catalog, FetchedManifest};
 pub use self::manifest_check::{Deletion, Removal};
 pub use self::open_uploads::cancel_all as cancel_open_uploads;
 pub use self::proxy::Proxies;

@@ -817,7 +817,8 @@ fn an_index_is_sized_over_its_platforms_and_gc_leaves_its_platforms_alone() {
     let out = lab.run(&["ls", "multi", "-o", "json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json()[0]["size"], platforms_size);
-    assert_eq!(out.json()[0]["created"], "1970-01-01T00:00:00Z");
+    // The fixtures' platforms were made at the epoch, as reproducible builds are: no time.
+    assert_eq!(out.json()[0]["created"], Value::Null);
 
     let node = Containerd::start();
     let standins = StandIns::new(&node);

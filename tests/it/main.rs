@@ -35,5 +35,6 @@ mod push_secrets;
 mod push_signals;
 mod push_store;
 mod push_wild;
+mod registry_attached;
 mod registry_client;
 mod why;

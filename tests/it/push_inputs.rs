@@ -230,11 +230,48 @@ fn an_octet_stream_config_without_a_rootfs_is_refused_as_not_an_image() {
     let run = bench.push(&[text(&dir), "--tag", "myimg:dev"]);
     assert_eq!(run.code, 4, "{run:?}");
     assert!(
-        run.stderr.contains("its config is not an image config"),
+        run.stderr
+            .contains("its config has no `rootfs` field, so it is not an image config"),
         "{}",
         run.stderr
     );
     assert!(!run.stderr.contains("rootfs.diff"), "{}", run.stderr);
+    bench.assert_not_tagged("myimg", "dev");
+}
+
+#[test]
+fn an_index_whose_configs_have_no_rootfs_is_refused_naming_the_field() {
+    // What a tool that writes only a platform into each config leaves: `architecture` and
+    // `os`, no `rootfs` (an image-spec config requires it).
+    let image = Image::sample(107);
+    let bench = Bench::new();
+    let mut layout = Layout::new();
+    let children: Vec<Value> = [("amd64", "linux"), ("arm64", "linux")]
+        .into_iter()
+        .map(|(architecture, os)| {
+            let config = json!({"architecture": architecture, "os": os});
+            let config = serde_json::to_vec(&config).unwrap();
+            let mut descriptor = layout.artifact(
+                (OCI_CONFIG, &config),
+                (fixtures::OCI_LAYER, image.layer(0)),
+                None,
+            );
+            descriptor["platform"] = json!({"architecture": architecture, "os": os});
+            descriptor
+        })
+        .collect();
+    let (index, _) = layout.index(&children);
+    layout.entry(&index, Some("dev"));
+    let dir = bench.path("layout");
+    layout.write_dir(&dir);
+    let run = bench.push(&[text(&dir), "--tag", "myimg:dev"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("has no `rootfs` field, so none is an image config"),
+        "{}",
+        run.stderr
+    );
     bench.assert_not_tagged("myimg", "dev");
 }
 

@@ -1,12 +1,27 @@
 //! An image config's `created` time (RFC 3339, as Go writes it), read into a sortable instant
-//! without a date library: seconds since the epoch and nanoseconds.
+//! without a date library: seconds since the epoch and nanoseconds. The placeholders tools
+//! write when they keep no time (Go's zero time `0001-01-01T00:00:00Z`, as cosign does; the
+//! epoch and nix's epoch + 1 s, as reproducible builds do) are no time: never "the oldest".
 
 /// Seconds since 1970-01-01T00:00:00Z and the nanoseconds after them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Instant(i64, u32);
 
-/// `2024-05-01T12:00:00Z`, `2024-05-01T12:00:00.123456789+02:00`; `None` for anything else.
+/// Times before this (the epoch's first day) stand for "unknown".
+const PLACEHOLDERS_BEFORE: i64 = 86_400;
+
+/// `2024-05-01T12:00:00Z`, `2024-05-01T12:00:00.123456789+02:00`; `None` for anything else,
+/// and for a placeholder (a time before 1970-01-02).
 pub(crate) fn parse(text: &str) -> Option<Instant> {
+    read(text).filter(|instant| instant.0 >= PLACEHOLDERS_BEFORE)
+}
+
+/// Whether `text` is a time that stands for "unknown" (see [`PLACEHOLDERS_BEFORE`]).
+pub(crate) fn is_placeholder(text: &str) -> bool {
+    read(text).is_some_and(|instant| instant.0 < PLACEHOLDERS_BEFORE)
+}
+
+fn read(text: &str) -> Option<Instant> {
     let bytes = text.as_bytes();
     if bytes.len() < 20 || bytes[4] != b'-' || bytes[7] != b'-' || bytes[13] != b':' {
         return None;
@@ -79,7 +94,7 @@ mod tests {
 
     #[test]
     fn go_times_parse_to_the_same_instant_whatever_the_zone() {
-        assert_eq!(parse("1970-01-01T00:00:00Z"), Some(Instant(0, 0)));
+        assert_eq!(parse("1970-01-02T00:00:00Z"), Some(Instant(86_400, 0)));
         assert_eq!(
             parse("2024-05-01T12:00:00Z"),
             Some(Instant(1_714_564_800, 0))
@@ -94,6 +109,21 @@ mod tests {
         );
         assert!(parse("2024-05-01T12:00:00.000000001Z") > parse("2024-05-01T12:00:00Z"));
         assert_eq!(parse("2000-02-29T00:00:00Z"), Some(Instant(951_782_400, 0)));
+    }
+
+    #[test]
+    fn the_zero_time_and_the_epoch_are_no_time() {
+        for placeholder in [
+            "0001-01-01T00:00:00Z",
+            "1970-01-01T00:00:00Z",
+            "1970-01-01T00:00:01Z",
+            "1970-01-01T01:00:00+01:00",
+        ] {
+            assert_eq!(parse(placeholder), None, "{placeholder}");
+            assert!(is_placeholder(placeholder), "{placeholder}");
+        }
+        assert!(!is_placeholder("2024-05-01T12:00:00Z"));
+        assert!(!is_placeholder("yesterday"));
     }
 
     #[test]

@@ -1,17 +1,19 @@
 //! What the registry holds, read for `ls` and `prune`: every repository (or those asked for),
 //! each tag's manifest digest, its size (config and layers; an index summed over its
-//! platforms), its config's `created`, and the blobs it references.
+//! platforms), its config's `created`, the blobs it references, and whose it is when it is a
+//! signature, attestation or other referrer (see `attached`).
 
 use std::collections::{BTreeMap, HashMap};
 
 use futures_util::StreamExt;
 use futures_util::stream;
 
+use super::attached::{Attached, attached};
 use super::created;
-use crate::error::Result;
+use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::oci::{ManifestOrIndex, parse_manifest};
-use crate::image::registry::RegistryClient;
+use crate::image::registry::{Catalog, RegistryClient};
 use crate::output::Printer;
 
 /// Manifests read at once.
@@ -33,6 +35,10 @@ pub(crate) struct TagEntry {
     pub children: Vec<Digest>,
     /// Every blob the manifest (and an index's platform manifests) references, with its size.
     pub blobs: BTreeMap<Digest, u64>,
+    /// When the tag belongs to another manifest (a signature, an attestation, a referrer).
+    pub attached: Option<Attached>,
+    /// An index's BuildKit attestation manifests, and the platform manifest each describes.
+    pub attestations: Vec<(Digest, Option<Digest>)>,
 }
 
 /// A manifest read once, whatever number of tags point at it.
@@ -42,41 +48,56 @@ struct Described {
     created: Option<String>,
     children: Vec<Digest>,
     blobs: BTreeMap<Digest, u64>,
+    attestations: Vec<(Digest, Option<Digest>)>,
 }
+
+/// Which command reads, for what its errors tell the user to type.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reader(pub &'static str);
 
 /// Every tag of `repositories` (all of the registry's when empty), repository by repository in
 /// name order, tags in name order. A tag that vanished while read is left out.
 pub(crate) async fn read(
     client: &RegistryClient,
     repositories: &[String],
+    reader: Reader,
     printer: &Printer,
 ) -> Result<Vec<TagEntry>> {
-    let mut names = if repositories.is_empty() {
-        client.catalog().await?
-    } else {
+    let named = !repositories.is_empty();
+    let mut names = if named {
         repositories.to_vec()
+    } else {
+        match client.catalog().await? {
+            Catalog::Listed(names) => names,
+            Catalog::Refused(refusal) => return Err(catalog_refused(client, refusal, reader)),
+        }
     };
     names.sort();
     names.dedup();
     let mut entries = Vec::new();
     for repository in names {
-        let mut tags = client.tags(&repository).await?;
+        let mut tags = match client.tags(&repository).await? {
+            Some(tags) => tags,
+            // Listed in the catalog but gone since: nothing to show.
+            None if !named => Vec::new(),
+            None => return Err(no_such_repository(client, &repository, reader)),
+        };
         tags.sort();
         tags.dedup();
         printer.debug(&format!("{repository}: {} tags", tags.len()));
         let mut described: HashMap<Digest, Described> = HashMap::new();
-        let read: Vec<Result<Option<(String, Digest, Described)>>> =
-            stream::iter(tags.into_iter().map(|tag| {
-                let repository = repository.clone();
-                async move { read_tag(client, &repository, tag).await }
-            }))
-            .buffered(PARALLEL_READS)
-            .collect()
-            .await;
+        let read: Vec<Result<Option<ReadTag>>> = stream::iter(tags.into_iter().map(|tag| {
+            let repository = repository.clone();
+            async move { read_tag(client, &repository, tag).await }
+        }))
+        .buffered(PARALLEL_READS)
+        .collect()
+        .await;
         for found in read {
             let Some((tag, digest, about)) = found? else {
                 continue;
             };
+            let (about, attached) = about;
             let about = described.entry(digest.clone()).or_insert(about).clone();
             entries.push(TagEntry {
                 repository: repository.clone(),
@@ -86,30 +107,76 @@ pub(crate) async fn read(
                 created: about.created,
                 children: about.children,
                 blobs: about.blobs,
+                attached,
+                attestations: about.attestations,
             });
         }
     }
     Ok(entries)
 }
 
+/// A tag, its manifest's digest, what that manifest is, and whose it is.
+type ReadTag = (String, Digest, (Described, Option<Attached>));
+
 async fn read_tag(
     client: &RegistryClient,
     repository: &str,
     tag: String,
-) -> Result<Option<(String, Digest, Described)>> {
+) -> Result<Option<ReadTag>> {
     let Some(manifest) = client.manifest(repository, &tag).await? else {
         return Ok(None);
     };
     let Ok(parsed) = parse_manifest(&manifest.bytes) else {
         // Not JSON we know (a schema 1 manifest, an artifact of its own kind): its digest only.
-        return Ok(Some((tag, manifest.digest, Described::default())));
+        let belongs = attached(&tag, None);
+        return Ok(Some((
+            tag,
+            manifest.digest,
+            (Described::default(), belongs),
+        )));
     };
-    let about = if parsed.is_index() {
+    let belongs = attached(&tag, Some(&parsed));
+    let mut about = if parsed.is_index() {
         describe_index(client, repository, &parsed).await?
     } else {
         describe_image(client, repository, &parsed).await?
     };
-    Ok(Some((tag, manifest.digest, about)))
+    if belongs.is_some() {
+        // Never ranked by age: it lives and goes with its subject.
+        about.created = None;
+    }
+    Ok(Some((tag, manifest.digest, (about, belongs))))
+}
+
+/// The registry will not list its repositories: say so, and how to name them instead.
+fn catalog_refused(client: &RegistryClient, refusal: Error, reader: Reader) -> Error {
+    let Reader(command) = reader;
+    Error::new(
+        ExitCode::Registry,
+        format!(
+            "the registry {} does not list its repositories: its catalog (GET /v2/_catalog) was refused",
+            client.host()
+        ),
+    )
+    .with_source(refusal)
+    .with_hint(format!(
+        "name the repositories instead: kubectl registry {command} REPO..., e.g. kubectl registry {command} myimg"
+    ))
+}
+
+/// A repository named on the command line that the registry does not know (NAME_UNKNOWN).
+fn no_such_repository(client: &RegistryClient, repository: &str, reader: Reader) -> Error {
+    let Reader(command) = reader;
+    Error::new(
+        ExitCode::Registry,
+        format!(
+            "the registry {} has no repository {repository} (NAME_UNKNOWN)",
+            client.host()
+        ),
+    )
+    .with_hint(format!(
+        "`kubectl registry {command}` without a repository lists those it has"
+    ))
 }
 
 async fn describe_image(
@@ -117,15 +184,14 @@ async fn describe_image(
     repository: &str,
     manifest: &ManifestOrIndex,
 ) -> Result<Described> {
-    let mut about = Described::default();
-    for layer in manifest.layers() {
-        about.blobs.insert(layer.digest.clone(), layer.size);
-    }
-    if let Some(config) = &manifest.config {
-        about.blobs.insert(config.digest.clone(), config.size);
-        if let Some(bytes) = client.small_blob(repository, &config.digest).await? {
-            about.created = created_of(&bytes);
-        }
+    let mut about = Described {
+        blobs: referenced(manifest),
+        ..Described::default()
+    };
+    if let Some(config) = &manifest.config
+        && let Some(bytes) = client.small_blob(repository, &config.digest).await?
+    {
+        about.created = created_of(&bytes);
     }
     about.size = about.blobs.values().sum();
     Ok(about)
@@ -137,6 +203,7 @@ async fn describe_index(
     index: &ManifestOrIndex,
 ) -> Result<Described> {
     let mut about = Described::default();
+    let mut attachment_blobs: BTreeMap<Digest, u64> = BTreeMap::new();
     for child in index.children().iter().take(MAX_CHILDREN) {
         about.children.push(child.digest.clone());
         about.blobs.insert(child.digest.clone(), child.size);
@@ -146,6 +213,15 @@ async fn describe_index(
         let Ok(parsed) = parse_manifest(&manifest.bytes) else {
             continue;
         };
+        if child.is_attachment() {
+            // BuildKit's attestations (and others') describe a platform; they are not one:
+            // neither its age nor its size, but freed with the index.
+            about
+                .attestations
+                .push((child.digest.clone(), child.attestation_subject()));
+            attachment_blobs.extend(referenced(&parsed));
+            continue;
+        }
         if parsed.is_index() {
             continue;
         }
@@ -160,17 +236,31 @@ async fn describe_index(
             (a, b) => a.or(b),
         };
     }
-    // The platforms' images, not the small manifests that list them.
+    // The platforms' images, not the small manifests that list them, nor their attestations.
     about.size = about
         .blobs
         .iter()
         .filter(|(digest, _)| !about.children.contains(digest))
         .map(|(_, size)| size)
         .sum();
+    for (digest, size) in attachment_blobs {
+        about.blobs.entry(digest).or_insert(size);
+    }
     Ok(about)
 }
 
-/// The `created` of an image config, when it has one.
+/// The config and layers a manifest names, with their sizes.
+fn referenced(manifest: &ManifestOrIndex) -> BTreeMap<Digest, u64> {
+    manifest
+        .config
+        .iter()
+        .chain(manifest.layers())
+        .map(|descriptor| (descriptor.digest.clone(), descriptor.size))
+        .collect()
+}
+
+/// The `created` of an image config, when it has one that is a time: a missing one, Go's zero
+/// time (cosign's `0001-01-01T00:00:00Z`) and the epoch (reproducible builds) are unknown.
 pub(crate) fn created_of(config: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Config {
@@ -179,5 +269,5 @@ pub(crate) fn created_of(config: &[u8]) -> Option<String> {
     serde_json::from_slice::<Config>(config)
         .ok()
         .and_then(|config| config.created)
-        .filter(|created| !created.is_empty())
+        .filter(|created| !created.is_empty() && !created::is_placeholder(created))
 }

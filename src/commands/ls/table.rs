@@ -1,7 +1,9 @@
 //! `ls` as a table: one row per tag (per node and content tag without a registry), columns
-//! padded to their widest cell, digests shortened to 12 hex digits.
+//! padded to their widest cell, digests shortened to 12 hex digits; what belongs to a tag's
+//! manifest (signatures, attestations, referrers) on lines of its own under it, `└ KIND TAG`.
 
 use super::Row;
+use super::rows::AttachmentRow;
 
 /// The table for `rows`; `nodes`: the node-content-tag shape.
 pub(crate) fn render(rows: &[Row], nodes: bool) -> String {
@@ -32,7 +34,14 @@ pub(crate) fn render(rows: &[Row], nodes: bool) -> String {
             cells.push(row.node.clone().unwrap_or_default());
         }
         cells.push(row.repository.clone());
-        cells.push(row.tag.clone());
+        cells.push(match (&row.kind, &row.attached_to) {
+            (Some(kind), Some(subject)) => format!(
+                "{} ({kind} of {}, which no tag names)",
+                short_tag(&row.tag),
+                short_digest(subject)
+            ),
+            _ => row.tag.clone(),
+        });
         cells.push(short_digest(&row.digest));
         if !nodes {
             cells.push(row.size.map(human_size).unwrap_or_else(|| "-".to_string()));
@@ -44,6 +53,7 @@ pub(crate) fn render(rows: &[Row], nodes: bool) -> String {
             Some(users) => users.join(","),
         });
         lines.push(cells);
+        lines.extend(row.attachments.iter().flatten().map(attachment_cells));
     }
     let columns = header.len();
     let widths: Vec<usize> = (0..columns)
@@ -81,6 +91,38 @@ fn short_digest(digest: &str) -> String {
     }
 }
 
+/// `└ KIND TAG` under its subject's row: what belongs to the row's manifest.
+fn attachment_cells(attachment: &AttachmentRow) -> Vec<String> {
+    let tag = attachment
+        .tag
+        .as_deref()
+        .map_or_else(|| "(in the index)".to_string(), short_tag);
+    let size = if attachment.tag.is_some() {
+        human_size(attachment.size)
+    } else {
+        "-".to_string()
+    };
+    vec![
+        String::new(),
+        format!("└ {} {tag}", attachment.kind),
+        short_digest(&attachment.digest),
+        size,
+        "-".to_string(),
+        "-".to_string(),
+    ]
+}
+
+/// `sha256-0123456789ab….sig`: a tag named after a digest, shortened as digests are.
+fn short_tag(tag: &str) -> String {
+    match tag.strip_prefix("sha256-") {
+        Some(rest) if rest.len() > 12 => {
+            let suffix = rest.find('.').map_or("", |at| &rest[at..]);
+            format!("sha256-{}…{suffix}", &rest[..12])
+        }
+        _ => tag.to_string(),
+    }
+}
+
 /// `1.2 MB`, `640 kB`, `312 B` (decimal units, as docker prints sizes).
 pub(crate) fn human_size(bytes: u64) -> String {
     match bytes {
@@ -105,11 +147,20 @@ mod tests {
             size: Some(1_234_567),
             created: Some("2024-05-01T12:00:00Z".to_string()),
             in_use_by: Some(vec!["Deployment/default/web".to_string()]),
+            attachments: Some(vec![super::super::rows::AttachmentRow {
+                tag: Some(format!("sha256-{}.sig", "a".repeat(64))),
+                digest: format!("sha256:{}", "b".repeat(64)),
+                kind: "cosign signature".to_string(),
+                size: 640,
+            }]),
+            attached_to: None,
+            kind: None,
         }];
         assert_eq!(
             render(&rows, false),
-            "REPOSITORY   TAG   DIGEST                SIZE     CREATED                IN USE BY\n\
-             app          v1    sha256:aaaaaaaaaaaa   1.2 MB   2024-05-01T12:00:00Z   Deployment/default/web"
+            "REPOSITORY   TAG                                           DIGEST                SIZE     CREATED                IN USE BY\n\
+             app          v1                                            sha256:aaaaaaaaaaaa   1.2 MB   2024-05-01T12:00:00Z   Deployment/default/web\n\
+             \x20            └ cosign signature sha256-aaaaaaaaaaaa….sig   sha256:bbbbbbbbbbbb   640 B    -                      -"
         );
         assert_eq!(human_size(999), "999 B");
         assert_eq!(human_size(640_000), "640 kB");

@@ -1,13 +1,15 @@
 //! What prune keeps and deletes in the registry, decided from what was read (pure): per
 //! repository the N newest tags by their image's `created` (ties and missing times kept) and
 //! every tag in use; the rest deleted by manifest digest, never a digest a kept tag points at.
+//! Signatures, attestations and referrers are not ranked: they stay and go with their subject.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
 use crate::commands::ls::created;
 use crate::commands::ls::inventory::TagEntry;
+use crate::commands::ls::rows::root_subject;
 use crate::commands::ls::usage::Usage;
 use crate::image::digest::Digest;
 
@@ -23,6 +25,10 @@ pub(crate) enum Why {
     NoCreatedTime,
     /// Its manifest is also what a kept tag points at.
     SharesAKeptDigest,
+    /// A signature, attestation or referrer of a kept image.
+    AttachedToKept,
+    /// A signature, attestation or referrer whose subject no tag of the repository names.
+    SubjectUntagged,
 }
 
 impl Why {
@@ -86,68 +92,171 @@ pub(crate) fn plan(entries: &[TagEntry], usage: Option<&Usage>, keep: usize) -> 
             .or_default()
             .push(entry);
     }
+    let mut blobs = Blobs::default();
     let mut plan = Plan::default();
-    let mut kept_blobs: BTreeSet<&Digest> = BTreeSet::new();
-    let mut doomed_blobs: BTreeMap<&Digest, u64> = BTreeMap::new();
     for (repository, tags) in by_repository {
-        let newest = newest_threshold(&tags, keep);
-        let mut kept_digests: BTreeSet<&Digest> = BTreeSet::new();
-        let mut reasons: BTreeMap<&str, (Why, Vec<String>)> = BTreeMap::new();
-        for tag in &tags {
-            let users = usage
-                .map(|usage| {
-                    let mut digests = vec![tag.digest.as_str()];
-                    digests.extend(tag.children.iter().map(Digest::as_str));
-                    usage.users_of(repository, &tag.tag, &digests)
-                })
-                .unwrap_or_default();
-            let created_at = tag.created.as_deref().and_then(created::parse);
-            let why = Why::kept(!users.is_empty(), created_at, newest);
-            if let Some(why) = why {
-                kept_digests.insert(&tag.digest);
-                kept_digests.extend(tag.children.iter());
-                reasons.insert(&tag.tag, (why, users));
-            }
-        }
-        let mut doomed: BTreeMap<&Digest, Doomed> = BTreeMap::new();
-        for tag in &tags {
-            if let Some((why, users)) = reasons.remove(tag.tag.as_str()) {
-                plan.kept.push(kept(tag, why, users));
-                kept_blobs.extend(tag.blobs.keys());
-                continue;
-            }
-            if kept_digests.contains(&tag.digest) {
-                plan.kept
-                    .push(kept(tag, Why::SharesAKeptDigest, Vec::new()));
-                kept_blobs.extend(tag.blobs.keys());
-                continue;
-            }
-            doomed
-                .entry(&tag.digest)
-                .or_insert_with(|| Doomed {
-                    repository: repository.to_string(),
-                    digest: tag.digest.clone(),
-                    tags: Vec::new(),
-                    size: tag.size,
-                })
-                .tags
-                .push(tag.tag.clone());
-            doomed_blobs.extend(tag.blobs.iter().map(|(digest, size)| (digest, *size)));
-        }
-        plan.deletions
-            .extend(doomed.into_values().map(|mut doomed| {
-                doomed.tags.sort();
-                doomed
-            }));
+        let (attached, images): (Vec<&TagEntry>, Vec<&TagEntry>) =
+            tags.into_iter().partition(|tag| tag.attached.is_some());
+        let fate = plan_images(repository, &images, usage, keep, &mut plan, &mut blobs);
+        plan_attached(repository, &attached, usage, &fate, &mut plan, &mut blobs);
     }
     plan.kept
         .sort_by(|a, b| (&a.repository, &a.tag).cmp(&(&b.repository, &b.tag)));
-    plan.unreferenced_bytes = doomed_blobs
+    plan.unreferenced_bytes = blobs
+        .doomed
         .iter()
-        .filter(|(digest, _)| !kept_blobs.contains(*digest))
+        .filter(|(digest, _)| !blobs.kept.contains(*digest))
         .map(|(_, size)| size)
         .sum();
     plan
+}
+
+/// The blobs kept and deleted tags reference, across repositories.
+#[derive(Default)]
+struct Blobs<'a> {
+    kept: BTreeSet<&'a Digest>,
+    doomed: BTreeMap<&'a Digest, u64>,
+}
+
+/// What became of one repository's images: the manifests (and an index's platforms) kept and
+/// deleted, for the tags that belong to them.
+#[derive(Default)]
+struct Fate<'a> {
+    kept: BTreeSet<&'a Digest>,
+    doomed: BTreeSet<&'a Digest>,
+}
+
+fn users_of(usage: Option<&Usage>, tag: &TagEntry) -> Vec<String> {
+    usage
+        .map(|usage| {
+            let mut digests = vec![tag.digest.as_str()];
+            digests.extend(tag.children.iter().map(Digest::as_str));
+            usage.users_of(&tag.repository, &tag.tag, &digests)
+        })
+        .unwrap_or_default()
+}
+
+/// The images of one repository: the N newest, those in use and those undated stay, with every
+/// tag of a manifest one of them points at; the rest is deleted by digest.
+fn plan_images<'a>(
+    repository: &str,
+    tags: &[&'a TagEntry],
+    usage: Option<&Usage>,
+    keep: usize,
+    plan: &mut Plan,
+    blobs: &mut Blobs<'a>,
+) -> Fate<'a> {
+    let newest = newest_threshold(tags, keep);
+    let mut fate = Fate::default();
+    let mut reasons: BTreeMap<&str, (Why, Vec<String>)> = BTreeMap::new();
+    for tag in tags {
+        let users = users_of(usage, tag);
+        let created_at = tag.created.as_deref().and_then(created::parse);
+        if let Some(why) = Why::kept(!users.is_empty(), created_at, newest) {
+            fate.kept.insert(&tag.digest);
+            fate.kept.extend(tag.children.iter());
+            reasons.insert(&tag.tag, (why, users));
+        }
+    }
+    let mut doomed: BTreeMap<&Digest, Doomed> = BTreeMap::new();
+    for tag in tags {
+        let reason = reasons.remove(tag.tag.as_str()).or_else(|| {
+            fate.kept
+                .contains(&tag.digest)
+                .then(|| (Why::SharesAKeptDigest, Vec::new()))
+        });
+        if let Some((why, users)) = reason {
+            plan.kept.push(kept(tag, why, users));
+            blobs.kept.extend(tag.blobs.keys());
+            continue;
+        }
+        fate.doomed.insert(&tag.digest);
+        fate.doomed.extend(tag.children.iter());
+        doom(&mut doomed, repository, tag);
+        blobs
+            .doomed
+            .extend(tag.blobs.iter().map(|(digest, size)| (digest, *size)));
+    }
+    plan.deletions.extend(doomed.into_values().map(sorted_tags));
+    fate
+}
+
+/// The tags that belong to another manifest (signatures, attestations, referrers): never ranked
+/// by age; kept with their subject, deleted with it, and kept when no image here is their
+/// subject (it may be in another repository, or pushed by digest alone).
+fn plan_attached<'a>(
+    repository: &str,
+    tags: &[&'a TagEntry],
+    usage: Option<&Usage>,
+    fate: &Fate<'a>,
+    plan: &mut Plan,
+    blobs: &mut Blobs<'a>,
+) {
+    let subject_of: HashMap<&Digest, &Digest> = tags
+        .iter()
+        .filter_map(|tag| Some((&tag.digest, &tag.attached.as_ref()?.subject)))
+        .collect();
+    let mut doomed: BTreeMap<&Digest, Doomed> = BTreeMap::new();
+    let mut listed: Vec<&Digest> = Vec::new();
+    for tag in tags {
+        let Some(attached) = &tag.attached else {
+            continue;
+        };
+        let users = users_of(usage, tag);
+        let subject = root_subject(&attached.subject, &subject_of);
+        let why = if !users.is_empty() {
+            Some(Why::InUse)
+        } else if fate.kept.contains(subject) {
+            Some(Why::AttachedToKept)
+        } else if fate.doomed.contains(subject) {
+            None
+        } else {
+            Some(Why::SubjectUntagged)
+        };
+        if let Some(why) = why {
+            plan.kept.push(kept(tag, why, users));
+            blobs.kept.extend(tag.blobs.keys());
+            continue;
+        }
+        doom(&mut doomed, repository, tag);
+        listed.extend(attached.listed.iter());
+        blobs
+            .doomed
+            .extend(tag.blobs.iter().map(|(digest, size)| (digest, *size)));
+    }
+    // The referrers a deleted referrers index lists (pushed by digest) go with it.
+    for digest in listed {
+        if !doomed.contains_key(digest) && !fate.kept.contains(digest) {
+            doomed.insert(
+                digest,
+                Doomed {
+                    repository: repository.to_string(),
+                    digest: digest.clone(),
+                    tags: Vec::new(),
+                    size: 0,
+                },
+            );
+        }
+    }
+    plan.deletions.extend(doomed.into_values().map(sorted_tags));
+}
+
+fn doom<'a>(doomed: &mut BTreeMap<&'a Digest, Doomed>, repository: &str, tag: &'a TagEntry) {
+    doomed
+        .entry(&tag.digest)
+        .or_insert_with(|| Doomed {
+            repository: repository.to_string(),
+            digest: tag.digest.clone(),
+            tags: Vec::new(),
+            size: tag.size,
+        })
+        .tags
+        .push(tag.tag.clone());
+}
+
+fn sorted_tags(mut doomed: Doomed) -> Doomed {
+    doomed.tags.sort();
+    doomed
 }
 
 fn kept(tag: &TagEntry, reason: Why, in_use_by: Vec<String>) -> Kept {
@@ -211,7 +320,51 @@ mod tests {
             created: created.map(str::to_string),
             children: Vec::new(),
             blobs: blobs.iter().map(|(d, s)| (digest(*d), *s)).collect(),
+            attached: None,
+            attestations: Vec::new(),
         }
+    }
+
+    /// A cosign tag (`sha256-<hex>.sig`) of the manifest `digest(subject)`.
+    fn signature(subject: u8, digest_of: u8) -> TagEntry {
+        let subject = digest(subject);
+        let mut entry = entry(
+            &format!("sha256-{}.sig", subject.hex()),
+            digest_of,
+            None,
+            &[(200 + digest_of, 7)],
+        );
+        entry.attached = crate::commands::ls::attached::attached(&entry.tag, None);
+        entry
+    }
+
+    #[test]
+    fn signatures_stay_and_go_with_their_subject_never_ranked_themselves() {
+        let entries = [
+            entry("v1", 1, Some("2024-01-01T00:00:00Z"), &[(101, 10)]),
+            entry("v2", 2, Some("2024-02-01T00:00:00Z"), &[(102, 10)]),
+            signature(1, 11),
+            signature(2, 12),
+            // Its subject is no tag here: it may be another repository's.
+            signature(9, 19),
+        ];
+        let plan = plan(&entries, None, 1);
+        let kept: Vec<(String, Why)> = plan
+            .kept
+            .iter()
+            .map(|k| (k.tag.clone(), k.reason))
+            .collect();
+        let sig = |n: u8| format!("sha256-{}.sig", digest(n).hex());
+        let mut expected = vec![
+            (sig(2), Why::AttachedToKept),
+            (sig(9), Why::SubjectUntagged),
+            ("v2".to_string(), Why::Newest),
+        ];
+        expected.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(kept, expected);
+        let deleted: Vec<&[String]> = plan.deletions.iter().map(|d| d.tags.as_slice()).collect();
+        assert_eq!(deleted, [vec!["v1".to_string()], vec![sig(1)]]);
+        assert_eq!(plan.unreferenced_bytes, 10 + 7);
     }
 
     #[test]

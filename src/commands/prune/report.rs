@@ -66,14 +66,19 @@ impl Report {
             .plan
             .deletions
             .iter()
-            .map(|doomed| {
-                format!(
+            .map(|doomed| match doomed.tags.as_slice() {
+                // A referrer listed by a deleted referrers index, pushed by digest alone.
+                [] => format!(
+                    "{verb} {}@{} (a referrer of a deleted image)",
+                    doomed.repository, doomed.digest
+                ),
+                tags => format!(
                     "{verb} {}:{} ({}, {})",
                     doomed.repository,
-                    doomed.tags.join(","),
+                    tags.join(","),
                     doomed.digest,
                     human_size(doomed.size)
-                )
+                ),
             })
             .collect();
         let in_use = self

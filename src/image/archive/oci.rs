@@ -280,12 +280,13 @@ pub(crate) fn resolve_manifest(
     let mut image = empty_image();
     let (blob, parsed) = parse_manifest_blob(blobs, path, blob)?;
     if parsed.is_index() {
-        let complete = collect_platforms(blobs, parsed.children(), &mut image, 1)?;
+        let mut kinds = Vec::new();
+        let complete = collect_platforms(blobs, parsed.children(), &mut image, 1, &mut kinds)?;
         if image.platforms.is_empty() && image.absent_platforms.is_empty() {
-            let kind = parsed.artifact_type.as_deref().map_or_else(
-                || "index of artifacts".to_string(),
-                shapes::describe_artifact,
-            );
+            let kind = parsed
+                .artifact_type
+                .as_deref()
+                .map_or_else(|| index_of_artifacts(&kinds), shapes::describe_artifact);
             return Ok(Entry::Artifact(kind));
         }
         if complete && !image.platforms.is_empty() {
@@ -340,6 +341,7 @@ fn collect_platforms(
     children: &[Descriptor],
     image: &mut Image,
     depth: usize,
+    kinds: &mut Vec<String>,
 ) -> Result<bool, ArchiveError> {
     let mut complete = true;
     for child in children {
@@ -363,7 +365,7 @@ fn collect_platforms(
                     "indexes nest too deeply",
                 ));
             }
-            collect_platforms(blobs, parsed.children(), image, depth + 1)?;
+            collect_platforms(blobs, parsed.children(), image, depth + 1, kinds)?;
             complete = false;
             continue;
         }
@@ -372,6 +374,12 @@ fn collect_platforms(
         } else {
             platform_image(blobs, child, blob.clone(), &parsed)?
         };
+        if let Resolved::Artifact(kind) = &resolved
+            && !kind.is_empty()
+            && !kinds.contains(kind)
+        {
+            kinds.push(kind.clone());
+        }
         match resolved {
             Resolved::Present(platform) => image.platforms.push(platform),
             Resolved::Absent(absent) => {
@@ -411,6 +419,22 @@ fn attachment(blobs: &Blobs, manifest: RawBlob, parsed: &ManifestOrIndex) -> Opt
     Some(Attachment { manifest, blobs })
 }
 
+/// Why a config is not an image config: what every image config has, it lacks.
+const NO_ROOTFS: &str = "its config has no `rootfs` field, so it is not an image config";
+
+/// An index none of whose manifests is an image, saying what they are (`kinds`, each once).
+fn index_of_artifacts(kinds: &[String]) -> String {
+    let rootfs_alone = format!("artifact ({NO_ROOTFS})");
+    match kinds {
+        [] => "index of artifacts".to_string(),
+        [only] if *only == rootfs_alone => "index of artifacts: the config of each of its \
+            manifests has no `rootfs` field, so none is an image config (an image config \
+            has `rootfs`, not only `architecture` and `os`)"
+            .to_string(),
+        kinds => format!("index of artifacts: {}", kinds.join("; ")),
+    }
+}
+
 enum Resolved {
     Present(PlatformImage),
     Absent(AbsentPlatform),
@@ -442,9 +466,7 @@ fn platform_image(
         )));
     };
     if !is_image_config(&config.bytes) {
-        return Ok(Resolved::Artifact(
-            "artifact (its config is not an image config)".to_string(),
-        ));
+        return Ok(Resolved::Artifact(format!("artifact ({NO_ROOTFS})")));
     }
     let facts = ConfigFacts::parse(blobs, &config.bytes, &blobs.path_of(config_descriptor))?;
     facts.check_layer_count(blobs, &manifest_path, parsed.layers().len())?;

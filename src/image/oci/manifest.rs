@@ -16,6 +16,10 @@ const GENERIC_BYTES: &str = "application/octet-stream";
 
 /// buildx's annotation on an attestation manifest inside an image index.
 const REFERENCE_TYPE: &str = "vnd.docker.reference.type";
+/// The value BuildKit gives [`REFERENCE_TYPE`] (moby/buildkit `util/attestation`).
+const ATTESTATION_MANIFEST: &str = "attestation-manifest";
+/// The platform manifest a BuildKit attestation describes.
+const REFERENCE_DIGEST: &str = "vnd.docker.reference.digest";
 
 /// A content descriptor, as index entries and manifests write them.
 #[derive(Debug, Clone, Deserialize)]
@@ -53,6 +57,15 @@ impl Descriptor {
         format!("blobs/sha256/{}", self.digest.hex())
     }
 
+    /// For a BuildKit attestation manifest in an index: the platform manifest it describes.
+    pub(crate) fn attestation_subject(&self) -> Option<Digest> {
+        let is_attestation =
+            self.annotations.get(REFERENCE_TYPE).map(String::as_str) == Some(ATTESTATION_MANIFEST);
+        is_attestation
+            .then(|| self.annotations.get(REFERENCE_DIGEST)?.parse().ok())
+            .flatten()
+    }
+
     /// Attestations and signatures that buildx and others put beside an index's platforms.
     pub(crate) fn is_attachment(&self) -> bool {
         self.annotations.contains_key(REFERENCE_TYPE)
@@ -85,6 +98,9 @@ pub(crate) struct ManifestOrIndex {
     pub config: Option<Descriptor>,
     pub layers: Option<Vec<Descriptor>>,
     pub manifests: Option<Vec<Descriptor>>,
+    /// OCI 1.1: the manifest this one refers to (a signature's, an SBOM's image); kept as JSON
+    /// so that a malformed one does not make the manifest unreadable (see `subject_digest`).
+    subject: Option<serde_json::Value>,
 }
 
 /// Parses a manifest or index blob.
@@ -100,6 +116,11 @@ impl ManifestOrIndex {
                 .as_deref()
                 .and_then(MediaType::parse)
                 .is_some_and(MediaType::is_index)
+    }
+
+    /// OCI 1.1: the digest of the manifest this one refers to, when `subject` names one.
+    pub(crate) fn subject_digest(&self) -> Option<Digest> {
+        self.subject.as_ref()?.get("digest")?.as_str()?.parse().ok()
     }
 
     pub(crate) fn layers(&self) -> &[Descriptor] {

@@ -49,49 +49,51 @@ struct TagsPage {
 }
 
 impl RegistryClient {
-    /// `GET /v2/_catalog`, every page: the repository names, in the registry's order.
-    pub async fn catalog(&self) -> Result<Vec<String>> {
+    /// `GET /v2/_catalog`, every page: the repository names, in the registry's order; or the
+    /// registry's refusal to list them (401, 403 or 404, as many proxies and hosted registries
+    /// answer), for the caller to say what to do instead.
+    pub async fn catalog(&self) -> Result<Catalog> {
         let what = || format!("listing the repositories of {}", self.host());
-        let attempt = async {
-            let first = self.transport().url(&format!("_catalog?n={PAGE_SIZE}"))?;
-            let pages = self
-                .pages(first, Scope::catalog())
-                .await
-                .map_err(|Missing| {
-                    Error::new(
-                        ExitCode::Registry,
-                        "the registry answered 404: it serves no catalog",
-                    )
-                })?;
-            let mut names = Vec::new();
-            for page in pages? {
-                let page: CatalogPage = parse_page(&page, "_catalog")?;
-                names.extend(page.repositories);
+        let refused = |cause: Error| Catalog::Refused(self.failed(what(), cause));
+        let first = self
+            .transport()
+            .url(&format!("_catalog?n={PAGE_SIZE}"))
+            .map_err(|cause| self.failed(what(), cause))?;
+        let pages = match self.pages(first, Scope::catalog()).await {
+            Err(Missing) => {
+                return Ok(refused(Error::new(
+                    ExitCode::Registry,
+                    "the registry answered 404 Not Found: it serves no catalog",
+                )));
             }
-            Ok(names)
+            Ok(Err(cause)) if refusal_status(&cause).is_some() => return Ok(refused(cause)),
+            Ok(pages) => pages.map_err(|cause| self.failed(what(), cause))?,
         };
-        attempt.await.map_err(|cause: Error| {
-            self.failed(what(), cause).with_hint(
-                "the registry must serve GET /v2/_catalog (distribution does; some hosted registries do not)",
-            )
-        })
+        let mut names = Vec::new();
+        for page in pages {
+            let page: CatalogPage =
+                parse_page(&page, "_catalog").map_err(|cause| self.failed(what(), cause))?;
+            names.extend(page.repositories);
+        }
+        Ok(Catalog::Listed(names))
     }
 
-    /// `GET /v2/<repo>/tags/list`, every page; a repository the registry no longer knows has none.
-    pub async fn tags(&self, repo: &str) -> Result<Vec<String>> {
+    /// `GET /v2/<repo>/tags/list`, every page; `None` when the registry does not know the
+    /// repository (404, NAME_UNKNOWN).
+    pub async fn tags(&self, repo: &str) -> Result<Option<Vec<String>>> {
         let what = || format!("listing the tags of {}", self.target(repo));
         let attempt = async {
             let first = self.repo_url(repo, &format!("tags/list?n={PAGE_SIZE}"))?;
             let pages = match self.pages(first, Scope::pull(repo)).await {
                 Ok(pages) => pages,
-                Err(Missing) => return Ok(Vec::new()),
+                Err(Missing) => return Ok(None),
             };
             let mut tags = Vec::new();
             for page in pages? {
                 let page: TagsPage = parse_page(&page, "tags/list")?;
                 tags.extend(page.tags);
             }
-            Ok(tags)
+            Ok(Some(tags))
         };
         attempt.await.map_err(|cause| self.failed(what(), cause))
     }
@@ -269,6 +271,32 @@ impl RegistryClient {
 /// A listing the registry does not have (404 on its first page).
 #[derive(Debug)]
 struct Missing;
+
+/// What `GET /v2/_catalog` gave.
+#[derive(Debug)]
+pub enum Catalog {
+    /// The repository names, in the registry's order.
+    Listed(Vec<String>),
+    /// The registry will not list its repositories (401, 403 or 404): why, as an error.
+    Refused(Error),
+}
+
+/// The 401 or 403 a registry answered, wherever it is in `error`'s causes.
+fn refusal_status(error: &Error) -> Option<StatusCode> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(err) = next {
+        if let Some(answer) = err.downcast_ref::<super::RegistryResponse>()
+            && matches!(
+                answer.status,
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+            )
+        {
+            return Some(answer.status);
+        }
+        next = err.source();
+    }
+    None
+}
 
 fn parse_page<T: for<'de> Deserialize<'de>>(bytes: &[u8], what: &str) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|err| {

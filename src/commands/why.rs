@@ -3,6 +3,8 @@
 //! advertises, what the registry holds and what the node is.
 
 mod diagnose;
+mod kubelet_words;
+mod target;
 
 use serde::Serialize;
 
@@ -19,40 +21,10 @@ use crate::image::reference::ImageName;
 use crate::nodes;
 use crate::output::Printer;
 use crate::settings::Settings;
-use diagnose::{ContainerView, Facts, Finding, InRegistry, OnNode, on_registry};
+use diagnose::{ContainerView, Facts, Finding, InRegistry, OnNode, Shown, on_registry};
+use target::{Target, parse_target};
 
 const ARCH_LABEL: &str = "kubernetes.io/arch";
-
-/// What the user named.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Target {
-    Pod(String),
-    Deployment(String),
-}
-
-/// `pod/NAME`, `po/NAME`, `pods/NAME`, `NAME` (a pod), `deploy/NAME`, `deployment/NAME`,
-/// `deployments/NAME`, `deployment.apps/NAME`: kubectl's spellings.
-fn parse_target(text: &str) -> Result<Target> {
-    let (kind, name) = text.split_once('/').unwrap_or(("pod", text));
-    if name.is_empty() || name.contains('/') {
-        return Err(bad_target(text));
-    }
-    match kind.to_ascii_lowercase().as_str() {
-        "pod" | "pods" | "po" => Ok(Target::Pod(name.to_string())),
-        "deploy" | "deployment" | "deployments" | "deployment.apps" => {
-            Ok(Target::Deployment(name.to_string()))
-        }
-        _ => Err(bad_target(text)),
-    }
-}
-
-fn bad_target(text: &str) -> Error {
-    Error::new(
-        ExitCode::Usage,
-        format!("{text:?} is not a pod or a deployment"),
-    )
-    .with_hint("name one as pod/NAME (or just NAME) or deploy/NAME, e.g. kubectl registry why pod/web-7d4b9")
-}
 
 /// `-o json`: see docs/reference.md.
 #[derive(Debug, Serialize)]
@@ -94,15 +66,13 @@ pub async fn run(
                 name: container.name.clone(),
                 image: container.image.clone(),
                 pull_policy: container.pull_policy.clone(),
-                waiting: match &container.state {
-                    ContainerState::Started => None,
-                    ContainerState::Waiting { reason, message } => {
-                        Some((reason.clone(), message.clone()))
-                    }
-                    ContainerState::Unknown => Some((
-                        "ContainerCreating".to_string(),
-                        "no status from the kubelet yet".to_string(),
-                    )),
+                state: match &container.state {
+                    ContainerState::Started => Shown::Runs,
+                    ContainerState::Waiting { reason, message } => Shown::Waiting {
+                        reason: reason.clone(),
+                        message: message.clone(),
+                    },
+                    ContainerState::Unknown => Shown::NoStatus,
                 },
             };
             diagnose::diagnose(
@@ -114,6 +84,7 @@ pub async fn run(
                     on_node,
                     node_arch: node_arch.as_deref(),
                     node: pod.node.as_deref(),
+                    unscheduled: pod.unscheduled.as_deref(),
                 },
             )
         })
@@ -208,7 +179,7 @@ async fn registry_answers(
         .containers
         .iter()
         .enumerate()
-        .filter(|(_, container)| container.state != ContainerState::Started)
+        .filter(|(_, container)| matches!(container.state, ContainerState::Waiting { .. }))
         .filter(|(_, container)| on_registry(&container.image, registry))
         .map(|(at, _)| at)
         .collect();
@@ -264,7 +235,7 @@ async fn node_answers(
         .containers
         .iter()
         .enumerate()
-        .filter(|(_, container)| container.state != ContainerState::Started)
+        .filter(|(_, container)| matches!(container.state, ContainerState::Waiting { .. }))
         .filter_map(|(at, container)| {
             let name = ImageName::parse(&container.image).ok()?;
             name.digest.is_none().then(|| (at, name.normalized()))
@@ -401,27 +372,4 @@ fn verdict(report: &Report) -> Option<Error> {
             names.join(", ")
         ),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn targets_are_read_as_kubectl_spells_them() {
-        assert_eq!(parse_target("web").unwrap(), Target::Pod("web".into()));
-        assert_eq!(parse_target("pod/web").unwrap(), Target::Pod("web".into()));
-        assert_eq!(parse_target("po/web").unwrap(), Target::Pod("web".into()));
-        assert_eq!(
-            parse_target("deploy/web").unwrap(),
-            Target::Deployment("web".into())
-        );
-        assert_eq!(
-            parse_target("deployment.apps/web").unwrap(),
-            Target::Deployment("web".into())
-        );
-        for bad in ["svc/web", "pod/", "pod/a/b"] {
-            assert_eq!(parse_target(bad).unwrap_err().exit_code(), ExitCode::Usage);
-        }
-    }
 }

@@ -201,6 +201,43 @@ pub fn check_tag_or_digest(reference: &str) -> Result<(), NameError> {
     }
 }
 
+/// `raw` as it was most likely meant, when it does not parse: surrounding spaces and an
+/// `http(s)://` dropped, the repository path in lower case (the registry, the tag and the digest
+/// kept). `None` when that does not parse either, or changes nothing.
+pub fn corrected(raw: &str) -> Option<String> {
+    let text = raw.trim();
+    let text = ["http://", "https://"]
+        .iter()
+        .find_map(|scheme| {
+            text.get(..scheme.len())
+                .filter(|head| head.eq_ignore_ascii_case(scheme))
+                .map(|_| &text[scheme.len()..])
+        })
+        .unwrap_or(text);
+    let (name, digest) = match text.split_once('@') {
+        Some((name, digest)) => (name, Some(digest)),
+        None => (text, None),
+    };
+    let (name, tag) = split_tag(name);
+    // A registry has a `.` or `:`, or is localhost; a capitalised first component is a path
+    // written in the wrong case, not a registry.
+    let (domain, path) = match name.split_once('/') {
+        Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => {
+            (Some(first), rest)
+        }
+        _ => (None, name),
+    };
+    let mut fixed = domain.map_or_else(String::new, |domain| format!("{domain}/"));
+    fixed.push_str(&path.to_lowercase());
+    if let Some(tag) = tag {
+        fixed = format!("{fixed}:{tag}");
+    }
+    if let Some(digest) = digest {
+        fixed = format!("{fixed}@{digest}");
+    }
+    (fixed != raw && ImageName::parse(&fixed).is_ok()).then_some(fixed)
+}
+
 /// Splits `name:tag`, minding that a `:` before the last `/` belongs to a registry port.
 fn split_tag(name: &str) -> (&str, Option<&str>) {
     match name.rsplit_once(':') {

@@ -38,3 +38,4 @@ mod push_wild;
 mod registry_attached;
 mod registry_client;
 mod why;
+mod why_status;

@@ -28,6 +28,10 @@ pub(crate) struct ApiServerBuilder {
     forbidden: BTreeSet<String>,
     concurrent_writes: usize,
     kubelet: Option<Kubelet>,
+    /// What the node's runtime holds, for `imagePullPolicy: Never` (by the name a pod writes).
+    node_holds: Option<Holds>,
+    /// The scheduler's `Unschedulable` message: pods created get no node.
+    unschedulable: Option<String>,
     /// Resource -> (code, Status message) answered for every request on it.
     failing: BTreeMap<String, (u16, String)>,
     openshift: Option<OpenshiftImageConfig>,
@@ -50,6 +54,16 @@ pub(crate) struct OpenshiftImageConfig {
 pub(crate) struct Kubelet(Arc<PullFn>);
 
 type PullFn = dyn Fn(&str) -> Result<(), String> + Send + Sync;
+
+/// Whether the node's runtime holds an image by this name (the kubelet's image status).
+#[derive(Clone)]
+pub(crate) struct Holds(Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for Holds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Holds")
+    }
+}
 
 impl std::fmt::Debug for Kubelet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -158,6 +172,24 @@ impl ApiServerBuilder {
         pull: impl Fn(&str) -> Result<(), String> + Send + Sync + 'static,
     ) -> Self {
         self.kubelet = Some(Kubelet(Arc::new(pull)));
+        self
+    }
+
+    /// What the node's runtime holds, which the kubelet asks instead of pulling when a container's
+    /// `imagePullPolicy` is `Never` (ErrImageNeverPull when it lacks the image).
+    pub(crate) fn node_holds(
+        mut self,
+        holds: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.node_holds = Some(Holds(Arc::new(holds)));
+        self
+    }
+
+    /// The scheduler places no pod: each one created stays Pending with no node, its
+    /// `PodScheduled` condition `False`/`Unschedulable` with `message`, and a FailedScheduling
+    /// event, as kube-scheduler writes them; no kubelet hears of it.
+    pub(crate) fn unschedulable(mut self, message: &str) -> Self {
+        self.unschedulable = Some(message.to_string());
         self
     }
 
@@ -812,6 +844,17 @@ fn lookup(
     }
 }
 
+/// Whether `image`'s repository path is lower case, as docker's reference grammar requires (the
+/// registry part, with a `.`, a `:` or `localhost`, may have capitals).
+fn is_lower_case_repository(image: &str) -> bool {
+    let path = match image.split_once('/') {
+        Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => rest,
+        _ => image,
+    };
+    let path = path.split(['@', ':']).next().unwrap_or(path);
+    !path.chars().any(|c| c.is_ascii_uppercase())
+}
+
 /// Pods and events in namespace `default`: create (the kubelet pulls at once), get, delete, and
 /// the event list `kubectl describe` and `doctor --pod` read. `None` for any other path.
 fn respond_for_pods(
@@ -847,6 +890,9 @@ fn respond_for_pods(
     Some(match (verb, name) {
         ("create", _) => {
             let pod: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            if let Some(message) = &state.spec.unschedulable {
+                return Some((201, store.create_unschedulable_pod(pod, message)));
+            }
             let created = store.create_pod(pod);
             let name = created["metadata"]["name"]
                 .as_str()
@@ -857,14 +903,26 @@ fn respond_for_pods(
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
+            let never =
+                created.pointer("/spec/containers/0/imagePullPolicy") == Some(&json!("Never"));
             // The kubelet's part, done before answering: the client finds the outcome at once.
-            let pulled = state
-                .spec
-                .kubelet
-                .as_ref()
-                .map(|Kubelet(pull)| pull(&image));
-            if let Some(pulled) = pulled {
-                store.kubelet_pulled(&name, &image, pulled);
+            match (&state.spec.kubelet, never) {
+                (Some(_), _) if !is_lower_case_repository(&image) => {
+                    store.kubelet_refuses_name(&name, &image);
+                }
+                (Some(_), true) => {
+                    let held = state
+                        .spec
+                        .node_holds
+                        .as_ref()
+                        .is_some_and(|Holds(holds)| holds(&image));
+                    store.kubelet_never_pulls(&name, &image, held);
+                }
+                (Some(Kubelet(pull)), false) => {
+                    let pulled = pull(&image);
+                    store.kubelet_pulled(&name, &image, pulled);
+                }
+                (None, _) => {}
             }
             (201, created)
         }
@@ -1087,7 +1145,9 @@ impl Store {
         pod["apiVersion"] = json!("v1");
         pod["metadata"] = meta;
         pod["spec"]["nodeName"] = json!("stand-in-node");
-        pod["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
+        pod["status"] = json!({"phase": "Pending", "qosClass": "BestEffort",
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": null,
+                            "lastTransitionTime": "2025-01-01T00:00:00Z"}]});
         self.pods.insert(name, pod.clone());
         self.event(
             &pod,
@@ -1100,6 +1160,96 @@ impl Store {
             ),
         );
         pod
+    }
+
+    /// A pod the scheduler cannot place: Pending, no node, no container statuses, and the
+    /// scheduler's condition and event (kube-scheduler's words: `0/1 nodes are available: ...`).
+    fn create_unschedulable_pod(&mut self, pod: Value, message: &str) -> Value {
+        let mut pod = self.create_pod(pod);
+        let name = pod["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        pod["spec"]
+            .as_object_mut()
+            .map(|spec| spec.remove("nodeName"));
+        pod["status"] = json!({"phase": "Pending", "qosClass": "Burstable",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                            "message": message, "lastProbeTime": null,
+                            "lastTransitionTime": "2025-01-01T00:00:00Z"}]});
+        // What create_pod recorded as scheduled was not: the scheduler's word instead.
+        self.events.retain(|event| {
+            event["reason"] != "Scheduled" || event["involvedObject"]["name"] != name.as_str()
+        });
+        self.event(
+            &pod,
+            "Warning",
+            "FailedScheduling",
+            "default-scheduler",
+            message,
+        );
+        self.pods.insert(name, pod.clone());
+        pod
+    }
+
+    /// What a kubelet records for a reference it cannot parse (its `applyDefaultImageTag`:
+    /// docker's reference grammar), before any pull: InvalidImageName.
+    fn kubelet_refuses_name(&mut self, name: &str, image: &str) {
+        let Some(pod) = self.pods.get(name).cloned() else {
+            return;
+        };
+        let said = format!(
+            "Failed to apply default image tag {image:?}: couldn't parse image name {image:?}: \
+             invalid reference format: repository name must be lowercase"
+        );
+        self.event(&pod, "Warning", "InspectFailed", "kubelet", &said);
+        self.event(
+            &pod,
+            "Warning",
+            "Failed",
+            "kubelet",
+            "Error: InvalidImageName",
+        );
+        self.set_waiting(name, image, "InvalidImageName", &said);
+    }
+
+    /// What a kubelet records for `imagePullPolicy: Never`: it asks the runtime whether it holds
+    /// the image and never pulls (kubelet's image manager: ErrImageNeverPull).
+    fn kubelet_never_pulls(&mut self, name: &str, image: &str, held: bool) {
+        let Some(pod) = self.pods.get(name).cloned() else {
+            return;
+        };
+        let (reason, message) = if held {
+            self.event(
+                &pod,
+                "Normal",
+                "Pulled",
+                "kubelet",
+                &format!("Container image {image:?} already present on machine"),
+            );
+            let error = "failed to generate container spec: no command specified";
+            self.event(
+                &pod,
+                "Warning",
+                "Failed",
+                "kubelet",
+                &format!("Error: {error}"),
+            );
+            ("CreateContainerError", error.to_string())
+        } else {
+            let said =
+                format!("Container image {image:?} is not present with pull policy of Never");
+            self.event(&pod, "Warning", "ErrImageNeverPull", "kubelet", &said);
+            self.event(
+                &pod,
+                "Warning",
+                "Failed",
+                "kubelet",
+                "Error: ErrImageNeverPull",
+            );
+            ("ErrImageNeverPull", said)
+        };
+        self.set_waiting(name, image, reason, &message);
     }
 
     /// What a kubelet records after its runtime pulled (or failed to pull) the pod's image.
@@ -1152,6 +1302,11 @@ impl Store {
                 ("ErrImagePull", said)
             }
         };
+        self.set_waiting(name, image, reason, &message);
+    }
+
+    /// The pod's one container waiting with `reason` and `message`, as the kubelet reports it.
+    fn set_waiting(&mut self, name: &str, image: &str, reason: &str, message: &str) {
         let version = self.next_version();
         if let Some(stored) = self.pods.get_mut(name) {
             stored["metadata"]["resourceVersion"] = json!(version);

@@ -36,12 +36,27 @@ pub struct PodFacts {
     /// Init containers first, then the containers, as the kubelet starts them.
     pub containers: Vec<ContainerFacts>,
     pub created: Option<String>,
+    /// Not scheduled yet: the scheduler's `PodScheduled` condition, `Unschedulable: 0/3 nodes
+    /// are available: 3 Insufficient cpu.` (its reason, and its message when it has one).
+    pub unscheduled: Option<String>,
 }
 
 impl PodFacts {
     fn of(pod: Pod) -> Self {
         let spec = pod.spec.unwrap_or_default();
         let status = pod.status.unwrap_or_default();
+        let unscheduled = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|condition| condition.type_ == "PodScheduled" && condition.status == "False")
+            .map(|condition| {
+                let reason = condition.reason.as_deref().unwrap_or("not scheduled");
+                match condition.message.as_deref().map(str::trim) {
+                    Some(message) if !message.is_empty() => format!("{reason}: {message}"),
+                    _ => reason.to_string(),
+                }
+            });
         let statuses: Vec<_> = status
             .init_container_statuses
             .unwrap_or_default()
@@ -85,6 +100,7 @@ impl PodFacts {
                 .metadata
                 .creation_timestamp
                 .map(|time| time.0.to_string()),
+            unscheduled,
         }
     }
 

@@ -6,7 +6,12 @@ use serde::Serialize;
 use crate::cluster::client::PULL_FAILURES;
 use crate::cluster::hosting::LocalRegistry;
 use crate::error::ExitCode;
-use crate::image::reference::{ImageName, RegistryHost};
+use crate::image::reference::{ImageName, NameError, RegistryHost, corrected, same_registry};
+
+use super::kubelet_words::{
+    UNTRUSTED, is_platform_mismatch, is_unauthorized, kubelet_said, unreachable_symptom,
+    waiting_otherwise,
+};
 
 /// Why a container's image does not start (`-o json`'s `cause`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -45,8 +50,18 @@ pub(crate) struct ContainerView {
     pub name: String,
     pub image: String,
     pub pull_policy: Option<String>,
-    /// `None` when it runs (or ran); else the waiting reason and message.
-    pub waiting: Option<(String, String)>,
+    pub state: Shown,
+}
+
+/// What the container's status shows, and nothing more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Shown {
+    /// It runs, or ran: its image was there.
+    Runs,
+    /// The kubelet's waiting reason and message.
+    Waiting { reason: String, message: String },
+    /// No status at all: the kubelet has said nothing of it (or the pod has no node).
+    NoStatus,
 }
 
 /// What the registry holds of the image, when we asked it.
@@ -96,6 +111,8 @@ pub(crate) struct Facts<'a> {
     /// The node's `kubernetes.io/arch`, when known.
     pub node_arch: Option<&'a str>,
     pub node: Option<&'a str>,
+    /// The scheduler's word when the pod is not scheduled (`Unschedulable: ...`).
+    pub unscheduled: Option<&'a str>,
 }
 
 /// Where the image names a registry: `None` for an unparsable name.
@@ -108,14 +125,16 @@ pub(crate) fn image_host(image: &str) -> Option<Option<RegistryHost>> {
     )
 }
 
-/// Whether `image` names the cluster's registry by any of its advertised hosts.
+/// Whether `image` names the cluster's registry by any of its advertised hosts, under any of
+/// their spellings (`127.0.0.1:PORT` for `localhost:PORT`).
 pub(crate) fn on_registry(image: &str, registry: &LocalRegistry) -> bool {
     let Some(Some(host)) = image_host(image) else {
         return false;
     };
-    host == registry.host
-        || host == registry.host_from_container_runtime
-        || registry.host_from_cluster_network.as_ref() == Some(&host)
+    std::iter::once(&registry.host)
+        .chain([&registry.host_from_container_runtime])
+        .chain(&registry.host_from_cluster_network)
+        .any(|known| same_registry(host.as_str(), known))
 }
 
 /// The verdict for one container.
@@ -127,34 +146,23 @@ pub(crate) fn diagnose(container: &ContainerView, facts: &Facts) -> Finding {
         explanation,
         fix,
     };
-    let Some((reason, message)) = &container.waiting else {
-        return finding(None, "it runs".to_string(), None);
+    let (reason, message) = match &container.state {
+        Shown::Runs => return finding(None, "it runs".to_string(), None),
+        Shown::NoStatus => return finding(None, no_status(facts), None),
+        Shown::Waiting { reason, message } => (reason, message),
     };
     if !PULL_FAILURES.contains(&reason.as_str()) {
-        return finding(
-            None,
-            format!("its image was pulled; it waits for another reason: {reason}: {message}"),
-            None,
-        );
+        let waits = waiting_otherwise(reason, message, facts.events, &container.image);
+        return finding(None, waits, None);
     }
     let said = kubelet_said(message, facts.events, &container.image);
-    let parsed = ImageName::parse(&container.image);
-    if reason == "InvalidImageName" || parsed.is_err() {
-        let why = parsed
-            .err()
-            .map_or_else(|| said.clone(), |err| err.to_string());
-        return finding(
-            Some(Cause::InvalidName),
-            format!("the image reference does not parse: {why}"),
-            Some(
-                "write it as HOST[:PORT]/NAME[:TAG][@sha256:DIGEST], e.g. the ref `kubectl registry push` prints"
-                    .to_string(),
-            ),
-        );
-    }
-    let Ok(name) = parsed else {
-        unreachable!("an unparsable name returned above")
+    let name = match ImageName::parse(&container.image) {
+        Ok(name) if reason != "InvalidImageName" => name,
+        parsed => return invalid_name(&container.image, parsed.err(), &said, &finding),
     };
+    if reason == "ErrImageNeverPull" {
+        return never_pulled(container, &name, facts, &said, &finding);
+    }
     match facts.registry {
         Some(registry) => with_registry(container, &name, registry, facts, &said, &finding),
         None => without_registry(container, &name, facts, &said, &finding),
@@ -162,6 +170,121 @@ pub(crate) fn diagnose(container: &ContainerView, facts: &Facts) -> Finding {
 }
 
 type MakeFinding<'a> = dyn Fn(Option<Cause>, String, Option<String>) -> Finding + 'a;
+
+/// A container the kubelet has said nothing of: nothing is claimed of its image.
+fn no_status(facts: &Facts) -> String {
+    match (facts.unscheduled, facts.node) {
+        (Some(scheduler), _) => format!(
+            "the pod is not scheduled on a node yet, so no node has asked for its image; \
+             the scheduler says: {scheduler}"
+        ),
+        (None, None) => "the pod is on no node yet, so no node has asked for its image".to_string(),
+        (None, Some(node)) => format!(
+            "node {node}'s kubelet has not reported on this container yet; nothing shows \
+             whether its image was pulled"
+        ),
+    }
+}
+
+/// A reference the kubelet (or we) cannot parse: the corrected one, when there is one.
+fn invalid_name(
+    image: &str,
+    error: Option<NameError>,
+    said: &str,
+    finding: &MakeFinding,
+) -> Finding {
+    let why = error.map_or_else(|| said.to_string(), |err| err.to_string());
+    let fix = match corrected(image) {
+        Some(fixed) => format!(
+            "use image {fixed} in the pod spec (repository names are lower case; the tag is kept)"
+        ),
+        None => "write it as HOST[:PORT]/NAME[:TAG][@sha256:DIGEST], e.g. the ref \
+                 `kubectl registry push` prints"
+            .to_string(),
+    };
+    finding(
+        Some(Cause::InvalidName),
+        format!("the image reference does not parse: {why}"),
+        Some(fix),
+    )
+}
+
+/// `imagePullPolicy: Never` and a node without the image (ErrImageNeverPull): the kubelet never
+/// asks a registry, whatever it holds.
+fn never_pulled(
+    container: &ContainerView,
+    name: &ImageName,
+    facts: &Facts,
+    said: &str,
+    finding: &MakeFinding,
+) -> Finding {
+    let node = facts.node.unwrap_or("?");
+    let push = |repository: &str| {
+        format!(
+            "kubectl registry push IMAGE --tag {repository}:{}",
+            name.tag_or_default()
+        )
+    };
+    let (evidence, fix) = match facts.registry {
+        Some(registry) if on_registry(&container.image, registry) => {
+            let held = match facts.in_registry {
+                InRegistry::Present { .. } => "the registry holds it".to_string(),
+                InRegistry::Absent => "the registry does not hold it either".to_string(),
+                InRegistry::Unknown(why) => {
+                    format!("whether the registry holds it is unknown ({why})")
+                }
+                InRegistry::NotAsked => "the registry was not asked".to_string(),
+            };
+            let push_first = if facts.in_registry == &InRegistry::Absent {
+                format!("push it ({}), then ", push(&name.path))
+            } else {
+                String::new()
+            };
+            (
+                format!("node {node} does not hold it, and {held}"),
+                format!(
+                    "{push_first}set imagePullPolicy: IfNotPresent in the pod spec (or leave it out), \
+                     so that the node pulls it from the registry"
+                ),
+            )
+        }
+        Some(_) => (
+            format!("node {node} does not hold it, and it is not on the cluster's registry"),
+            format!(
+                "push it to the cluster's registry ({}), use the ref it prints, and set \
+                 imagePullPolicy: IfNotPresent",
+                push(&name.familiar_repository())
+            ),
+        ),
+        None => (
+            format!("the cluster has no registry, and {}", node_holds(facts)),
+            format!(
+                "load it into the nodes: {} (with no registry, push loads the nodes), then use \
+                 the ref it prints; imagePullPolicy: Never finds a loaded image",
+                push(&name.familiar_repository())
+            ),
+        ),
+    };
+    finding(
+        Some(Cause::PullPolicy),
+        format!(
+            "its imagePullPolicy is Never, so the kubelet uses only an image the node holds: \
+             {evidence}: {said}"
+        ),
+        Some(fix),
+    )
+}
+
+/// What the node was found to hold of the image, for a sentence.
+fn node_holds(facts: &Facts) -> String {
+    let node = facts.node.unwrap_or("?");
+    match facts.on_node {
+        OnNode::Lacks(normalized) => format!("node {node}'s containerd holds no {normalized}"),
+        OnNode::Holds => format!("node {node}'s containerd holds an image by that name"),
+        OnNode::Unknown(why) => format!("what node {node} holds could not be read ({why})"),
+        OnNode::NotAsked => format!("node {node} does not hold it"),
+    }
+}
 
 fn with_registry(
     container: &ContainerView,
@@ -179,21 +302,8 @@ fn with_registry(
     let Some(host) = host.filter(|_| on_registry(&container.image, registry)) else {
         return other(said, "the image is not on the cluster's registry", finding);
     };
-    if &host != runtime {
-        let right = with_host(name, runtime);
-        return finding(
-            Some(Cause::WrongHost),
-            format!(
-                "the image names the registry as {host}, which is where it is reached from {}; \
-                 the nodes' container runtime reaches it as {runtime}",
-                if host == registry.host {
-                    "this machine"
-                } else {
-                    "the cluster network"
-                }
-            ),
-            Some(format!("use image {right} in the pod spec")),
-        );
+    if !same_registry(host.as_str(), runtime) {
+        return wrong_host(name, &host, registry, finding);
     }
     if is_unauthorized(said) {
         return finding(
@@ -207,66 +317,14 @@ fn with_registry(
     }
     // What the registry holds settles it first: a missing tag fails any node, mapped or not.
     if facts.in_registry == &InRegistry::Absent {
-        let what = name
-            .digest
-            .clone()
-            .unwrap_or_else(|| format!("tag {}", name.tag_or_default()));
-        return finding(
-            Some(Cause::NotInRegistry),
-            format!("the registry has no {what} in repository {}", name.path),
-            Some(format!(
-                "push it: kubectl registry push IMAGE --tag {}:{}",
-                name.path,
-                name.tag_or_default()
-            )),
-        );
+        return not_in_registry(name, finding);
     }
     if let Some(symptom) = unreachable_symptom(said) {
-        let reached = registry
-            .host_from_cluster_network
-            .as_ref()
-            .unwrap_or(runtime);
-        let certs_d = format!("/etc/containerd/certs.d/{runtime}");
-        let fix = if symptom == UNTRUSTED {
-            // The registry speaks TLS: the node needs its CA, not plain HTTP.
-            format!(
-                "give each node's containerd the CA that signed the registry's certificate, beside \
-                 its mapping (kind: {certs_d}/ca.crt and {certs_d}/hosts.toml):\n\
-                 server = \"https://{runtime}\"\n\
-                 [host.\"https://{reached}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  \
-                 ca = \"{certs_d}/ca.crt\""
-            )
-        } else {
-            format!(
-                "map {runtime} on each node's containerd to the registry (kind: {certs_d}/hosts.toml):\n\
-                 server = \"http://{runtime}\"\n\
-                 [host.\"http://{reached}\"]\n  capabilities = [\"pull\", \"resolve\"]"
-            )
-        };
-        return finding(
-            Some(Cause::RegistryNotMapped),
-            format!("the node's container runtime cannot {symptom} {runtime}: {said}"),
-            Some(fix),
-        );
+        return not_mapped(registry, symptom, said, finding);
     }
     match facts.in_registry {
         InRegistry::Present { platforms } if is_platform_mismatch(said) => {
-            let arch = facts.node_arch.unwrap_or("its architecture");
-            finding(
-                Some(Cause::PlatformMismatch),
-                format!(
-                    "the image has no build for node {}'s architecture {arch}{}",
-                    facts.node.unwrap_or("?"),
-                    if platforms.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (it has: {})", platforms.join(", "))
-                    }
-                ),
-                Some(format!(
-                    "build it for linux/{arch} (docker buildx build --platform linux/{arch}) and push it again"
-                )),
-            )
+            platform_mismatch(platforms, facts, finding)
         }
         InRegistry::Unknown(why) => other(
             said,
@@ -275,6 +333,106 @@ fn with_registry(
         ),
         _ => other(said, "the registry holds the image", finding),
     }
+}
+
+/// The image names the registry by a host the nodes do not reach it at.
+fn wrong_host(
+    name: &ImageName,
+    host: &RegistryHost,
+    registry: &LocalRegistry,
+    finding: &MakeFinding,
+) -> Finding {
+    let runtime = &registry.host_from_container_runtime;
+    let right = with_host(name, runtime);
+    let from = if registry
+        .host_from_cluster_network
+        .as_ref()
+        .is_some_and(|network| same_registry(host.as_str(), network))
+        && !same_registry(host.as_str(), &registry.host)
+    {
+        "the cluster network"
+    } else {
+        "this machine"
+    };
+    finding(
+        Some(Cause::WrongHost),
+        format!(
+            "the image names the registry as {host}, which is where it is reached from {from}; \
+             the nodes' container runtime reaches it as {runtime}"
+        ),
+        Some(format!("use image {right} in the pod spec")),
+    )
+}
+
+fn not_in_registry(name: &ImageName, finding: &MakeFinding) -> Finding {
+    let what = name
+        .digest
+        .clone()
+        .unwrap_or_else(|| format!("tag {}", name.tag_or_default()));
+    finding(
+        Some(Cause::NotInRegistry),
+        format!("the registry has no {what} in repository {}", name.path),
+        Some(format!(
+            "push it: kubectl registry push IMAGE --tag {}:{}",
+            name.path,
+            name.tag_or_default()
+        )),
+    )
+}
+
+/// The node's runtime cannot reach or talk to the runtime host: the `hosts.toml` that maps it.
+fn not_mapped(
+    registry: &LocalRegistry,
+    symptom: &str,
+    said: &str,
+    finding: &MakeFinding,
+) -> Finding {
+    let runtime = &registry.host_from_container_runtime;
+    let reached = registry
+        .host_from_cluster_network
+        .as_ref()
+        .unwrap_or(runtime);
+    let certs_d = format!("/etc/containerd/certs.d/{runtime}");
+    let fix = if symptom == UNTRUSTED {
+        // The registry speaks TLS: the node needs its CA, not plain HTTP.
+        format!(
+            "give each node's containerd the CA that signed the registry's certificate, beside \
+             its mapping (kind: {certs_d}/ca.crt and {certs_d}/hosts.toml):\n\
+             server = \"https://{runtime}\"\n\
+             [host.\"https://{reached}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  \
+             ca = \"{certs_d}/ca.crt\""
+        )
+    } else {
+        format!(
+            "map {runtime} on each node's containerd to the registry (kind: {certs_d}/hosts.toml):\n\
+             server = \"http://{runtime}\"\n\
+             [host.\"http://{reached}\"]\n  capabilities = [\"pull\", \"resolve\"]"
+        )
+    };
+    finding(
+        Some(Cause::RegistryNotMapped),
+        format!("the node's container runtime cannot {symptom} {runtime}: {said}"),
+        Some(fix),
+    )
+}
+
+fn platform_mismatch(platforms: &[String], facts: &Facts, finding: &MakeFinding) -> Finding {
+    let arch = facts.node_arch.unwrap_or("its architecture");
+    finding(
+        Some(Cause::PlatformMismatch),
+        format!(
+            "the image has no build for node {}'s architecture {arch}{}",
+            facts.node.unwrap_or("?"),
+            if platforms.is_empty() {
+                String::new()
+            } else {
+                format!(" (it has: {})", platforms.join(", "))
+            }
+        ),
+        Some(format!(
+            "build it for linux/{arch} (docker buildx build --platform linux/{arch}) and push it again"
+        )),
+    )
 }
 
 fn without_registry(
@@ -366,60 +524,4 @@ fn with_host(name: &ImageName, host: &RegistryHost) -> String {
         text = format!("{text}@{digest}");
     }
     text
-}
-
-/// The most telling thing the kubelet said: the event naming the image's pull failure, else
-/// the container's waiting message.
-fn kubelet_said(message: &str, events: &[String], image: &str) -> String {
-    let quoted = format!("{image:?}");
-    events
-        .iter()
-        .rev()
-        .find(|event| event.contains("Failed to pull image") && event.contains(&quoted))
-        .cloned()
-        .or_else(|| (!message.trim().is_empty()).then(|| message.trim().to_string()))
-        .unwrap_or_else(|| "nothing".to_string())
-}
-
-/// containerd's words for a registry refusing it (`pull access denied`, `401 Unauthorized`,
-/// `403 Forbidden`, `authorization failed`, `insufficient_scope`).
-fn is_unauthorized(said: &str) -> bool {
-    let lower = said.to_ascii_lowercase();
-    [
-        "401 unauthorized",
-        "403 forbidden",
-        "authorization failed",
-        "pull access denied",
-        "insufficient_scope",
-    ]
-    .iter()
-    .any(|needle| lower.contains(needle))
-}
-
-/// The symptom of a registry whose TLS certificate the node does not trust.
-const UNTRUSTED: &str = "verify the TLS certificate of";
-
-/// What the node's runtime failed to do with the runtime host, from containerd's and Go's words.
-fn unreachable_symptom(said: &str) -> Option<&'static str> {
-    let lower = said.to_ascii_lowercase();
-    if lower.contains("server gave http response to https client") {
-        return Some("talk HTTPS to the plain HTTP registry at");
-    }
-    if lower.contains("no such host") || lower.contains("server misbehaving") {
-        return Some("resolve the name");
-    }
-    if lower.contains("connection refused") {
-        return Some("connect to");
-    }
-    if lower.contains("i/o timeout") || lower.contains("no route to host") {
-        return Some("reach");
-    }
-    if lower.contains("x509:") || lower.contains("tls: ") {
-        return Some(UNTRUSTED);
-    }
-    None
-}
-
-fn is_platform_mismatch(said: &str) -> bool {
-    said.contains("no match for platform in manifest")
 }

@@ -119,3 +119,24 @@ fn invalid_names_are_refused() {
         assert!(ImageName::parse(good).is_ok(), "{good:?} should parse");
     }
 }
+
+#[test]
+fn a_name_in_the_wrong_case_is_corrected_keeping_its_registry_and_tag() {
+    use super::corrected;
+    assert_eq!(corrected("MyApp:V1").as_deref(), Some("myapp:V1"));
+    assert_eq!(
+        corrected("kind-registry:5000/Team/MyApp:Dev-1").as_deref(),
+        Some("kind-registry:5000/team/myapp:Dev-1")
+    );
+    assert_eq!(corrected("MyOrg/App").as_deref(), Some("myorg/app"));
+    assert_eq!(
+        corrected(" http://localhost:5001/App:v1 ").as_deref(),
+        Some("localhost:5001/app:v1")
+    );
+    assert_eq!(corrected("app:v1"), None, "nothing to correct");
+    assert_eq!(
+        corrected("app:bad+tag"),
+        None,
+        "a bad tag is kept, so no fix"
+    );
+}

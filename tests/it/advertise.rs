@@ -2,6 +2,7 @@
 //! the stand-in API server, the real kubectl and `info` read back what it wrote, and every refusal
 //! (bad input, RBAC, conflicts) says what to do.
 
+use snapbox::{assert_data_eq, str};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -224,10 +225,13 @@ fn a_configmap_that_keeps_changing_is_given_up_on_with_exit_3() {
         .concurrent_writes(5)
         .start();
     let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "error: writing ConfigMap kube-public/local-registry-hosting: it changed under us 5 times in a row\n\
-         hint: something else keeps rewriting it; find it (`kubectl -n kube-public get configmap local-registry-hosting -o yaml` shows its managedFields) and try again\n"
+        str![[r#"
+error: writing ConfigMap kube-public/local-registry-hosting: it changed under us 5 times in a row
+hint: something else keeps rewriting it; find it (`kubectl -n kube-public get configmap local-registry-hosting -o yaml` shows its managedFields) and try again
+
+"#]]
     );
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
 }
@@ -238,11 +242,14 @@ fn a_forbidden_create_names_the_missing_permission_and_exits_3() {
         .forbid_verb("configmaps", "create")
         .start();
     let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "error: creating ConfigMap kube-public/local-registry-hosting: not allowed: the credentials of context \"kind-dev\" (http://127.0.0.1:PORT) may not create configmaps in namespace kube-public\n\
-         caused by: configmaps \"local-registry-hosting\" is forbidden: User \"system:serviceaccount:default:dev\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"kube-public\"\n\
-         hint: advertising needs get, create, update and delete on configmaps in kube-public; `kubectl auth can-i create configmaps -n kube-public` checks it; a cluster admin can grant it with a Role and RoleBinding\n"
+        str![[r#"
+error: creating ConfigMap kube-public/local-registry-hosting: not allowed: the credentials of context "kind-dev" (http://127.0.0.1:PORT) may not create configmaps in namespace kube-public
+caused by: configmaps "local-registry-hosting" is forbidden: User "system:serviceaccount:default:dev" cannot create resource "configmaps" in API group "" in the namespace "kube-public"
+hint: advertising needs get, create, update and delete on configmaps in kube-public; `kubectl auth can-i create configmaps -n kube-public` checks it; a cluster admin can grant it with a Role and RoleBinding
+
+"#]]
     );
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
     assert!(server.hosting_configmap().is_none());
@@ -275,11 +282,14 @@ fn a_forbidden_update_names_update() {
 fn hosts_and_help_links_discovery_would_refuse_are_usage_errors_before_any_request() {
     let server = ApiServer::builder().start();
     let run = plugin(&server, &["advertise", "http://localhost:5001"]);
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "error: HOST is not usable\n\
-         caused by: \"http://localhost:5001\" is not a registry host[:port]: it starts with a scheme (http://); give the host alone\n\
-         hint: give host[:port] alone, e.g. localhost:5001 or registry:5000\n"
+        str![[r#"
+error: HOST is not usable
+caused by: "http://localhost:5001" is not a registry host[:port]: it starts with a scheme (http://); give the host alone
+hint: give host[:port] alone, e.g. localhost:5001 or registry:5000
+
+"#]]
     );
     assert_eq!((run.code, run.stdout.as_str()), (2, ""));
     for (args, problem) in [
@@ -402,9 +412,12 @@ fn a_host_that_does_not_answer_like_a_registry_is_advertised_with_a_warning() {
     let server = ApiServer::builder().start();
     let host = format!("127.0.0.1:{}", unused_port());
     let run = plugin(&server, &["advertise", &host]);
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "warning: 127.0.0.1:PORT does not answer GET /v2/ like a registry from here (the registry at 127.0.0.1:PORT is down or not reachable from here: Connection refused (os error 111)); advertising it in ConfigMap kube-public/local-registry-hosting anyway (--no-verify skips this check)\n"
+        str![[r#"
+warning: 127.0.0.1:PORT does not answer GET /v2/ like a registry from here (the registry at 127.0.0.1:PORT is down or not reachable from here: Connection refused (os error 111)); advertising it in ConfigMap kube-public/local-registry-hosting anyway (--no-verify skips this check)
+
+"#]]
     );
     assert_eq!(
         (run.code, run.stdout.as_str()),

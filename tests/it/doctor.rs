@@ -2,6 +2,7 @@
 //! real registry, on a working set-up, a registry that is down, a forbidden ConfigMap, and a
 //! cluster with nothing advertised and no loader on PATH. Whole outputs pinned.
 
+use snapbox::{assert_data_eq, str};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -73,9 +74,9 @@ fn a_working_set_up_passes_every_check_and_leaves_no_probe_tag() {
         .start();
     let path = bin_dir(&[]);
     let run = doctor(&server, path.path(), &[]);
-    assert_eq!(
+    assert_data_eq!(
         run.stdout,
-        "\
+        str![[r#"
 ✓ kubeconfig: HOME/kubeconfig, context kind-dev
 ✓ api-server: http://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
 ✓ discovery: ConfigMap kube-public/local-registry-hosting: host 127.0.0.1:PORT, hostFromContainerRuntime kind-registry:5000, hostFromClusterNetwork (not advertised), help https://kind.sigs.k8s.io/docs/user/local-registry/
@@ -85,7 +86,8 @@ fn a_working_set_up_passes_every_check_and_leaves_no_probe_tag() {
     hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
     hint: `kubectl registry doctor --pod` pulls the probe image from a node
 – node-load: not needed: push uses the registry
-"
+
+"#]]
     );
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     let tags = registry.get("/v2/kubectl-registry-probe/tags/list");
@@ -105,9 +107,9 @@ fn a_registry_that_is_down_fails_naming_the_host_and_the_help_link() {
         .start();
     let path = bin_dir(&[]);
     let run = doctor(&server, path.path(), &[]);
-    assert_eq!(
+    assert_data_eq!(
         run.stdout,
-        "\
+        str![[r#"
 ✓ kubeconfig: HOME/kubeconfig, context kind-dev
 ✓ api-server: http://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
 ✓ discovery: ConfigMap kube-public/local-registry-hosting: host 127.0.0.1:PORT, hostFromContainerRuntime 127.0.0.1:PORT, hostFromClusterNetwork (not advertised), help https://kind.sigs.k8s.io/docs/user/local-registry/
@@ -119,11 +121,15 @@ fn a_registry_that_is_down_fails_naming_the_host_and_the_help_link() {
     hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
     hint: `kubectl registry doctor --pod` pulls the probe image from a node
 – node-load: not needed: push uses the registry
-"
+
+"#]]
     );
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "error: push would not work: 1 check failed (registry)\n"
+        str![[r#"
+error: push would not work: 1 check failed (registry)
+
+"#]]
     );
     assert_eq!(run.code, 5);
 }
@@ -158,19 +164,20 @@ fn nothing_advertised_and_no_loader_on_path_fails_with_where_to_get_one() {
     let server = ApiServer::builder().node(kind_node()).start();
     let path = bin_dir(&[]);
     let run = doctor(&server, path.path(), &[]);
-    assert_eq!(
+    assert_data_eq!(
         run.stdout,
-        "\
+        str![[r#"
 ✓ kubeconfig: HOME/kubeconfig, context kind-dev
 ✓ api-server: http://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
 – discovery: nothing advertised: no ConfigMap kube-public/local-registry-hosting, and neither OpenShift's image config, a node annotation nor a microk8s registry Service names one
 – registry: no registry is advertised, so there is none to reach
 – round-trip: no registry is advertised, so there is none to push the probe image to
 – nodes: push loads images into the nodes instead of a registry
-✗ node-load: kind cluster \"dev\" needs `kind` to load images into its nodes, and it is not on PATH
+✗ node-load: kind cluster "dev" needs `kind` to load images into its nodes, and it is not on PATH
     hint: install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation
     hint: or give the cluster a registry: https://kind.sigs.k8s.io/docs/user/local-registry/
-"
+
+"#]]
     );
     assert_eq!(
         (run.code, run.stderr.as_str()),

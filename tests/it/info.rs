@@ -1,6 +1,7 @@
 //! `kubectl registry info` end to end: the built binary against the stand-in API server, for each
 //! discovery source, their precedence, and every way reading the cluster can fail.
 
+use snapbox::{assert_data_eq, str};
 use std::path::Path;
 
 use crate::support::apiserver::{
@@ -70,14 +71,14 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_text() {
         .node(kind_node("dev"))
         .start();
     let run = info(&server, "kind-dev", &[]);
-    assert_eq!(run.stderr, "");
-    assert_eq!(
+    assert_data_eq!(run.stderr, str![]);
+    assert_data_eq!(
         run.stdout,
-        "\
+        str![[r#"
 context:              kind-dev
 cluster:              kind-dev
 server:               http://127.0.0.1:PORT
-product:              kind (cluster \"dev\")
+product:              kind (cluster "dev")
 registry host:        localhost:5001
 runtime host:         localhost:5001
 cluster-network host: (not advertised)
@@ -85,7 +86,8 @@ help:                 https://kind.sigs.k8s.io/docs/user/local-registry/
 source:               ConfigMap kube-public/local-registry-hosting (KEP-1755)
 network:              host (outside the cluster: a kubeconfig context)
 push:                 push to localhost:5001 and print refs on localhost:5001
-"
+
+"#]]
     );
     assert_eq!(run.code, 0);
     assert_eq!(
@@ -165,9 +167,12 @@ fn a_scheme_in_the_configmap_host_is_stripped_with_a_warning() {
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
     assert_eq!(json(&run)["registry"]["host"], "localhost:5000");
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "warning: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1, field host \"http://localhost:5000\" has a scheme (http://); using localhost:5000\n"
+        str![[r#"
+warning: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1, field host "http://localhost:5000" has a scheme (http://); using localhost:5000
+
+"#]]
     );
     assert_eq!(run.code, 0);
 }
@@ -208,9 +213,9 @@ fn microk8s_registry_service_is_the_last_resort() {
         .microk8s_registry_service(32000)
         .start();
     let run = info(&server, "microk8s", &[]);
-    assert_eq!(
+    assert_data_eq!(
         run.stdout,
-        "\
+        str![[r#"
 context:              microk8s
 cluster:              microk8s
 server:               http://127.0.0.1:PORT
@@ -222,7 +227,8 @@ help:                 (none)
 source:               Service container-registry/registry (microk8s registry addon)
 network:              host (outside the cluster: a kubeconfig context)
 push:                 push to localhost:32000 and print refs on localhost:32000
-"
+
+"#]]
     );
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
@@ -322,9 +328,9 @@ fn the_environment_beats_the_configmap_and_the_cluster_is_not_contacted() {
             .env("KUBECTL_REGISTRY_RUNTIME_HOST", "registry:6000")
             .arg("info"),
     );
-    assert_eq!(
+    assert_data_eq!(
         run.stdout,
-        "\
+        str![[r#"
 context:              kind-dev
 cluster:              kind-dev
 server:               http://127.0.0.1:PORT
@@ -336,7 +342,8 @@ help:                 (none)
 source:               KUBECTL_REGISTRY_HOST environment variable
 network:              host (the registry was named, not discovered)
 push:                 push to localhost:6000 and print refs on registry:6000
-"
+
+"#]]
     );
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(server.requests(), Vec::<String>::new());
@@ -394,14 +401,15 @@ fn a_bad_registry_flag_is_a_usage_error() {
     let home = TempDir::new().unwrap();
     let run =
         outcome(registry_cmd(home.path()).args(["--registry", "localhost:5001/team", "info"]));
-    assert_eq!(run.stdout, "");
-    assert_eq!(
+    assert_data_eq!(run.stdout, str![]);
+    assert_data_eq!(
         run.stderr,
-        "\
-error: --registry \"localhost:5001/team\" is not a registry host
-caused by: \"localhost:5001/team\" is not a registry host[:port]: it has a path (/team)
+        str![[r#"
+error: --registry "localhost:5001/team" is not a registry host
+caused by: "localhost:5001/team" is not a registry host[:port]: it has a path (/team)
 hint: give host[:port], for example localhost:5001 or [::1]:5001
-"
+
+"#]]
     );
     assert_eq!(run.code, 2);
 }
@@ -765,15 +773,16 @@ fn forbidden_nodes_leave_the_kubeconfig_names_to_tell_the_product() {
             "push:                 load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
         )
     );
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "\
+        str![[r#"
 ConfigMap kube-public/local-registry-hosting not found
 no readable images.config.openshift.io/cluster (not OpenShift)
 listing nodes is not allowed here; no node facts
 no readable Service container-registry/registry (microk8s registry addon)
 no node facts, so the product is told from the kubeconfig's names alone
-"
+
+"#]]
     );
     assert_eq!(run.code, 0);
     assert_eq!(
@@ -836,9 +845,12 @@ fn a_v2_key_alone_is_none_understood_with_a_warning() {
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
     assert_eq!(json(&run)["registry"], serde_json::Value::Null);
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "warning: ConfigMap kube-public/local-registry-hosting only has localRegistryHosting.v2, a version this kubectl-registry does not understand (it reads localRegistryHosting.v1); treating the registry as not advertised\n"
+        str![[r#"
+warning: ConfigMap kube-public/local-registry-hosting only has localRegistryHosting.v2, a version this kubectl-registry does not understand (it reads localRegistryHosting.v1); treating the registry as not advertised
+
+"#]]
     );
     assert_eq!(run.code, 0);
 }
@@ -855,12 +867,13 @@ fn a_v2_key_beside_v1_is_a_debug_note_only() {
     assert_eq!(json(&quiet)["registry"]["host"], "localhost:5001");
     assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
     let verbose = info(&server, "kind-dev", &["-o", "json", "-v"]);
-    assert_eq!(
+    assert_data_eq!(
         verbose.stderr,
-        "\
+        str![[r#"
 ignoring localRegistryHosting.v2 of ConfigMap kube-public/local-registry-hosting: newer than this kubectl-registry understands; reading localRegistryHosting.v1
 no node facts, so the product is told from the kubeconfig's names alone
-"
+
+"#]]
     );
 }
 
@@ -870,14 +883,15 @@ fn a_malformed_configmap_host_is_an_error_with_the_help_link() {
         .hosting_v1("host: localhost:5001/v2\nhostFromClusterNetwork: kind-registry:5000\nhelp: https://kind.sigs.k8s.io/docs/user/local-registry/\n")
         .start();
     let run = info(&server, "kind-dev", &[]);
-    assert_eq!(run.stdout, "");
-    assert_eq!(
+    assert_data_eq!(run.stdout, str![]);
+    assert_data_eq!(
         run.stderr,
-        "\
+        str![[r#"
 error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is not a registry host
-caused by: \"localhost:5001/v2\" is not a registry host[:port]: it has a path (/v2)
+caused by: "localhost:5001/v2" is not a registry host[:port]: it has a path (/v2)
 hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/ (or skip discovery with --registry HOST[:PORT])
-"
+
+"#]]
     );
     assert_eq!(run.code, 3);
 }
@@ -893,9 +907,9 @@ fn microk8s_help_only_configmap_advertises_no_registry_and_shows_how_to_set_one_
         .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
         .start();
     let run = info(&server, "microk8s", &[]);
-    assert_eq!(
+    assert_data_eq!(
         run.stdout,
-        "\
+        str![[r#"
 context:              microk8s
 cluster:              microk8s
 server:               http://127.0.0.1:PORT
@@ -909,7 +923,8 @@ No local registry advertised: ConfigMap kube-public/local-registry-hosting has a
 host, and neither OpenShift's image config, a node annotation nor a microk8s registry
 Service names one.
 tip: give the cluster a registry and push uses it instead: https://microk8s.io/docs/registry-built-in
-"
+
+"#]]
     );
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 
@@ -959,7 +974,7 @@ fn invalid_yaml_in_the_configmap_is_an_error_naming_the_key() {
         .hosting_v1("host: [localhost:5001\n")
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
-    assert_eq!(run.stdout, "");
+    assert_data_eq!(run.stdout, str![]);
     let lines: Vec<&str> = run.stderr.lines().collect();
     assert_eq!(
         lines[0],
@@ -981,13 +996,14 @@ fn a_hostile_host_in_the_configmap_is_an_error_naming_the_field() {
         .hosting_v1("host: localhost:5001\nhostFromContainerRuntime: \"admin:pw@registry:5000\"\n")
         .start();
     let run = info(&server, "kind-dev", &[]);
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "\
+        str![[r#"
 error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field hostFromContainerRuntime is not a registry host
-caused by: \"admin:xxxxx@registry:5000\" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json
+caused by: "admin:xxxxx@registry:5000" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json
 hint: fix it with `kubectl -n kube-public edit configmap local-registry-hosting`, or skip discovery with --registry HOST[:PORT]
-"
+
+"#]]
     );
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
 }
@@ -1150,15 +1166,16 @@ fn an_api_server_that_is_down_fails_naming_context_and_server() {
             .arg(&kubeconfig)
             .arg("info"),
     );
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "\
-error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context \"kind-dev\" (http://127.0.0.1:PORT)
+        str![[r#"
+error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context "kind-dev" (http://127.0.0.1:PORT)
 caused by: client error (Connect)
 caused by: tcp connect error
 caused by: Connection refused (os error 111)
 hint: is the cluster running? `kubectl --context kind-dev get nodes` shows whether it answers
-"
+
+"#]]
     );
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
 }
@@ -1249,13 +1266,14 @@ fn a_failing_exec_credential_plugin_is_a_cluster_error() {
             .env("KUBECONFIG", &kubeconfig)
             .arg("info"),
     );
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "\
-error: getting credentials for context \"eks-dev\" (http://127.0.0.1:PORT): the kubeconfig's exec credential plugin failed (exit status: 1)
+        str![[r#"
+error: getting credentials for context "eks-dev" (http://127.0.0.1:PORT): the kubeconfig's exec credential plugin failed (exit status: 1)
 caused by: session expired: run sso login
 hint: log in again with that plugin's tool, then try `kubectl --context eks-dev get nodes`
-"
+
+"#]]
     );
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
     assert_eq!(server.requests(), Vec::<String>::new());

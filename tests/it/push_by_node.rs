@@ -3,6 +3,7 @@
 //! it holds and sent only what it lacks. What each node was sent is read from the archives the
 //! stand-in `docker` kept; what it holds, from its containerd.
 
+use snapbox::{assert_data_eq, str};
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -455,7 +456,7 @@ fn a_node_the_image_cannot_get_into_fails_the_push_naming_it_and_why() {
     let input = cluster.archive(&Image::sample(28), "first.tar");
     let run = cluster.push(&[input.to_str().unwrap()]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_eq!(run.stdout, "");
+    assert_data_eq!(run.stdout, str![]);
     assert_eq!(
         run.stderr,
         format!(
@@ -520,7 +521,7 @@ fn an_import_that_takes_nothing_is_stopped_within_the_bound_naming_it() {
     );
     let took = started.elapsed();
     assert_eq!(run.code, 6, "{run:?}");
-    assert_eq!(run.stdout, "");
+    assert_data_eq!(run.stdout, str![]);
     let (head, tail) = (
         "error: loading the image into node dev-worker of kind cluster \"dev\"\n\
          caused by: `docker exec -i dev-worker ctr -n k8s.io images import --all-platforms --digests --snapshotter=native -` took no byte of the archive for 1s (after ",

@@ -2,6 +2,7 @@
 //! against the stand-in API server, the stand-in product CLIs on the child's PATH, and a real
 //! containerd as the nodes' runtime.
 
+use snapbox::{assert_data_eq, str};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -564,11 +565,14 @@ fn a_platform_the_image_lacks_is_an_input_error_naming_what_it_has() {
     let (input, _, _) = multi_platform(&bench);
     let run = bench.push(&[input.to_str().unwrap()]);
     assert_eq!(run.code, 4, "{run:?}");
-    assert_eq!(run.stdout, "");
-    assert_eq!(
+    assert_data_eq!(run.stdout, str![]);
+    assert_data_eq!(
         run.stderr,
-        "error: the image has no linux/s390x platform for the nodes (it has linux/amd64, linux/arm64)\n\
-         hint: pick one with --platform OS/ARCH, or build the image for the nodes' platform\n"
+        str![[r#"
+error: the image has no linux/s390x platform for the nodes (it has linux/amd64, linux/arm64)
+hint: pick one with --platform OS/ARCH, or build the image for the nodes' platform
+
+"#]]
     );
     assert!(bench.standins.calls().is_empty());
 }
@@ -783,11 +787,14 @@ fn a_load_command_without_the_archive_placeholder_is_a_usage_error() {
     let input = bench.archive(&Image::sample(5), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap(), "--load-command", "mytool import"]);
     assert_eq!(run.code, 2, "{run:?}");
-    assert_eq!(run.stdout, "");
-    assert_eq!(
+    assert_data_eq!(run.stdout, str![]);
+    assert_data_eq!(
         run.stderr,
-        "error: reading --load-command 'mytool import': it has no {archive} to put the archive's path in\n\
-         hint: write the command as you would in a shell, with {archive} where the archive goes: --load-command 'mycluster load {archive}'\n"
+        str![[r#"
+error: reading --load-command 'mytool import': it has no {archive} to put the archive's path in
+hint: write the command as you would in a shell, with {archive} where the archive goes: --load-command 'mycluster load {archive}'
+
+"#]]
     );
     assert!(mytool_calls(&log).is_empty());
     bench.assert_nothing_loaded();
@@ -805,13 +812,16 @@ fn a_missing_cli_is_named_with_where_to_get_it_and_the_registry_guide() {
     let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap()]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_eq!(run.stdout, "");
-    assert_eq!(
+    assert_data_eq!(run.stdout, str![]);
+    assert_data_eq!(
         run.stderr,
-        "error: loading the image into kind cluster \"dev\": `kind` is not installed (not found on PATH)\n\
-         caused by: No such file or directory (os error 2)\n\
-         hint: install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation\n\
-         hint: or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/\n"
+        str![[r#"
+error: loading the image into kind cluster "dev": `kind` is not installed (not found on PATH)
+caused by: No such file or directory (os error 2)
+hint: install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation
+hint: or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/
+
+"#]]
     );
     bench.assert_nothing_loaded();
     bench.assert_no_scratch_left();
@@ -829,13 +839,16 @@ fn a_missing_docker_cli_is_named_for_docker_desktop() {
     // The stand-ins alone: this machine has a real docker CLI, which must not be found.
     let run = bench.push_with_path(&[input.to_str().unwrap()], &bench.standins.path());
     assert_eq!(run.code, 6, "{run:?}");
-    assert_eq!(run.stdout, "");
-    assert_eq!(
+    assert_data_eq!(run.stdout, str![]);
+    assert_data_eq!(
         run.stderr,
-        "error: loading the image into the Docker Desktop cluster: `docker` is not installed (not found on PATH)\n\
-         caused by: No such file or directory (os error 2)\n\
-         hint: install docker: https://docs.docker.com/desktop/\n\
-         hint: or give the cluster a registry to push to instead: https://docs.docker.com/desktop/features/kubernetes/\n"
+        str![[r#"
+error: loading the image into the Docker Desktop cluster: `docker` is not installed (not found on PATH)
+caused by: No such file or directory (os error 2)
+hint: install docker: https://docs.docker.com/desktop/
+hint: or give the cluster a registry to push to instead: https://docs.docker.com/desktop/features/kubernetes/
+
+"#]]
     );
 }
 
@@ -851,7 +864,7 @@ fn a_failing_cli_exits_6_with_the_end_of_its_stderr() {
     let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap()]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_eq!(run.stdout, "");
+    assert_data_eq!(run.stdout, str![]);
     // `k3d node list` failed too: the whole archive went to k3d's own import.
     assert_eq!(bench.standins.calls().len(), 2);
     let (call, archive) = bench.last_call(3);
@@ -898,7 +911,7 @@ fn an_unknown_cluster_without_a_load_command_names_the_configmap_and_the_ways_ou
     let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap()]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_eq!(run.stdout, "");
+    assert_data_eq!(run.stdout, str![]);
     assert_eq!(
         run.stderr,
         format!(
@@ -919,7 +932,7 @@ fn no_load_refuses_to_run_the_products_cli() {
     let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_eq!(run.stdout, "");
+    assert_data_eq!(run.stdout, str![]);
     assert_eq!(
         run.stderr,
         format!(
@@ -949,7 +962,7 @@ fn no_load_on_an_unknown_cluster_offers_a_load_command() {
     let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_eq!(run.stdout, "");
+    assert_data_eq!(run.stdout, str![]);
     assert_eq!(
         run.stderr,
         format!(
@@ -1210,13 +1223,16 @@ fn a_help_only_configmaps_link_is_in_every_hint_of_a_refused_load() {
     let input = bench.archive(&Image::sample(62), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
     assert_eq!((run.code, run.stdout.as_str()), (6, ""), "{run:?}");
-    assert_eq!(
+    assert_data_eq!(
         run.stderr,
-        "error: no way to get the image into cluster \"kind-dev\": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes\n\
-         hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://kind.sigs.k8s.io/docs/user/local-registry/\n\
-         hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
-         hint: or drop --no-load to load it into kind cluster \"dev\" with `kind`\n\
-         hint: this cluster's registry guide: https://registry.example.test/setup\n"
+        str![[r#"
+error: no way to get the image into cluster "kind-dev": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes
+hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]
+hint: or drop --no-load to load it into kind cluster "dev" with `kind`
+hint: this cluster's registry guide: https://registry.example.test/setup
+
+"#]]
     );
     bench.assert_nothing_loaded();
 }

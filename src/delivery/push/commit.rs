@@ -12,44 +12,29 @@ use crate::image::registry::{FetchedManifest, RegistryClient};
 /// A manifest as a source holds it: built by us (`RawBlob`), containerd's own bytes, or what
 /// an engine's own push left in the registry.
 pub(super) trait Manifest {
-    fn media_type(&self) -> &str;
-    fn digest(&self) -> &Digest;
-    fn bytes(&self) -> Bytes;
+    /// Its media type, digest and bytes.
+    fn parts(&self) -> (&str, &Digest, Bytes);
 }
 
 impl Manifest for RawBlob {
-    fn media_type(&self) -> &str {
-        &self.media_type
-    }
-    fn digest(&self) -> &Digest {
-        &self.digest
-    }
-    fn bytes(&self) -> Bytes {
-        Bytes::from(self.bytes.clone())
+    fn parts(&self) -> (&str, &Digest, Bytes) {
+        (
+            &self.media_type,
+            &self.digest,
+            Bytes::from(self.bytes.clone()),
+        )
     }
 }
 
 impl Manifest for FetchedManifest {
-    fn media_type(&self) -> &str {
-        &self.media_type
-    }
-    fn digest(&self) -> &Digest {
-        &self.digest
-    }
-    fn bytes(&self) -> Bytes {
-        self.bytes.clone()
+    fn parts(&self) -> (&str, &Digest, Bytes) {
+        (&self.media_type, &self.digest, self.bytes.clone())
     }
 }
 
 impl Manifest for ContentManifest {
-    fn media_type(&self) -> &str {
-        &self.media_type
-    }
-    fn digest(&self) -> &Digest {
-        &self.digest
-    }
-    fn bytes(&self) -> Bytes {
-        self.bytes.clone()
+    fn parts(&self) -> (&str, &Digest, Bytes) {
+        (&self.media_type, &self.digest, self.bytes.clone())
     }
 }
 
@@ -77,7 +62,8 @@ pub(super) async fn put_by_digest(
     repo: &str,
     manifest: &impl Manifest,
 ) -> Result<Digest> {
-    put(client, repo, manifest.digest().as_str(), manifest).await
+    let (_, digest, _) = manifest.parts();
+    put(client, repo, digest.as_str(), manifest).await
 }
 
 async fn put(
@@ -86,8 +72,8 @@ async fn put(
     reference: &str,
     manifest: &impl Manifest,
 ) -> Result<Digest> {
-    let media_type = manifest.media_type();
+    let (media_type, _, bytes) = manifest.parts();
     client
-        .put_manifest(repo, reference, media_type, manifest.bytes())
+        .put_manifest(repo, reference, media_type, bytes)
         .await
 }

@@ -6,7 +6,7 @@
 use std::io;
 use std::sync::Arc;
 
-use futures_util::{StreamExt, TryStreamExt};
+use futures_util::StreamExt;
 
 use super::commit::tag_last;
 use super::from_engine::Pushed;
@@ -57,22 +57,12 @@ pub(super) async fn push(
     ));
     // As stored: the registry checks each digest, and the manifests stay containerd's bytes.
     let uploader = plan.uploader(&client, printer);
-    let mut blobs: Vec<(Blob, &ContentBlob)> = content
+    let blobs = content
         .blobs
         .iter()
         .map(|blob| (content_blob(blob), blob))
         .collect();
-    // The longest upload sets the wall time: start it first.
-    blobs.sort_by_key(|(blob, _)| std::cmp::Reverse(blob.stored.size));
-    let uploader_ref = &uploader;
-    let sent: Vec<_> = futures_util::stream::iter(
-        blobs
-            .iter()
-            .map(|(blob, item)| uploader_ref.send(content, *item, blob)),
-    )
-    .buffer_unordered(plan.jobs.max(1))
-    .try_collect()
-    .await?;
+    let sent = uploader.send_all(content, blobs, plan.jobs).await?;
     for blob in &sent {
         transfer.count(blob.outcome, blob.descriptor.size);
     }

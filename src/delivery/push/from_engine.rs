@@ -148,7 +148,7 @@ pub(super) fn record_manifest(
     stored: &impl Manifest,
     printer: &Printer,
 ) {
-    let bytes = stored.bytes();
+    let (media_type, _, bytes) = stored.parts();
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return;
     };
@@ -158,7 +158,7 @@ pub(super) fn record_manifest(
         &found.facts.id,
         encoding,
         SentManifest {
-            media_type: stored.media_type().to_string(),
+            media_type: media_type.to_string(),
             manifest: text.to_string(),
             repository: plan.target.repository.to_string(),
         },

@@ -7,7 +7,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use futures_util::{StreamExt, TryStreamExt};
+use futures_util::StreamExt;
 
 use super::attachments;
 use super::commit::{put_by_digest, tag_last};
@@ -73,27 +73,15 @@ pub(super) async fn push<S: BlobSource<Item = Layer>>(
     let uploader = plan.uploader(client, printer);
     let layers = unique_layers(&image);
     let total = layers.len();
-    let mut labelled: Vec<(Blob, Layer)> = layers
-        .into_iter()
+    let blobs = layers
+        .iter()
         .enumerate()
         .map(|(i, layer)| {
-            (
-                layer_blob(&uploader, format!("layer {}/{total}", i + 1), &layer),
-                layer,
-            )
+            let label = format!("layer {}/{total}", i + 1);
+            (layer_blob(&uploader, label, layer), layer)
         })
         .collect();
-    // The longest upload sets the wall time: it should not wait for a free slot.
-    labelled.sort_by_key(|(blob, _)| std::cmp::Reverse(blob.stored.size));
-    let uploader_ref = &uploader;
-    let sent: Vec<SentLayer> = futures_util::stream::iter(
-        labelled
-            .iter()
-            .map(|(blob, layer)| uploader_ref.send(source, layer, blob)),
-    )
-    .buffer_unordered(plan.jobs.max(1))
-    .try_collect()
-    .await?;
+    let sent = uploader.send_all(source, blobs, plan.jobs).await?;
     commit(&uploader, &plan.target.tag, archive, &image, &sent).await
 }
 

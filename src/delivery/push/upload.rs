@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
+use futures_util::{StreamExt, TryStreamExt};
 
 use super::manifest::Descriptor;
 use super::progress::{BlobProgress, Progress};
@@ -116,6 +117,25 @@ impl Uploader {
         } else {
             Encoding::AsStored
         }
+    }
+
+    /// Every one of `blobs` in the registry, at most `jobs` at once, the largest started first:
+    /// the longest upload sets the wall time, so it should not wait for a free slot.
+    pub(super) async fn send_all<S: BlobSource>(
+        &self,
+        source: &S,
+        mut blobs: Vec<(Blob, &S::Item)>,
+        jobs: usize,
+    ) -> Result<Vec<SentLayer>> {
+        blobs.sort_by_key(|(blob, _)| std::cmp::Reverse(blob.stored.size));
+        futures_util::stream::iter(
+            blobs
+                .iter()
+                .map(|(blob, item)| self.send(source, *item, blob)),
+        )
+        .buffer_unordered(jobs.max(1))
+        .try_collect()
+        .await
     }
 
     /// `blob` in the registry, the cheapest way there is.

@@ -2,6 +2,7 @@
 //! services -> plain facts.
 
 mod answers;
+mod config;
 mod health;
 mod hosting_write;
 mod pod_status;
@@ -14,20 +15,19 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::client::AuthError;
-use kube::config::{AuthInfo, KubeConfigOptions};
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use tokio::sync::OnceCell;
 
 use crate::cluster::ClusterOptions;
 use crate::cluster::exec_plugin::{self, PluginFailure};
 use crate::cluster::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
-use crate::cluster::in_cluster;
-use crate::cluster::kubeconfig::{self, Choice, KubeconfigFacts};
+use crate::cluster::kubeconfig::KubeconfigFacts;
 use crate::error::{Error, ExitCode, Result};
 use crate::limits::seconds_text;
 use crate::output::Printer;
 use crate::settings::Settings;
 
+use config::ClientSettings;
 pub use hosting_write::Written;
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub(crate) use pods::PULL_FAILURES;
@@ -104,9 +104,9 @@ impl Cluster {
             mut config,
             facts,
             in_cluster,
-        } = client_config(args, settings, printer).await?;
+        } = config::client_config(args, settings, printer).await?;
         let namespace = config.default_namespace.clone();
-        let bearer_token = bearer_token(&config.auth_info);
+        let bearer_token = config::bearer_token(&config.auth_info);
         config.connect_timeout = Some(CONNECT_TIMEOUT);
         config.read_timeout = Some(READ_TIMEOUT);
         config.write_timeout = Some(READ_TIMEOUT);
@@ -465,103 +465,6 @@ impl Target {
                 )),
         }
     }
-}
-
-/// kube's settings and what to report about them.
-struct ClientSettings {
-    config: kube::Config,
-    facts: KubeconfigFacts,
-    in_cluster: bool,
-}
-
-/// kube's settings for the chosen context (or the pod's service account), and what to report.
-async fn client_config(
-    args: &ClusterOptions,
-    settings: &Settings,
-    printer: &Printer,
-) -> Result<ClientSettings> {
-    match kubeconfig::choose(args, settings, printer)? {
-        Choice::Context(selected) => {
-            let options = KubeConfigOptions {
-                context: Some(selected.context.clone()),
-                ..KubeConfigOptions::default()
-            };
-            let explicit_proxy = selected
-                .kubeconfig
-                .clusters
-                .iter()
-                .find(|named| Some(&named.name) == selected.facts.cluster.as_ref())
-                .and_then(|named| named.cluster.as_ref())
-                .is_some_and(|cluster| cluster.proxy_url.as_deref().is_some_and(|p| !p.is_empty()));
-            let mut config = kube::Config::from_custom_kubeconfig(selected.kubeconfig, &options)
-                .await
-                .map_err(|err| {
-                    Error::new(
-                        ExitCode::Cluster,
-                        format!(
-                            "reading the settings of context {:?} from the kubeconfig",
-                            selected.context
-                        ),
-                    )
-                    .with_source(err)
-                })?;
-            if !explicit_proxy {
-                drop_proxy_for_loopback(&mut config);
-            }
-            Ok(ClientSettings {
-                config: with_namespace(config, args),
-                facts: selected.facts,
-                in_cluster: false,
-            })
-        }
-        Choice::InCluster => {
-            let mut config = in_cluster::config(settings)?.config;
-            drop_proxy_for_loopback(&mut config);
-            let facts = KubeconfigFacts {
-                server: Some(uri_text(&config.cluster_url)),
-                ..KubeconfigFacts::default()
-            };
-            Ok(ClientSettings {
-                config: with_namespace(config, args),
-                facts,
-                in_cluster: true,
-            })
-        }
-    }
-}
-
-/// A proxy from `HTTPS_PROXY` is not for an API server on this machine: a proxy elsewhere cannot
-/// reach our loopback (Go's rule, which kubectl follows). A kubeconfig's own `proxy-url` stays.
-fn drop_proxy_for_loopback(config: &mut kube::Config) {
-    let loopback = config
-        .cluster_url
-        .host()
-        .is_some_and(crate::image::reference::is_loopback_hostname);
-    if loopback {
-        config.proxy_url = None;
-    }
-}
-
-/// `--namespace` beats the context's (or the pod's) namespace, as in kubectl.
-fn with_namespace(mut config: kube::Config, args: &ClusterOptions) -> kube::Config {
-    if let Some(namespace) = args.namespace.as_deref().filter(|ns| !ns.is_empty()) {
-        config.default_namespace = namespace.to_string();
-    }
-    config
-}
-
-/// The kubeconfig user's token, or the token file's content (read once, here).
-fn bearer_token(auth: &AuthInfo) -> Option<SecretString> {
-    if let Some(token) = auth
-        .token
-        .as_ref()
-        .filter(|t| !t.expose_secret().is_empty())
-    {
-        return Some(token.clone());
-    }
-    let text = std::fs::read_to_string(auth.token_file.as_deref()?).ok()?;
-    let token = text.trim();
-    (!token.is_empty()).then(|| SecretString::from(token.to_string()))
 }
 
 /// `err` and each error under it.

@@ -14,6 +14,7 @@ pub mod nodes;
 pub mod output;
 pub mod process;
 pub mod settings;
+pub mod tls_roots;
 
 use cli::{Cli, Command};
 use error::{Context, ExitCode, Result};
@@ -27,6 +28,7 @@ const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
     // kube and reqwest share rustls; pick its crypto provider once, before either builds a client.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    tls_roots::read_ahead();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

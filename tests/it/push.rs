@@ -360,6 +360,54 @@ fn a_tls_registry_is_trusted_through_the_ca_file_flag() {
 }
 
 #[test]
+fn the_systems_trusted_roots_are_the_ones_a_tls_registry_is_checked_against() {
+    let registry = crate::support::registry::TestRegistry::with_tls();
+    let ca_file = registry.ca_file();
+    let bench = Bench::with_registry(registry);
+    let image = Image::sample(44);
+    let path = archive(&bench, &image, Format::DockerLegacy, &["myimg:dev"]);
+    // SSL_CERT_FILE names the system's CA bundle, as OpenSSL and rustls read it.
+    let trusted = bench.run(
+        bench
+            .cmd()
+            .env("SSL_CERT_FILE", &ca_file)
+            .args(["push", &path]),
+    );
+    trusted.assert_clean_success();
+    let (_, digest) = bench.landed("myimg:dev");
+    assert_eq!(
+        trusted.stdout,
+        format!("{RUNTIME_HOST}/myimg:dev@{digest}\n")
+    );
+
+    // A system without CA certificates (a slim container) still reaches its plain-HTTP API
+    // server, and trusts no registry certificate.
+    let nothing = bench.path("no-certificates");
+    std::fs::create_dir(&nothing).unwrap();
+    let none = bench.run(
+        bench
+            .cmd()
+            .env("SSL_CERT_FILE", nothing.join("absent.pem"))
+            .env("SSL_CERT_DIR", &nothing)
+            .args(["push", path.as_str(), "--tag", "other:dev"]),
+    );
+    assert_eq!(
+        (none.code, none.stdout.as_str()),
+        (5, ""),
+        "{}",
+        none.stderr
+    );
+    assert_eq!(
+        none.stderr_lines()[..3],
+        [
+            "error: reaching the registry 127.0.0.1:PORT",
+            "caused by: the TLS certificate of 127.0.0.1:PORT is not trusted",
+            "caused by: invalid peer certificate: UnknownIssuer",
+        ]
+    );
+}
+
+#[test]
 fn the_registry_flag_needs_no_kubeconfig_and_prints_nothing_else() {
     let bench = Bench::new();
     let image = Image::sample(38);

@@ -54,7 +54,7 @@ pub(super) async fn client_config(
                 drop_proxy_for_loopback(&mut config);
             }
             Ok(ClientSettings {
-                config: with_namespace(config, args),
+                config: with_system_roots(with_namespace(config, args)),
                 facts: selected.facts,
                 in_cluster: false,
             })
@@ -67,7 +67,7 @@ pub(super) async fn client_config(
                 ..KubeconfigFacts::default()
             };
             Ok(ClientSettings {
-                config: with_namespace(config, args),
+                config: with_system_roots(with_namespace(config, args)),
                 facts,
                 in_cluster: true,
             })
@@ -85,6 +85,18 @@ fn drop_proxy_for_loopback(config: &mut kube::Config) {
     if loopback {
         config.proxy_url = None;
     }
+}
+
+/// Without a CA of its own, the API server is checked against the system's roots this process
+/// already read, rather than kube's verifier reading them again (and refusing to start where the
+/// system has none, even for a plain-HTTP API server).
+fn with_system_roots(mut config: kube::Config) -> kube::Config {
+    if config.root_cert.is_none()
+        && let Some(roots) = crate::tls_roots::system_roots()
+    {
+        config.root_cert = Some(roots.iter().map(|der| der.to_vec()).collect());
+    }
+    config
 }
 
 /// `--namespace` beats the context's (or the pod's) namespace, as in kubectl.

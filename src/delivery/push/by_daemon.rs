@@ -84,14 +84,21 @@ async fn by_daemon(
     if let Some(pushed) = repush_unchanged(plan, &client, found, DAEMON_ENCODING, printer).await? {
         return Ok(Some(pushed));
     }
-    let auth = client.engine_auth().await?;
-    let config_there = match id.parse::<Digest>() {
-        Ok(config) => client.blob_exists(repo, &config).await?.is_some(),
-        Err(_) => false,
-    };
     let engine_repo = format!("{}/{repo}", client.host());
     let engine_ref = format!("{engine_repo}:{tag}");
-    let mut engine_tag = match daemon.tag(id, &engine_repo, tag).await {
+    // The registry's side (our credentials, whether it has the config) and the engine's tag
+    // are asked at once; a failure of the first drops the tag, which puts the name back.
+    let registry_side = async {
+        let auth = client.engine_auth().await?;
+        let config_there = match id.parse::<Digest>() {
+            Ok(config) => client.blob_exists(repo, &config).await?.is_some(),
+            Err(_) => false,
+        };
+        Ok::<_, Error>((auth, config_there))
+    };
+    let (registry_side, tagged) = tokio::join!(registry_side, daemon.tag(id, &engine_repo, tag));
+    let (auth, config_there) = registry_side?;
+    let mut engine_tag = match tagged {
         Ok(engine_tag) => engine_tag,
         Err(said) => {
             printer.debug(&format!(
@@ -135,12 +142,12 @@ async fn by_daemon(
     };
     let outcome = daemon.push(&engine_repo, tag, &auth, &mut on_event).await;
     drop(progress);
-    if let Err(said) = engine_tag.restore() {
-        printer.warn(&format!("the engine's temporary tag stays: {said}"));
-    }
+    // The name is put back while the manifest the daemon pushed is read back for the record.
+    let restoring = tokio::task::spawn_blocking(move || engine_tag.restore());
     let done = match outcome {
         Ok(done) => done,
         Err(EnginePushFailure::Unreachable(said)) => {
+            say_if_it_stays(restoring.await, printer);
             printer.debug(&format!(
                 "the docker daemon cannot reach {} ({}): exporting instead",
                 client.host(),
@@ -149,6 +156,7 @@ async fn by_daemon(
             return Ok(None);
         }
         Err(EnginePushFailure::Failed(said)) => {
+            say_if_it_stays(restoring.await, printer);
             return Err(Error::new(
                 ExitCode::Registry,
                 format!(
@@ -162,10 +170,25 @@ async fn by_daemon(
             )));
         }
     };
-    let stored =
-        record_engine_push(plan, &client, found, DAEMON_ENCODING, &done.digest, printer).await;
+    let recorded = record_engine_push(plan, &client, found, DAEMON_ENCODING, &done.digest, printer);
+    let (stored, restored) = tokio::join!(recorded, restoring);
+    say_if_it_stays(restored, printer);
     let transfer = transfer_of(found, &done, stored.as_ref(), config_there);
     Ok(Some(pushed(found, done.digest, transfer)))
+}
+
+/// Warns when the engine's temporary name could not be put back (its request is a blocking one,
+/// so that a signal's drop can make it too: it runs on a thread of its own).
+fn say_if_it_stays(
+    restored: std::result::Result<std::result::Result<(), String>, tokio::task::JoinError>,
+    printer: &Printer,
+) {
+    let said = match restored {
+        Ok(Ok(())) => return,
+        Ok(Err(said)) => said,
+        Err(failed) => failed.to_string(),
+    };
+    printer.warn(&format!("the engine's temporary tag stays: {said}"));
 }
 
 fn pushed(found: &Found, digest: Digest, transfer: Transfer) -> Pushed {

@@ -32,6 +32,8 @@ impl EngineApi {
     pub(super) fn new(socket: &Path) -> Result<Self, String> {
         let client = reqwest::Client::builder()
             .unix_socket(socket)
+            // A unix socket speaks no TLS: no system roots to read for it.
+            .tls_certs_only([])
             .no_proxy()
             .build()
             .map_err(|err| err.to_string())?;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use reqwest::{Client, Url, redirect};
+use reqwest::{Certificate, Client, Url, redirect};
 
 use super::credentials::{ClusterLogin, CredentialSources};
 use super::proxy::Proxies;
@@ -160,7 +160,21 @@ fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
     if options.insecure {
         builder = builder.tls_danger_accept_invalid_certs(true);
     }
-    let with_system_roots = builder.tls_certs_merge(extra_roots.clone());
+    let with_system_roots = match crate::tls_roots::system_roots() {
+        // The roots this process already read: reqwest's own verifier would read them again.
+        Some(roots) => {
+            if roots.is_empty() && scheme == Scheme::Https && extra_roots.is_empty() {
+                return Err(no_system_roots(
+                    "no CA certificates were found on this system",
+                ));
+            }
+            let system = roots
+                .iter()
+                .filter_map(|der| Certificate::from_der(der).ok());
+            builder.tls_certs_only(system.chain(extra_roots.iter().cloned()))
+        }
+        None => builder.tls_certs_merge(extra_roots.clone()),
+    };
     match with_system_roots.build() {
         Ok(client) => Ok(client),
         // A machine without a system CA store (a slim container) can still reach a plain-HTTP
@@ -173,10 +187,14 @@ fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
                 .map_err(|_| err)
                 .context(ExitCode::Registry, || "setting up the HTTP client")
         }
-        Err(err) => Err(Error::new(ExitCode::Registry, "setting up the HTTP client")
-            .with_source(err)
-            .with_hint("install the system CA certificates (ca-certificates), or pass --ca-file")),
+        Err(err) => Err(no_system_roots(err)),
     }
+}
+
+fn no_system_roots(cause: impl Into<crate::error::Cause>) -> Error {
+    Error::new(ExitCode::Registry, "setting up the HTTP client")
+        .with_source(cause)
+        .with_hint("install the system CA certificates (ca-certificates), or pass --ca-file")
 }
 
 /// What every client of ours has: our name, the connect bound, the environment's proxies but
@@ -205,11 +223,11 @@ fn base_client(proxies: &Proxies) -> reqwest::ClientBuilder {
         }))
 }
 
-fn read_ca_file(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>> {
+fn read_ca_file(path: &std::path::Path) -> Result<Vec<Certificate>> {
     let pem = std::fs::read(path).context(ExitCode::Input, || {
         format!("reading the CA file {}", path.display())
     })?;
-    let certs = reqwest::Certificate::from_pem_bundle(&pem).context(ExitCode::Input, || {
+    let certs = Certificate::from_pem_bundle(&pem).context(ExitCode::Input, || {
         format!("reading the CA file {} as PEM certificates", path.display())
     })?;
     if certs.is_empty() {

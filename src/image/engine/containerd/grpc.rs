@@ -49,6 +49,8 @@ impl Grpc {
     ) -> Result<Self, Failure> {
         let client = reqwest::Client::builder()
             .unix_socket(socket)
+            // A unix socket speaks no TLS: no system roots to read for it.
+            .tls_certs_only([])
             .http2_prior_knowledge()
             .no_proxy()
             .connect_timeout(connect)

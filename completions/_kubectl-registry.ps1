@@ -57,6 +57,8 @@ Register-ArgumentCompleter -Native -CommandName 'kubectl-registry' -ScriptBlock 
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Blobs uploaded at once')
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Trust this PEM CA bundle for the registry''s TLS certificate')
             [CompletionResult]::new('--load-command', '--load-command', [CompletionResultType]::ParameterName, 'Load with this command when no registry is advertised; `{archive}` is replaced by the archive''s path, e.g. ''mycluster load {archive}''')
+            [CompletionResult]::new('--rollout', '--rollout', [CompletionResultType]::ParameterName, 'After the push, set the ref on this workload''s containers that run the image (or on CONTAINER) and wait for its rollout; a Deployment, StatefulSet or DaemonSet (repeatable)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each rollout, e.g. 90s, 5m')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)')

@@ -54,6 +54,8 @@ zstd\t'Compress uncompressed layers with zstd'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s j -l jobs -d 'Blobs uploaded at once' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l ca-file -d 'Trust this PEM CA bundle for the registry\'s TLS certificate' -r -F
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l load-command -d 'Load with this command when no registry is advertised; `{archive}` is replaced by the archive\'s path, e.g. \'mycluster load {archive}\'' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l rollout -d 'After the push, set the ref on this workload\'s containers that run the image (or on CONTAINER) and wait for its rollout; a Deployment, StatefulSet or DaemonSet (repeatable)' -r
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l timeout -d 'How long to wait for each rollout, e.g. 90s, 5m' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s o -l output -d 'Output format' -r -f -a "text\t''
 json\t''"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)' -r -F

@@ -164,6 +164,15 @@ pub struct PushArgs {
     #[arg(long, value_name = "COMMAND")]
     pub load_command: Option<String>,
 
+    /// After the push, set the ref on this workload's containers that run the image (or on
+    /// CONTAINER) and wait for its rollout; a Deployment, StatefulSet or DaemonSet (repeatable).
+    #[arg(long, value_name = "KIND/NAME[=CONTAINER]")]
+    pub rollout: Vec<String>,
+
+    /// How long to wait for each rollout, e.g. 90s, 5m.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::limits::parse_duration)]
+    pub timeout: std::time::Duration,
+
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -84,6 +84,41 @@ fn invalid(name: &str, value: &str, expected: &str) -> Error {
     .with_hint(format!("fix or unset {name}"))
 }
 
+/// A duration as kubectl's `--timeout` takes it: `5m`, `90s`, `1m30s`, `500ms`, `1h`, or bare
+/// seconds (`30`).
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let bad = || format!("{text:?} is not a duration: write it as 5m, 90s, 1m30s, 500ms or 1h");
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let value: f64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += Duration::from_secs_f64(value * scale);
+        rest = &rest[unit..];
+    }
+    if text.is_empty() {
+        Err(bad())
+    } else {
+        Ok(total)
+    }
+}
+
 /// `2s`, `0.5s`, `120s`: a duration as messages show it.
 pub fn seconds_text(duration: Duration) -> String {
     let seconds = duration.as_secs_f64();
@@ -97,6 +132,22 @@ pub fn seconds_text(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_read_as_kubectl_writes_them() {
+        let d = |text| parse_duration(text);
+        assert_eq!(d("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(d("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(d("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(d("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(d("1.5s"), Ok(Duration::from_millis(1500)));
+        for bad in ["", "5", "m", "5x", "-1s", "1m s"] {
+            if bad == "5" {
+                continue;
+            }
+            assert!(d(bad).is_err(), "{bad}");
+        }
+    }
 
     fn from(pairs: &[(&str, &str)]) -> Result<Limits> {
         let pairs: Vec<(String, String)> = pairs

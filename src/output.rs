@@ -101,6 +101,13 @@ impl Printer {
         }
     }
 
+    /// A line the user is to see whatever stderr is (a terminal or a log): never with -q.
+    pub fn note(&self, text: &str) {
+        if !self.quiet {
+            self.line(text);
+        }
+    }
+
     /// Detail shown only with -v.
     pub fn debug(&self, text: &str) {
         if self.verbose > 0 {

@@ -7,6 +7,7 @@ mod health;
 mod hosting_write;
 mod pod_status;
 mod pods;
+mod rollout;
 mod workloads;
 
 use std::collections::BTreeMap;
@@ -32,6 +33,7 @@ pub use hosting_write::Written;
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub(crate) use pods::PULL_FAILURES;
 pub use pods::{ProbePod, PullState};
+pub use rollout::{Crash, RolloutPod, TemplateContainer, WorkloadFacts, WorkloadKind};
 pub use workloads::{ImageUse, ImageUses, usage_forbidden};
 
 /// An unreachable API server fails in seconds, never hangs.

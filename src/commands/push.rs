@@ -1,17 +1,20 @@
 //! `kubectl registry push`: push an archive or an engine's image to the cluster's registry (or load it
 //! into the nodes) and print the ref a pod spec must use.
 
+mod rollout;
+
 use std::path::Path;
 use std::time::Instant;
 
 use crate::cli::PushArgs;
 use crate::cluster::ClusterOptions;
-use crate::delivery::push::{PushOptions, Run, from_archive, from_engine};
+use crate::delivery::push::{Landing, PushOptions, PushReport, Run, from_archive, from_engine};
 use crate::error::{Context, ExitCode, Result};
 use crate::image::archive;
 use crate::image::engine::Source;
 use crate::interrupt;
 use crate::nodes::{ARCHIVE_PLACEHOLDER, LoadPlan};
+use crate::output::OutputFormat;
 use crate::output::Printer;
 use crate::settings::Settings;
 
@@ -26,6 +29,20 @@ pub async fn run(
         // A bad flag fails before any work, whether or not the load would have been needed.
         LoadPlan::from_template(template, Path::new(ARCHIVE_PLACEHOLDER))?;
     }
+    let rollouts = match args.rollout.is_empty() {
+        true => None,
+        false => {
+            interrupt::doing("reading the workloads", "nothing was pushed");
+            let setting = rollout::Setting {
+                access: &args.access,
+                settings,
+                printer,
+                timeout: args.timeout,
+            };
+            Some(rollout::Rollouts::read(&args.rollout, cluster_args, setting).await?)
+        }
+    };
+    let gate = |landing: Landing<'_>| rollouts.as_ref().map_or(Ok(()), |r| r.check(landing));
     interrupt::doing("reading the image and the cluster", "nothing was pushed");
     // Removed however the run ends: the future that owns it is dropped on a signal too.
     let scratch = tempfile::Builder::new()
@@ -39,13 +56,47 @@ pub async fn run(
         settings,
         scratch: scratch.path(),
         printer,
+        before_push: Some(&gate),
     };
     let report = match Source::classify(&args.source) {
         Source::EngineImage(image) => from_engine(&run, &image).await?,
         Source::Stdin => from_archive(&run, archive::Source::Stdin).await?,
         Source::Path(path) => from_archive(&run, archive::Source::Path(path)).await?,
     };
-    report.print(args.output.output, printer, started.elapsed().as_secs_f64())
+    let seconds = started.elapsed().as_secs_f64();
+    match &rollouts {
+        None => report.print(args.output.output, printer, seconds),
+        Some(rollouts) => roll(rollouts, &report, args.output.output, printer, seconds).await,
+    }
+}
+
+/// The ref first (text), then the rollouts; `-o json` prints the push with their outcomes.
+async fn roll(
+    rollouts: &rollout::Rollouts<'_>,
+    report: &PushReport,
+    format: OutputFormat,
+    printer: &Printer,
+    seconds: f64,
+) -> Result<()> {
+    if format == OutputFormat::Text {
+        report.print(format, printer, seconds)?;
+    }
+    interrupt::doing(
+        format!("rolling out {}", report.reference),
+        "the image is pushed; a workload may be patched and rolling out",
+    );
+    let outcomes = rollouts.apply(report).await?;
+    if format == OutputFormat::Json {
+        let mut json = serde_json::to_value(report)
+            .context(ExitCode::Failure, || "writing the report as JSON")?;
+        json["rollout"] = serde_json::to_value(&outcomes)
+            .context(ExitCode::Failure, || "writing the report as JSON")?;
+        printer.result(&serde_json::to_string_pretty(&json).unwrap_or_default())?;
+    }
+    match outcomes.into_iter().find_map(|outcome| outcome.error) {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
 }
 
 /// The flags as the push pipeline takes them.

@@ -6,6 +6,9 @@ mod diagnose;
 mod kubelet_words;
 mod target;
 
+pub(crate) use diagnose::on_registry;
+pub(crate) use target::parse_workload;
+
 use serde::Serialize;
 
 use crate::cli::{OutputFormat, RegistryAccessArgs, WhyArgs};
@@ -21,7 +24,7 @@ use crate::image::reference::ImageName;
 use crate::nodes;
 use crate::output::Printer;
 use crate::settings::Settings;
-use diagnose::{ContainerView, Facts, Finding, InRegistry, OnNode, Shown, on_registry};
+use diagnose::{ContainerView, Facts, Finding, InRegistry, OnNode, Shown};
 use target::{Target, parse_target};
 
 const ARCH_LABEL: &str = "kubernetes.io/arch";
@@ -53,10 +56,55 @@ pub async fn run(
     };
     let namespace = cluster.namespace().to_string();
     let pod = read_pod(cluster, &namespace, &target).await?;
+    let report = examine(&discovered, cluster, pod, &args.access, settings, printer).await?;
+    let text = match args.output.output {
+        OutputFormat::Json => serde_json::to_string_pretty(&report)
+            .context(ExitCode::Failure, || "writing the report as JSON")?,
+        OutputFormat::Text => render(&report),
+    };
+    printer.result(&text)?;
+    verdict(&report).map_or(Ok(()), Err)
+}
+
+/// What `why` says of one pod: its text, its `-o json` object, and the error coded after the
+/// first cause (`None` when every container runs).
+pub(crate) struct Explained {
+    pub text: String,
+    pub json: serde_json::Value,
+    pub verdict: Option<Error>,
+}
+
+/// `why` on a pod already read (push --rollout's new pod).
+pub(crate) async fn explain(
+    discovered: &Discovered,
+    cluster: &Cluster,
+    pod: PodFacts,
+    access: &RegistryAccessArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<Explained> {
+    let report = examine(discovered, cluster, pod, access, settings, printer).await?;
+    Ok(Explained {
+        text: render(&report),
+        json: serde_json::to_value(&report).unwrap_or_default(),
+        verdict: verdict(&report),
+    })
+}
+
+/// Each container's finding, from the pod's status and events, the registry and the node.
+async fn examine(
+    discovered: &Discovered,
+    cluster: &Cluster,
+    pod: PodFacts,
+    access: &RegistryAccessArgs,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<Report> {
+    let namespace = pod.namespace.clone();
     let events = cluster.pod_events(&namespace, &pod.name).await?;
     let node_arch = node_arch(cluster, pod.node.as_deref(), printer).await;
-    let in_registry = registry_answers(&discovered, &pod, &args.access, settings, printer).await;
-    let on_node = node_answers(&discovered, cluster, &pod, settings.limits.node_timeout).await;
+    let in_registry = registry_answers(discovered, &pod, access, settings, printer).await;
+    let on_node = node_answers(discovered, cluster, &pod, settings.limits.node_timeout).await;
     let containers: Vec<Finding> = pod
         .containers
         .iter()
@@ -89,19 +137,12 @@ pub async fn run(
             )
         })
         .collect();
-    let report = Report {
+    Ok(Report {
         pod: pod.name.clone(),
         namespace: pod.namespace.clone(),
         node: pod.node.clone(),
         containers,
-    };
-    let text = match args.output.output {
-        OutputFormat::Json => serde_json::to_string_pretty(&report)
-            .context(ExitCode::Failure, || "writing the report as JSON")?,
-        OutputFormat::Text => render(&report),
-    };
-    printer.result(&text)?;
-    verdict(&report).map_or(Ok(()), Err)
+    })
 }
 
 async fn read_pod(cluster: &Cluster, namespace: &str, target: &Target) -> Result<PodFacts> {
@@ -141,6 +182,10 @@ async fn read_pod(cluster: &Cluster, namespace: &str, target: &Target) -> Result
             Lookup::NotFound => Err(not_found("deployment", name)),
             Lookup::Forbidden => Err(forbidden("deployment", name)),
         },
+        Target::Workload(kind, _) => Err(Error::new(
+            ExitCode::Usage,
+            format!("why reads pods and deployments, not {}", kind.plural()),
+        )),
     }
 }
 

@@ -43,7 +43,8 @@ use crate::output::Printer;
 use crate::settings::Settings;
 pub use options::{LayerCompression, PushOptions};
 use stream::Encoding;
-use summary::{Method, PushReport};
+use summary::Method;
+pub(crate) use summary::PushReport;
 
 /// What every step of one push needs.
 pub(crate) struct Run<'a> {
@@ -53,6 +54,32 @@ pub(crate) struct Run<'a> {
     /// Where node loaders get their files.
     pub(crate) scratch: &'a Path,
     pub(crate) printer: &'a Printer,
+    /// Asked where the image will land once that is known and before any byte moves: an
+    /// error stops the push with nothing sent (`push --rollout` refusing an image no
+    /// container of the workload runs).
+    pub(crate) before_push: Option<&'a BeforePush<'a>>,
+}
+
+/// [`Run::before_push`]'s check.
+pub(crate) type BeforePush<'a> = dyn Fn(Landing<'_>) -> Result<()> + Sync + 'a;
+
+/// Where a push is about to put the image: the repository on the registry, or (no registry)
+/// the repository the nodes get.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Landing<'a> {
+    pub(crate) registry: Option<&'a LocalRegistry>,
+    pub(crate) repository: &'a str,
+}
+
+impl Run<'_> {
+    fn landing(&self, registry: Option<&LocalRegistry>, repository: &str) -> Result<()> {
+        self.before_push.map_or(Ok(()), |check| {
+            check(Landing {
+                registry,
+                repository,
+            })
+        })
+    }
 }
 
 /// An archive file or stdin: open it and read the cluster at once.
@@ -77,6 +104,7 @@ pub(crate) async fn from_archive(run: &Run<'_>, source: archive::Source) -> Resu
         Some(registry) => {
             let (plan, target) =
                 registry_plan(&name, args.tag.is_some(), registry, &discovered, printer)?;
+            run.landing(Some(registry), &target.repository)?;
             push_to_registry(args, settings, &plan, &target, archive, image, printer).await
         }
         None => load_into_nodes(run, &discovered, &name, archive, image)
@@ -105,6 +133,7 @@ pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport
     };
     let name = engine_image_name(args.tag.as_deref(), &found)?;
     let (plan, target) = registry_plan(&name, args.tag.is_some(), registry, &discovered, printer)?;
+    run.landing(Some(registry), &target.repository)?;
     let push = registry_push(args, settings, &plan, &target);
     let selection = from_engine::Selection {
         image: args.image.as_deref(),
@@ -468,6 +497,7 @@ async fn load_into_nodes(
     image: Image,
 ) -> Result<PushReport> {
     let target = node_target(run.args, discovered, run.printer).await?;
+    run.landing(None, &name.familiar_repository())?;
     load_into(run, discovered, &target, name, archive, image).await
 }
 
@@ -510,6 +540,7 @@ async fn load_engine_image(
     } = *run;
     let target = node_target(args, discovered, printer).await?;
     let name = engine_image_name(args.tag.as_deref(), found)?;
+    run.landing(None, &name.familiar_repository())?;
     let loaded_as = format!(
         "{}:{}",
         name.familiar_repository(),

@@ -37,5 +37,6 @@ mod push_store;
 mod push_wild;
 mod registry_attached;
 mod registry_client;
+mod rollout;
 mod why;
 mod why_status;

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::support::controllers::Controllers;
+
 /// What the stand-in serves; build with [`ApiServer::builder`].
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ApiServerBuilder {
@@ -39,6 +41,8 @@ pub(crate) struct ApiServerBuilder {
     workloads: Vec<(String, Value)>,
     token: Option<String>,
     tls: Option<(PathBuf, PathBuf)>,
+    /// Workloads that roll out (tests/support/controllers.rs), served ahead of the rest.
+    controllers: Option<Controllers>,
 }
 
 /// OpenShift's `images.config.openshift.io/cluster` status.
@@ -290,6 +294,12 @@ impl ApiServerBuilder {
             "spec": spec,
         });
         self.workloads.push((resource, object));
+        self
+    }
+
+    /// Serve these controllers' workloads, pods and logs (see tests/support/controllers.rs).
+    pub(crate) fn controllers(mut self, controllers: &Controllers) -> Self {
+        self.controllers = Some(controllers.clone());
         self
     }
 
@@ -592,6 +602,12 @@ fn serve_connection(stream: impl Read + Write, state: &Served, requests: &Mutex<
         authorization,
     });
 
+    if authorized
+        && let Some(controllers) = &state.spec.controllers
+        && controllers.serve(&method, target, &body, reader.get_mut())
+    {
+        return;
+    }
     let query = target.split_once('?').map_or("", |(_, query)| query);
     let (code, body) = if !authorized {
         (401, status(401, "Unauthorized", "Unauthorized", json!({})))

@@ -2,6 +2,7 @@
 
 pub(crate) mod apiserver;
 pub(crate) mod containerd;
+pub(crate) mod controllers;
 pub(crate) mod dockerd;
 pub(crate) mod doctor_output;
 pub(crate) mod env;

@@ -42,7 +42,7 @@ pub struct PodFacts {
 }
 
 impl PodFacts {
-    fn of(pod: Pod) -> Self {
+    pub(super) fn of(pod: Pod) -> Self {
         let spec = pod.spec.unwrap_or_default();
         let status = pod.status.unwrap_or_default();
         let unscheduled = status

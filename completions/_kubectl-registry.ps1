@@ -70,6 +70,7 @@ Register-ArgumentCompleter -Native -CommandName 'kubectl-registry' -ScriptBlock 
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace (OpenShift project) images go to on OpenShift''s registry (default: the context''s namespace, or the pod''s)')
             [CompletionResult]::new('--insecure', '--insecure', [CompletionResultType]::ParameterName, 'Allow plain HTTP to a registry that is not on loopback')
             [CompletionResult]::new('--no-load', '--no-load', [CompletionResultType]::ParameterName, 'Fail instead of loading into the nodes when no registry is advertised')
+            [CompletionResult]::new('--watch', '--watch', [CompletionResultType]::ParameterName, 'Keep running: push again (and roll out) each time the engine''s image or the archive changes, one ref line per round; Ctrl-C ends it')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More detail on stderr (repeat for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Nothing on stderr but errors: no progress, notes, warnings or summary')

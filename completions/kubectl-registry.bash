@@ -404,7 +404,7 @@ _kubectl__registry() {
             return 0
             ;;
         kubectl__registry__subcmd__push)
-            opts="-t -j -o -n -v -q -h -V --tag --image --platform --compression --jobs --insecure --ca-file --no-load --load-command --rollout --timeout --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
+            opts="-t -j -o -n -v -q -h -V --tag --image --platform --compression --jobs --insecure --ca-file --no-load --load-command --rollout --timeout --watch --output --kubeconfig --context --registry --registry-from-runtime --network --namespace --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -67,6 +67,7 @@ cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `ho
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l no-load -d 'Fail instead of loading into the nodes when no registry is advertised'
+complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l watch -d 'Keep running: push again (and roll out) each time the engine\'s image or the archive changes, one ref line per round; Ctrl-C ends it'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -173,6 +173,11 @@ pub struct PushArgs {
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::limits::parse_duration)]
     pub timeout: std::time::Duration,
 
+    /// Keep running: push again (and roll out) each time the engine's image or the archive
+    /// changes, one ref line per round; Ctrl-C ends it.
+    #[arg(long)]
+    pub watch: bool,
+
     #[command(flatten)]
     pub output: OutputArgs,
 }

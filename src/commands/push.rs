@@ -2,6 +2,7 @@
 //! into the nodes) and print the ref a pod spec must use.
 
 mod rollout;
+mod watch;
 
 use std::path::Path;
 use std::time::Instant;
@@ -19,6 +20,19 @@ use crate::output::Printer;
 use crate::settings::Settings;
 
 pub async fn run(
+    args: &PushArgs,
+    cluster_args: &ClusterOptions,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<()> {
+    if args.watch {
+        return watch::run(args, cluster_args, settings, printer).await;
+    }
+    round(args, cluster_args, settings, printer).await
+}
+
+/// One push (and its rollouts): the whole command, or one round of `--watch`.
+async fn round(
     args: &PushArgs,
     cluster_args: &ClusterOptions,
     settings: &Settings,

@@ -21,6 +21,7 @@
 
 mod assembled;
 mod blob;
+pub mod changes;
 mod config;
 mod dir;
 mod docker;

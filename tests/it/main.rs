@@ -38,5 +38,6 @@ mod push_wild;
 mod registry_attached;
 mod registry_client;
 mod rollout;
+mod watch;
 mod why;
 mod why_status;

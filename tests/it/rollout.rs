@@ -329,7 +329,7 @@ fn a_crash_loop_shows_the_previous_runs_last_lines_and_how_it_ended() {
     });
     let run = bench.push(
         &bench.archive(&Image::sample(326)),
-        &["--rollout", "deploy/web"],
+        &["--rollout", "deploy/web", "--timeout", "30s"],
     );
     assert_eq!(run.code, 1, "{run:?}");
     assert!(

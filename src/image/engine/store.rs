@@ -260,6 +260,15 @@ pub(super) fn inspect(env: &EngineEnv, name: &str) -> Option<ImageFacts> {
     })
 }
 
+/// The main store's `images.json`, rewritten (by podman and buildah alike) whenever an image
+/// is made, named or removed: what `push --watch` watches for podman.
+pub(super) fn images_index(env: &EngineEnv) -> Option<PathBuf> {
+    let conf = conf::locate(env);
+    roots(&conf)
+        .first()
+        .map(|root| root.index("images", "images.json"))
+}
+
 /// The store roots to look in, main one first, each with the driver it uses.
 fn roots(conf: &conf::StoreConf) -> Vec<Root> {
     std::iter::once(&conf.graphroot)

@@ -1,0 +1,269 @@
+//! `push SRC --watch [--rollout ...]` end to end, the real binary kept running: an archive
+//! replaced by `mv`, a podman image and a docker image rebuilt under the same name, each giving
+//! a new ref line (and the workload rolled to it); Ctrl-C mid-round exits 130 with nothing
+//! tagged and no temporary file left.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use crate::rollout::{Node, RolloutBench};
+use crate::support::controllers::{Container, Controllers};
+use crate::support::dockerd::Dockerd;
+use crate::support::fault_proxy::{Action, FaultProxy, Rule};
+use crate::support::fixtures::{Format, Image};
+use crate::support::podman::{Podman, layer_dir};
+use crate::support::push::{Bench, clean_std_cmd};
+use crate::support::registry::TestRegistry;
+
+/// A bound on each wait, not a timing assertion: a round here takes well under a second.
+const BOUND: Duration = Duration::from_secs(60);
+
+/// The binary running `push --watch`, its stdout and stderr read line by line as they come.
+struct Watching {
+    child: Child,
+    stdout: Receiver<String>,
+    stderr: Receiver<String>,
+    said: Vec<String>,
+}
+
+impl Watching {
+    fn start(mut command: Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = |stream: Box<dyn std::io::Read + Send>| {
+            let (sender, receiver) = channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if sender.send(line).is_err() {
+                        return;
+                    }
+                }
+            });
+            receiver
+        };
+        let stdout = lines(Box::new(child.stdout.take().unwrap()));
+        let stderr = lines(Box::new(child.stderr.take().unwrap()));
+        Self {
+            child,
+            stdout,
+            stderr,
+            said: Vec::new(),
+        }
+    }
+
+    /// The next ref line on stdout.
+    fn next_ref(&mut self) -> String {
+        self.stdout
+            .recv_timeout(BOUND)
+            .unwrap_or_else(|_| panic!("no ref line; stderr so far: {:?}", self.drain()))
+    }
+
+    /// Reads stderr until a line contains `text`.
+    fn until_said(&mut self, text: &str) {
+        let deadline = Instant::now() + BOUND;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.contains(text);
+                    self.said.push(line);
+                    if found {
+                        return;
+                    }
+                }
+                Err(_) => panic!("never said {text:?}; said {:?}", self.said),
+            }
+        }
+    }
+
+    fn drain(&mut self) -> Vec<String> {
+        self.said.extend(self.stderr.try_iter());
+        self.said.clone()
+    }
+
+    /// Ctrl-C, then the exit code and what stdout still had (stderr kept in `said`).
+    fn interrupt(&mut self) -> (i32, Vec<String>) {
+        let sent = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let deadline = Instant::now() + BOUND;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "the watch outlived its SIGINT");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let rest: Vec<String> = self.stdout.try_iter().collect();
+        self.drain();
+        (
+            status
+                .code()
+                .expect("died of the signal instead of handling it"),
+            rest,
+        )
+    }
+}
+
+fn watch_command(bench: &RolloutBench, args: &[&str]) -> Command {
+    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+    let mut command = clean_std_cmd(binary.as_os_str(), bench.dir.path());
+    command
+        .env("KUBECONFIG", &bench.kubeconfig)
+        .args(["push"])
+        .args(args)
+        .args(["--watch", "--rollout", "deploy/web", "-v"]);
+    command
+}
+
+fn web_on(image: &'static str) -> impl FnOnce(Controllers) -> Controllers {
+    move |c| c.workload("Deployment", "web", &[Container("web", image, false)], 1)
+}
+
+#[test]
+fn an_archive_replaced_by_mv_is_pushed_and_rolled_out_again() {
+    let bench = RolloutBench::new(Node::Mapped, web_on("kind-registry:5000/myimg:old"));
+    let archive = bench.archive(&Image::sample(401));
+    let mut watching = Watching::start(watch_command(&bench, &[archive.to_str().unwrap()]));
+    watching.until_said(&format!(
+        "watching {}: inotify on {}",
+        archive.display(),
+        bench.dir.path().display()
+    ));
+    let first = watching.next_ref();
+    watching.until_said("successfully rolled out");
+    assert_eq!(bench.controllers.images("deployment", "web")["web"], first);
+    let next = bench.dir.path().join("img.next.tar");
+    Image::sample(402).write(Format::DockerLegacy, &next, &["myimg:dev"]);
+    std::fs::rename(&next, &archive).unwrap();
+    let second = watching.next_ref();
+    assert_ne!(second, first);
+    assert!(
+        second.starts_with("kind-registry:5000/myimg:dev@sha256:"),
+        "{second}"
+    );
+    watching.until_said("successfully rolled out");
+    assert_eq!(bench.controllers.images("deployment", "web")["web"], second);
+    let (code, rest) = watching.interrupt();
+    assert_eq!((code, rest), (130, Vec::<String>::new()));
+}
+
+#[test]
+fn a_podman_image_rebuilt_under_its_name_is_pushed_and_rolled_out_again() {
+    let podman = Podman::new();
+    let layers = podman.dir().join("layers");
+    podman.build(
+        "localhost/myimg:dev",
+        &[&layer_dir(&layers, "a", 411, &[4096])],
+    );
+    let bench = RolloutBench::new(Node::Mapped, web_on("kind-registry:5000/myimg:old"));
+    let mut command = watch_command(&bench, &["myimg:dev"]);
+    command
+        .envs(podman.envs())
+        .env("KUBECTL_REGISTRY_ENGINE", "podman");
+    // Its store's images.json, which buildah's commits rewrite too (podman's events miss them).
+    rolled_again_after_a_rebuild(&bench, command, "podman's store: inotify on", || {
+        podman.build(
+            "localhost/myimg:dev",
+            &[&layer_dir(&layers, "b", 412, &[4096])],
+        );
+    });
+}
+
+/// The first round rolled out; `rebuild`; a new ref, rolled out too; Ctrl-C ends it.
+fn rolled_again_after_a_rebuild(
+    bench: &RolloutBench,
+    command: Command,
+    heard_by: &str,
+    rebuild: impl FnOnce(),
+) {
+    let mut watching = Watching::start(command);
+    watching.until_said(&format!("watching myimg:dev: {heard_by}"));
+    let first = watching.next_ref();
+    watching.until_said("successfully rolled out");
+    rebuild();
+    let second = watching.next_ref();
+    assert_ne!(second, first);
+    watching.until_said("successfully rolled out");
+    assert_eq!(bench.controllers.images("deployment", "web")["web"], second);
+    assert_eq!(watching.interrupt().0, 130);
+}
+
+#[test]
+fn a_docker_image_rebuilt_under_its_name_is_pushed_and_rolled_out_again() {
+    let dockerd = Dockerd::start();
+    let dir = tempfile::tempdir().unwrap();
+    dockerd.build(
+        "scratch",
+        "myimg:dev",
+        &[&layer_dir(dir.path(), "a", 421, &[4096])],
+    );
+    let bench = RolloutBench::new(Node::Mapped, web_on("kind-registry:5000/myimg:old"));
+    let mut command = watch_command(&bench, &["myimg:dev"]);
+    command.env("DOCKER_HOST", dockerd.host());
+    let heard_by = "the image events of docker engine API at unix://";
+    rolled_again_after_a_rebuild(&bench, command, heard_by, || {
+        dockerd.build(
+            "scratch",
+            "myimg:dev",
+            &[&layer_dir(dir.path(), "b", 422, &[4096])],
+        );
+    });
+}
+
+#[test]
+fn ctrl_c_during_a_round_exits_130_with_nothing_tagged_and_no_temporary_file() {
+    let registry = TestRegistry::start();
+    let proxy = FaultProxy::start(
+        &registry.host(),
+        vec![Rule::new(
+            "PUT",
+            "/blobs/uploads/",
+            1,
+            Action::StallAfterBody,
+        )],
+    );
+    let bench = Bench::advertising(registry, &proxy.host());
+    let path = bench.path("img.tar");
+    Image::sample(431).write(Format::DockerLegacy, &path, &["myimg:dev"]);
+    let tmp = bench.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+    let mut command = clean_std_cmd(binary.as_os_str(), bench.dir.path());
+    command
+        .env("KUBECONFIG", &bench.kubeconfig)
+        .env("TMPDIR", &tmp)
+        .args(["push", path.to_str().unwrap(), "--watch"]);
+    let mut watching = Watching::start(command);
+    assert!(
+        proxy.wait_for_stall(BOUND),
+        "the round never reached the stalling upload: {:?}",
+        watching.drain()
+    );
+    assert!(!entries(&tmp).is_empty(), "no scratch dir mid-round");
+    let (code, rest) = watching.interrupt();
+    assert_eq!((code, rest), (130, Vec::<String>::new()));
+    let said = watching.drain().join("\n");
+    assert!(
+        said.contains("interrupted by SIGINT while pushing to"),
+        "{said}"
+    );
+    bench.assert_not_tagged("myimg", "dev");
+    assert_eq!(entries(&tmp), Vec::<String>::new(), "temporary files left");
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}

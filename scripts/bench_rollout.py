@@ -1,0 +1,257 @@
+"""The rollout section of scripts/bench (`--only rollout`): from the end of a rebuild to the new pod Ready.
+
+A real dockerd rebuilds `benchapp:dev` (one 8 MB layer added on a small base); a stand-in API server plays
+the Deployment controller and the kubelet: a patch of the pod template makes a new pod, whose image the
+kubelet pulls with a real containerd (`ctr images pull` through kind's hosts.toml) from the real registry,
+then marks it Ready and the old pod gone; it serves what `kubectl set image` and `kubectl rollout status`
+read (discovery, GET, strategic-merge PATCH, list and watch) and what `push --rollout` reads (the same,
+pods, SelfSubjectAccessReview). Side by side, each rebuild:
+
+  ours:   `kubectl registry push benchapp:dev --watch --rollout deploy/app`, kept running
+  script: `ref=$(kubectl registry push benchapp:dev); kubectl set image deploy/app app=$ref;
+           kubectl rollout status deploy/app`
+
+The time is from `docker build` returning to the stand-in marking the new pod Ready.
+"""
+
+import http.server
+import json
+import os
+import subprocess
+import threading
+import time
+
+
+class Cluster:
+    """One Deployment `app` (1 replica) and its pods, rolled on a template patch."""
+
+    def __init__(self, work, registry_host, runtime_host, pull_argv):
+        self.lock = threading.Condition()
+        self.version = 1
+        self.pull_argv = pull_argv
+        self.ready_at = {}  # image -> time.monotonic() when its pod became Ready
+        self.deployment = {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "app", "namespace": "default", "generation": 1, "resourceVersion": "1",
+                         "uid": "uid-app"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "app"}},
+                     "template": {"metadata": {"labels": {"app": "app"}},
+                                  "spec": {"containers": [{"name": "app", "image": f"{runtime_host}/benchapp:old"}]}}},
+            "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1,
+                       "availableReplicas": 1},
+        }
+        self.pods = {}
+        configmap = {"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "local-registry-hosting", "namespace": "kube-public"},
+                     "data": {"localRegistryHosting.v1": f'host: "{registry_host}"\n'
+                                                         f'hostFromContainerRuntime: "{runtime_host}"\n'}}
+        self.configmap = configmap
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.kubeconfig = os.path.join(work, "kubeconfig-rollout")
+        with open(self.kubeconfig, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: kind-bench\n"
+                    f"clusters: [{{name: kind-bench, cluster: {{server: 'http://127.0.0.1:{self.server.server_port}'}}}}]\n"
+                    "contexts: [{name: kind-bench, context: {cluster: kind-bench, user: kind-bench}}]\n"
+                    "users: [{name: kind-bench, user: {}}]\n")
+
+    def bump(self):
+        self.version += 1
+        return str(self.version)
+
+    def patch(self, body):
+        with self.lock:
+            for container in body.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+                for mine in self.deployment["spec"]["template"]["spec"]["containers"]:
+                    if mine["name"] == container.get("name"):
+                        mine.update({k: v for k, v in container.items() if not k.startswith("$")})
+            meta = self.deployment["metadata"]
+            meta["generation"] += 1
+            meta["resourceVersion"] = self.bump()
+            generation = meta["generation"]
+            image = self.deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+            self.lock.notify_all()
+        threading.Thread(target=self.roll, args=(generation, image), daemon=True).start()
+        return self.deployment
+
+    def roll(self, generation, image):
+        """The controller observes and makes the pod; the kubelet pulls it with containerd; Ready."""
+        name = f"app-{generation}"
+        with self.lock:
+            status = self.deployment["status"]
+            status.update(observedGeneration=generation, replicas=2, updatedReplicas=1, availableReplicas=1)
+            self.pods[name] = {"apiVersion": "v1", "kind": "Pod",
+                               "metadata": {"name": name, "namespace": "default", "labels": {"app": "app"}},
+                               "spec": {"nodeName": "node", "containers": [{"name": "app", "image": image}]},
+                               "status": {"phase": "Pending"}}
+            self.deployment["metadata"]["resourceVersion"] = self.bump()
+            self.lock.notify_all()
+        subprocess.run(self.pull_argv(image), check=True, capture_output=True)
+        with self.lock:
+            self.ready_at[image] = time.monotonic()
+            self.pods = {name: self.pods[name]}
+            self.pods[name]["status"] = {
+                "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "app", "image": image, "ready": True, "restartCount": 0,
+                                       "state": {"running": {}}}]}
+            self.deployment["status"].update(replicas=1, updatedReplicas=1, readyReplicas=1, availableReplicas=1)
+            self.deployment["metadata"]["resourceVersion"] = self.bump()
+            self.lock.notify_all()
+
+    def wait_ready(self, image, timeout=120):
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while image not in self.ready_at:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SystemExit(f"bench: {image} never became Ready")
+                self.lock.wait(left)
+            return self.ready_at[image]
+
+    def handler(self):
+        cluster = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def send(self, code, obj, content_type="application/json"):
+                payload = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def body(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                return json.loads(self.rfile.read(length) or b"{}")
+
+            def do_GET(self):
+                path, _, query = self.path.partition("?")
+                apps = {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+                        "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
+                if path == "/api":
+                    return self.send(200, {"kind": "APIVersions", "versions": ["v1"]})
+                if path == "/apis":
+                    return self.send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [apps]})
+                if path == "/apis/apps/v1":
+                    return self.send(200, {"kind": "APIResourceList", "groupVersion": "apps/v1", "resources": [
+                        {"name": "deployments", "singularName": "deployment", "namespaced": True, "kind": "Deployment",
+                         "verbs": ["get", "list", "watch", "patch"], "shortNames": ["deploy"]}]})
+                if path == "/api/v1":
+                    return self.send(200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+                        {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
+                         "verbs": ["get", "list"]}]})
+                if path.startswith("/api/v1/namespaces/kube-public/configmaps/local-registry-hosting"):
+                    return self.send(200, cluster.configmap)
+                if path == "/apis/apps/v1/namespaces/default/deployments/app":
+                    with cluster.lock:
+                        return self.send(200, cluster.deployment)
+                if path == "/apis/apps/v1/namespaces/default/deployments":
+                    if "watch=true" in query or "watch=1" in query:
+                        return self.watch()
+                    with cluster.lock:
+                        return self.send(200, {"kind": "DeploymentList", "apiVersion": "apps/v1",
+                                               "metadata": {"resourceVersion": str(cluster.version)},
+                                               "items": [cluster.deployment]})
+                if path == "/api/v1/namespaces/default/pods":
+                    with cluster.lock:
+                        return self.send(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {},
+                                               "items": list(cluster.pods.values())})
+                self.send(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                                "code": 404})
+
+            def watch(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                sent, deadline = None, time.monotonic() + 60
+                with cluster.lock:
+                    while time.monotonic() < deadline:
+                        version = cluster.deployment["metadata"]["resourceVersion"]
+                        if version != sent:
+                            kind = "ADDED" if sent is None else "MODIFIED"
+                            event = (json.dumps({"type": kind, "object": cluster.deployment}) + "\n").encode()
+                            try:
+                                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                                self.wfile.flush()
+                            except OSError:
+                                return
+                            sent = version
+                        cluster.lock.wait(1)
+                self.wfile.write(b"0\r\n\r\n")
+
+            def do_PATCH(self):
+                if "dryRun" in self.path:
+                    self.body()
+                    with cluster.lock:
+                        return self.send(200, cluster.deployment)
+                self.send(200, cluster.patch(self.body()))
+
+            def do_POST(self):
+                review = self.body()
+                review["status"] = {"allowed": True}
+                self.send(201, review)
+
+            def log_message(self, *args):
+                pass
+
+        return Handler
+
+
+def rollout_section(args, work, ours, registry, containerd, dockerd_class, runtime_host):
+    """Median seconds from the end of a rebuild to the new pod Ready, ours (`--watch --rollout`)
+    against the script, over `args.runs` rebuilds each."""
+    dockerd = dockerd_class()
+    results = {"ours": [], "script": []}
+    try:
+        base = os.path.join(work, "rollout-base.bin")
+        with open(base, "wb") as f:
+            f.write(os.urandom(4 << 20))
+        dockerd.build("scratch", base, "benchapp:base")
+        for who in ("ours", "script"):
+            registry.stop()
+            registry.start()
+            containerd.stop()
+            containerd.start(registry.host)
+            cluster = Cluster(work, registry.host, runtime_host, containerd.pull_argv)
+            env = dict(dockerd.env, KUBECONFIG=cluster.kubeconfig)
+            watcher = None
+
+            def round_(run):
+                """A rebuild adding one 8 MB layer; its ref and the seconds to the new pod Ready."""
+                layer = os.path.join(work, f"rollout-{who}-{run}.bin")
+                with open(layer, "wb") as f:
+                    f.write(os.urandom(8 << 20))
+                dockerd.build("benchapp:base", layer, "benchapp:dev")
+                built = time.monotonic()
+                if who == "ours":
+                    ref = watcher.stdout.readline().strip()
+                else:
+                    ref = subprocess.run([ours, "push", "benchapp:dev"], env=env, check=True,
+                                         capture_output=True, text=True).stdout.strip()
+                    subprocess.run(["kubectl", "set", "image", "deploy/app", f"app={ref}"], env=env,
+                                   check=True, capture_output=True)
+                    subprocess.run(["kubectl", "rollout", "status", "deploy/app", "--timeout=120s"], env=env,
+                                   check=True, capture_output=True)
+                return cluster.wait_ready(ref) - built
+
+            try:
+                if who == "ours":
+                    dockerd.build("benchapp:base", base, "benchapp:dev")
+                    watcher = subprocess.Popen([ours, "push", "benchapp:dev", "--watch", "--rollout", "deploy/app"],
+                                               env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                    cluster.wait_ready(watcher.stdout.readline().strip())
+                else:
+                    round_(0)  # the first push: not a rebuild's loop
+                for run in range(1, args.runs + 1):
+                    results[who].append(round_(run))
+            finally:
+                if watcher:
+                    watcher.kill()
+                    watcher.wait()
+                cluster.server.shutdown()
+    finally:
+        dockerd.stop()
+    return results

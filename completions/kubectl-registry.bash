@@ -73,7 +73,7 @@ _kubectl__registry() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "host cluster tunnel" -- "${cur}"))
                     return 0
                     ;;
                 --namespace)
@@ -127,7 +127,7 @@ _kubectl__registry() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "host cluster tunnel" -- "${cur}"))
                     return 0
                     ;;
                 --namespace)
@@ -169,7 +169,7 @@ _kubectl__registry() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "host cluster tunnel" -- "${cur}"))
                     return 0
                     ;;
                 --namespace)
@@ -223,7 +223,7 @@ _kubectl__registry() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "host cluster tunnel" -- "${cur}"))
                     return 0
                     ;;
                 --namespace)
@@ -273,7 +273,7 @@ _kubectl__registry() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "host cluster tunnel" -- "${cur}"))
                     return 0
                     ;;
                 --namespace)
@@ -327,7 +327,7 @@ _kubectl__registry() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "host cluster tunnel" -- "${cur}"))
                     return 0
                     ;;
                 --namespace)
@@ -385,7 +385,7 @@ _kubectl__registry() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "host cluster tunnel" -- "${cur}"))
                     return 0
                     ;;
                 --namespace)
@@ -479,7 +479,7 @@ _kubectl__registry() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "host cluster tunnel" -- "${cur}"))
                     return 0
                     ;;
                 --namespace)
@@ -529,7 +529,7 @@ _kubectl__registry() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "host cluster tunnel" -- "${cur}"))
                     return 0
                     ;;
                 --namespace)
@@ -583,7 +583,7 @@ _kubectl__registry() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "host cluster" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "host cluster tunnel" -- "${cur}"))
                     return 0
                     ;;
                 --namespace)

@@ -29,7 +29,8 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l conte
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
-cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'
+tunnel\t'Outside, through a tunnel: a port-forward through the API server to a ready pod of the registry\'s Service (what `kubectl port-forward` does)'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_needs_command" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
@@ -63,7 +64,8 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" 
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
-cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'
+tunnel\t'Outside, through a tunnel: a port-forward through the API server to a ready pod of the registry\'s Service (what `kubectl port-forward` does)'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand push" -l no-load -d 'Fail instead of loading into the nodes when no registry is advertised'
@@ -79,7 +81,8 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" 
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
-cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'
+tunnel\t'Outside, through a tunnel: a port-forward through the API server to a ready pod of the registry\'s Service (what `kubectl port-forward` does)'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand info" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
@@ -93,7 +96,8 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advert
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
-cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'
+tunnel\t'Outside, through a tunnel: a port-forward through the API server to a ready pod of the registry\'s Service (what `kubectl port-forward` does)'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l dry-run -d 'Print the ConfigMap as YAML instead of writing it'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand advertise" -l delete -d 'Remove the advertisement (other keys of the ConfigMap are kept)'
@@ -110,7 +114,8 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
-cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'
+tunnel\t'Outside, through a tunnel: a port-forward through the API server to a ready pod of the registry\'s Service (what `kubectl port-forward` does)'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l pod -d 'Also run a short-lived pod that pulls a probe image, the nodes\' own check'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand doctor" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
@@ -126,7 +131,8 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand ls" -l
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand ls" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand ls" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand ls" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
-cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'
+tunnel\t'Outside, through a tunnel: a port-forward through the API server to a ready pod of the registry\'s Service (what `kubectl port-forward` does)'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand ls" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand ls" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand ls" -s v -l verbose -d 'More detail on stderr (repeat for more)'
@@ -142,7 +148,8 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
-cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'
+tunnel\t'Outside, through a tunnel: a port-forward through the API server to a ready pod of the registry\'s Service (what `kubectl port-forward` does)'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -l dry-run -d 'Say what would be deleted; delete nothing'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand prune" -l nodes -d 'Prune the nodes\' content tags, even when a registry is advertised'
@@ -161,7 +168,8 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
-cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'
+tunnel\t'Outside, through a tunnel: a port-forward through the API server to a ready pod of the registry\'s Service (what `kubectl port-forward` does)'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -l insecure -d 'Allow plain HTTP to a registry that is not on loopback'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand why" -s v -l verbose -d 'More detail on stderr (repeat for more)'
@@ -175,7 +183,8 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand versio
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
-cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'
+tunnel\t'Outside, through a tunnel: a port-forward through the API server to a ready pod of the registry\'s Service (what `kubectl port-forward` does)'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand version" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'
@@ -186,7 +195,8 @@ complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand comple
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l registry -d 'Registry to push to, skipping discovery [env: KUBECTL_REGISTRY_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l registry-from-runtime -d 'How the nodes\' container runtime names that registry (default: --registry) [env: KUBECTL_REGISTRY_RUNTIME_HOST]' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -l network -d 'Where this command runs, which decides the registry host it pushes to: `host` (outside the cluster: the advertised host) or `cluster` (in the cluster network: its hostFromClusterNetwork). Default: cluster in a pod (in-cluster config), else host' -r -f -a "host\t'Outside the cluster (a laptop, CI next to the cluster): push to the advertised `host`'
-cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'"
+cluster\t'Inside the cluster network (a pod, an in-cluster builder): push to `hostFromClusterNetwork`'
+tunnel\t'Outside, through a tunnel: a port-forward through the API server to a ready pod of the registry\'s Service (what `kubectl port-forward` does)'"
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s n -l namespace -d 'The namespace (OpenShift project) images go to on OpenShift\'s registry (default: the context\'s namespace, or the pod\'s)' -r
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s v -l verbose -d 'More detail on stderr (repeat for more)'
 complete -c kubectl-registry -n "__fish_kubectl_registry_using_subcommand completion" -s q -l quiet -d 'Nothing on stderr but errors: no progress, notes, warnings or summary'

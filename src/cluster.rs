@@ -11,6 +11,9 @@ pub mod kubeconfig;
 pub mod network;
 pub mod openshift;
 pub mod product;
+pub mod reach;
+pub mod route;
+pub mod tunnel;
 
 use std::path::PathBuf;
 

@@ -7,6 +7,8 @@ mod health;
 mod hosting_write;
 mod pod_status;
 mod pods;
+mod portforward;
+mod services;
 mod rollout;
 mod workloads;
 
@@ -34,6 +36,8 @@ pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub(crate) use pods::PULL_FAILURES;
 pub use pods::{ProbePod, PullState};
 pub use rollout::{Crash, RolloutPod, TemplateContainer, WorkloadFacts, WorkloadKind};
+pub use portforward::{Forwarder, Stream};
+pub use services::Backend;
 pub use workloads::{ImageUse, ImageUses, usage_forbidden};
 
 /// An unreachable API server fails in seconds, never hangs.

@@ -1,11 +1,12 @@
 //! Finding the cluster's local registry, first hit wins: flags, environment, the KEP-1755
-//! ConfigMap, OpenShift's image config, the older node annotations, microk8s's registry
+//! ConfigMap, minikube's registry addon, OpenShift's image config, the older node annotations, microk8s's registry
 //! Service; and which network the pusher is on.
 
 use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, Lookup, OPENSHIFT_IMAGE_CONFIG};
 use crate::cluster::hosting::{
-    self, HOSTING_CONFIGMAP, HostingConfigMap, LocalRegistry, Note, RegistrySource,
+    self, HOSTING_CONFIGMAP, HostingConfigMap, LocalRegistry, MINIKUBE_NAMESPACE,
+    MINIKUBE_PROXY_DAEMONSET, MINIKUBE_SERVICE, Note, RegistrySource,
 };
 use crate::cluster::kubeconfig;
 use crate::cluster::kubeconfig::KubeconfigFacts;
@@ -167,6 +168,9 @@ async fn registry_from_cluster(
     if registry.is_some() {
         return Ok((registry, help));
     }
+    if let Some(registry) = minikube_addon(cluster, printer).await? {
+        return Ok((Some(registry), help));
+    }
     if let Some(registry) = openshift_registry(cluster, printer).await? {
         return Ok((Some(registry), help));
     }
@@ -178,6 +182,26 @@ async fn registry_from_cluster(
             ..registry
         });
     Ok((registry, help))
+}
+
+/// minikube's registry addon, which writes no ConfigMap: its Service and registry-proxy.
+async fn minikube_addon(cluster: &Cluster, printer: &Printer) -> Result<Option<LocalRegistry>> {
+    match cluster.minikube_registry_addon().await? {
+        Lookup::Found(addon) => {
+            if !addon.proxy {
+                printer.debug(&format!(
+                    "minikube's registry addon has no DaemonSet {MINIKUBE_NAMESPACE}/{MINIKUBE_PROXY_DAEMONSET}; the nodes pull from its Service's address"
+                ));
+            }
+            Ok(Some(hosting::registry_from_minikube_addon(&addon)))
+        }
+        Lookup::NotFound | Lookup::Forbidden => {
+            printer.debug(&format!(
+                "no readable Service {MINIKUBE_NAMESPACE}/{MINIKUBE_SERVICE} of minikube's registry addon"
+            ));
+            Ok(None)
+        }
+    }
 }
 
 /// OpenShift's integrated registry, from `images.config.openshift.io/cluster`.

@@ -5,6 +5,7 @@ mod advertisement;
 mod configmap;
 mod older_conventions;
 mod openshift;
+mod service;
 
 use crate::image::reference::RegistryHost;
 
@@ -15,6 +16,10 @@ pub use older_conventions::{
 };
 pub use openshift::{
     INGRESS_CA_HINT, OPENSHIFT_REGISTRY_GUIDE, openshift_repository, registry_from_openshift,
+};
+pub use service::{
+    MINIKUBE_ADDON_LABEL, MINIKUBE_NAMESPACE, MINIKUBE_PROXY_DAEMONSET, MINIKUBE_SERVICE,
+    MinikubeAddon, ServiceRef, registry_from_minikube_addon,
 };
 
 /// Where KEP-1755 says a cluster advertises its registry.
@@ -41,6 +46,8 @@ pub enum RegistrySource {
     Openshift,
     Annotation,
     Microk8sService,
+    /// minikube's registry addon: Service `kube-system/registry` and its `registry-proxy`.
+    MinikubeAddon,
 }
 
 /// A cluster's local registry, defaults applied.
@@ -52,6 +59,13 @@ pub struct LocalRegistry {
     pub host_from_container_runtime: RegistryHost,
     /// Where pods reach it, when advertised.
     pub host_from_cluster_network: Option<RegistryHost>,
+    /// The Service behind the registry, when `hostFromClusterNetwork` names one (or minikube's
+    /// addon): what a tunnel through the API server reaches.
+    pub service: Option<ServiceRef>,
+    /// False when nothing said `host` answers from outside the cluster (a ConfigMap with only a
+    /// Service's `hostFromClusterNetwork`, minikube's addon): `host` is then what the nodes or
+    /// pods use, and outside the cluster push tunnels.
+    pub host_advertised: bool,
     /// The cluster's registry guide, shown when something fails.
     pub help: Option<String>,
     pub source: RegistrySource,

@@ -16,6 +16,9 @@ pub enum Network {
     /// Inside the cluster network (a pod, an in-cluster builder): push to
     /// `hostFromClusterNetwork`.
     Cluster,
+    /// Outside, through a tunnel: a port-forward through the API server to a ready pod of the
+    /// registry's Service (what `kubectl port-forward` does).
+    Tunnel,
 }
 
 /// Why the pusher counts as on that network.
@@ -73,6 +76,7 @@ impl Network {
         match self {
             Network::Host => "host",
             Network::Cluster => "cluster",
+            Network::Tunnel => "tunnel",
         }
     }
 }
@@ -96,7 +100,7 @@ pub fn push_host(registry: &LocalRegistry, vantage: Vantage) -> Result<PushHost<
         });
     }
     match (vantage.network, &registry.host_from_cluster_network) {
-        (Network::Host, _) => Ok(PushHost {
+        (Network::Host | Network::Tunnel, _) => Ok(PushHost {
             host: &registry.host,
             field: Some("host"),
         }),
@@ -113,6 +117,7 @@ fn unreachable_from_cluster(registry: &LocalRegistry, vantage: Vantage) -> Error
         RegistrySource::Configmap => format!("ConfigMap {HOSTING_CONFIGMAP} sets"),
         RegistrySource::Annotation => "the node annotations set".to_string(),
         RegistrySource::Microk8sService => "microk8s's registry Service sets".to_string(),
+        RegistrySource::MinikubeAddon => "minikube's registry addon sets".to_string(),
         RegistrySource::Openshift | RegistrySource::Flag | RegistrySource::Env => {
             "the cluster sets".to_string()
         }
@@ -144,6 +149,8 @@ mod tests {
             host: host("localhost:5001"),
             host_from_container_runtime: host("kind-registry:5000"),
             host_from_cluster_network: cluster_network.map(host),
+            service: None,
+            host_advertised: true,
             help: Some("https://kind.sigs.k8s.io/docs/user/local-registry/".into()),
             source,
         }

@@ -271,6 +271,9 @@ fn source_phrase(source: RegistrySource) -> String {
         RegistrySource::Microk8sService => {
             "microk8s's Service container-registry/registry".to_string()
         }
+        RegistrySource::MinikubeAddon => {
+            "minikube's registry addon (Service kube-system/registry)".to_string()
+        }
     }
 }
 
@@ -306,7 +309,7 @@ impl<'a> ProbeTarget<'a> {
     fn answered(&self, host: &RegistryHost, scheme: &str) -> String {
         let answered = format!("{host} answers GET /v2/ over {scheme}");
         match self.vantage.network {
-            Network::Host => answered,
+            Network::Host | Network::Tunnel => answered,
             Network::Cluster => format!(
                 "{answered}, the host push uses from the cluster network ({})",
                 self.vantage.why()

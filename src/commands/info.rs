@@ -85,7 +85,7 @@ async fn detect_product(
 /// - `registry`: null when none is advertised, else `host` (where push sends the image),
 ///   `hostFromContainerRuntime` (what printed refs name), `hostFromClusterNetwork` (null when
 ///   not advertised), `help` (the registry's guide, or null), `source` (`flag`, `env`,
-///   `configmap`, `openshift`, `annotation` or `microk8s-service`).
+///   `configmap`, `minikube-addon`, `openshift`, `annotation` or `microk8s-service`).
 /// - `registryGuide`: the hosting ConfigMap's `help` link, or null; set also when it advertises
 ///   no registry (microk8s's ConfigMap while its registry addon is off), as how to set one up.
 /// - `push`: what `kubectl registry push` would do: `method` (`registry`, `node-load` or
@@ -346,6 +346,9 @@ fn describe(source: RegistrySource) -> String {
         }
         RegistrySource::Microk8sService => {
             "Service container-registry/registry (microk8s registry addon)".to_string()
+        }
+        RegistrySource::MinikubeAddon => {
+            "Service kube-system/registry (minikube registry addon)".to_string()
         }
     }
 }

@@ -17,9 +17,9 @@ use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, ImageUse, ImageUses, usage_forbidden};
 use crate::cluster::discovery::{self, Discovered};
 use crate::cluster::hosting::LocalRegistry;
-use crate::cluster::network;
 use crate::cluster::openshift;
 use crate::cluster::product::{self, Product};
+use crate::cluster::reach::{self, Reach};
 use crate::error::{Context, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 use crate::image::registry::{RegistryClient, TransportOptions};
@@ -44,7 +44,7 @@ pub async fn run(
     .await?;
     let rows = match &discovered.registry {
         Some(registry) => {
-            let client =
+            let (client, _tunnel) =
                 open_registry(&discovered, registry, &args.access, settings, printer).await?;
             let entries = inventory::read(
                 &client,
@@ -134,15 +134,17 @@ pub(crate) fn hosts(registry: &LocalRegistry) -> Vec<&RegistryHost> {
     hosts
 }
 
-/// A client for the host this run reaches the registry at, answering its ping.
+/// A client for the host this run reaches the registry at, answering its ping, and the way it
+/// is reached (a tunnel through the API server stays open while that lives).
 pub(crate) async fn open_registry(
     discovered: &Discovered,
     registry: &LocalRegistry,
     access: &RegistryAccessArgs,
     settings: &Settings,
     printer: &Printer,
-) -> Result<RegistryClient> {
-    let host = network::push_host(registry, discovered.vantage)?.host;
+) -> Result<(RegistryClient, Reach)> {
+    let reach = reach::reach(discovered, registry, printer).await?;
+    let host = &reach.host;
     let options = TransportOptions {
         insecure: access.insecure,
         ca_file: access.ca_file.clone(),
@@ -151,8 +153,8 @@ pub(crate) async fn open_registry(
         ..settings.transport_options()
     };
     let client = RegistryClient::new(host, &options)?;
-    client.ping().await?;
-    Ok(client)
+    client.ping().await.map_err(|err| reach.explain(err))?;
+    Ok((client, reach))
 }
 
 /// Whether a run may go on without knowing which images are in use.

@@ -50,7 +50,8 @@ pub async fn run(
         return Err(openshift_refusal(registry));
     }
     let uses = ls::read_uses(&discovered, cluster_args, settings, printer, need).await?;
-    let client = ls::open_registry(&discovered, registry, &args.access, settings, printer).await?;
+    let (client, _tunnel) =
+        ls::open_registry(&discovered, registry, &args.access, settings, printer).await?;
     let reader = ls::inventory::Reader("prune");
     let entries = ls::inventory::read(&client, &args.repositories, reader, printer).await?;
     let usage = uses

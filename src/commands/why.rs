@@ -231,15 +231,16 @@ async fn registry_answers(
     if wanted.is_empty() {
         return answers;
     }
-    let client = match open_registry(discovered, registry, access, settings, printer).await {
-        Ok(client) => client,
-        Err(err) => {
-            for at in wanted {
-                answers[at] = InRegistry::Unknown(err.with_causes());
+    let (client, _tunnel) =
+        match open_registry(discovered, registry, access, settings, printer).await {
+            Ok(opened) => opened,
+            Err(err) => {
+                for at in wanted {
+                    answers[at] = InRegistry::Unknown(err.with_causes());
+                }
+                return answers;
             }
-            return answers;
-        }
-    };
+        };
     for at in wanted {
         let Ok(name) = ImageName::parse(&pod.containers[at].image) else {
             continue;

@@ -29,9 +29,10 @@ use std::sync::Arc;
 use crate::cluster::ClusterOptions;
 use crate::cluster::discovery::{self, Discovered};
 use crate::cluster::hosting::{INGRESS_CA_HINT, LocalRegistry, RegistrySource};
-use crate::cluster::network::{self, Network};
+use crate::cluster::network::Network;
 use crate::cluster::openshift;
 use crate::cluster::product;
+use crate::cluster::reach::{self, Reach};
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::archive::{self, Archive, Image};
 use crate::image::engine;
@@ -102,10 +103,19 @@ pub(crate) async fn from_archive(run: &Run<'_>, source: archive::Source) -> Resu
     let name = image_name(args.tag.as_deref(), &image)?;
     match &discovered.registry {
         Some(registry) => {
-            let (plan, target) =
-                registry_plan(&name, args.tag.is_some(), registry, &discovered, printer)?;
+            let reach = reach::reach(&discovered, registry, printer).await?;
+            let (plan, target) = registry_plan(
+                &name,
+                args.tag.is_some(),
+                registry,
+                &reach,
+                &discovered,
+                printer,
+            )?;
             run.landing(Some(registry), &target.repository)?;
-            push_to_registry(args, settings, &plan, &target, archive, image, printer).await
+            push_to_registry(args, settings, &plan, &target, archive, image, printer)
+                .await
+                .map_err(|err| reach.explain(err))
         }
         None => load_into_nodes(run, &discovered, &name, archive, image)
             .await
@@ -132,7 +142,15 @@ pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport
             .map_err(|err| with_registry_guide(err, discovered.help.as_deref()));
     };
     let name = engine_image_name(args.tag.as_deref(), &found)?;
-    let (plan, target) = registry_plan(&name, args.tag.is_some(), registry, &discovered, printer)?;
+    let reach = reach::reach(&discovered, registry, printer).await?;
+    let (plan, target) = registry_plan(
+        &name,
+        args.tag.is_some(),
+        registry,
+        &reach,
+        &discovered,
+        printer,
+    )?;
     run.landing(Some(registry), &target.repository)?;
     let push = registry_push(args, settings, &plan, &target);
     let selection = from_engine::Selection {
@@ -141,7 +159,7 @@ pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport
     };
     let pushed = route::push(&push, &found, &selection, args.compression, printer)
         .await
-        .map_err(|err| with_ingress_hint(err, registry))?;
+        .map_err(|err| reach.explain(with_ingress_hint(err, registry)))?;
     Ok(registry_report(
         &plan,
         &target,
@@ -184,6 +202,9 @@ struct RegistryPlan<'a> {
     registry: &'a LocalRegistry,
     push_host: &'a RegistryHost,
     network: Network,
+    /// Through a tunnel: its loopback host lives as long as this run, so it is neither
+    /// printed nor recorded.
+    tunnelled: bool,
     cluster_login: Option<ClusterLogin>,
 }
 
@@ -193,10 +214,11 @@ fn registry_plan<'a>(
     name: &ImageName,
     named_by_tag: bool,
     registry: &'a LocalRegistry,
+    reach: &'a Reach,
     discovered: &Discovered,
     printer: &Printer,
 ) -> Result<(RegistryPlan<'a>, Target)> {
-    let push_host = network::push_host(registry, discovered.vantage)?;
+    let push_host = &reach.host;
     if name.tag.is_none() {
         // After a node-load the printed content tag is never `latest`: no warning there.
         printer.warn(
@@ -207,7 +229,7 @@ fn registry_plan<'a>(
     let mut hosts = vec![
         &registry.host,
         &registry.host_from_container_runtime,
-        push_host.host,
+        push_host,
     ];
     hosts.extend(registry.host_from_cluster_network.as_ref());
     let (target, foreign) = Target::placed(name, &hosts);
@@ -219,14 +241,20 @@ fn registry_plan<'a>(
         printer.warn(&foreign_host_note(&domain, registry, &target));
     }
     interrupt::doing(
-        format!("pushing to {}", target.tagged(push_host.host)),
+        format!("pushing to {}", target.tagged(push_host)),
         "nothing was tagged",
     );
+    let tunnelled = reach.tunnel.is_some();
     let plan = RegistryPlan {
         registry,
-        push_host: push_host.host,
-        network: discovered.vantage.network,
-        cluster_login: openshift::cluster_login(registry, push_host.host, discovered, printer),
+        push_host,
+        network: if tunnelled {
+            Network::Tunnel
+        } else {
+            discovered.vantage.network
+        },
+        tunnelled,
+        cluster_login: openshift::cluster_login(registry, push_host, discovered, printer),
     };
     Ok((plan, target))
 }
@@ -411,7 +439,7 @@ fn registry_push<'a>(
             cluster_login: plan.cluster_login.clone(),
             ..settings.transport_options()
         },
-        cache_dir: settings.cache_dir.as_deref(),
+        cache_dir: settings.cache_dir.as_deref().filter(|_| !plan.tunnelled),
     }
 }
 
@@ -425,7 +453,7 @@ fn registry_report(
     let registry = plan.registry;
     PushReport {
         reference: target.pinned(&registry.host_from_container_runtime, &digest),
-        push_ref: Some(target.pinned(plan.push_host, &digest)),
+        push_ref: (!plan.tunnelled).then(|| target.pinned(plan.push_host, &digest)),
         cluster_network_ref: registry
             .host_from_cluster_network
             .as_ref()

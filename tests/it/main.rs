@@ -39,5 +39,6 @@ mod registry_attached;
 mod registry_client;
 mod rollout;
 mod watch;
+mod tunnel;
 mod why;
 mod why_status;

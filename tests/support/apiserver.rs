@@ -43,6 +43,8 @@ pub(crate) struct ApiServerBuilder {
     tls: Option<(PathBuf, PathBuf)>,
     /// Workloads that roll out (tests/support/controllers.rs), served ahead of the rest.
     controllers: Option<Controllers>,
+    /// Objects, port-forwards and their faults (cluster_objects.rs, portforward.rs).
+    pub(super) extra: super::cluster_objects::Extra,
 }
 
 /// OpenShift's `images.config.openshift.io/cluster` status.
@@ -356,13 +358,13 @@ impl ApiServerBuilder {
                     std::thread::spawn(move || {
                         let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
                         match tls {
-                            None => serve_connection(&stream, &state, &requests),
+                            None => serve_connection(&stream, &state, &requests, Some(&stream)),
                             Some(config) => {
                                 let Ok(connection) = rustls::ServerConnection::new(config) else {
                                     return;
                                 };
                                 let mut tls = rustls::StreamOwned::new(connection, &stream);
-                                serve_connection(&mut tls, &state, &requests);
+                                serve_connection(&mut tls, &state, &requests, None);
                                 tls.conn.send_close_notify();
                                 let _ = tls.flush();
                             }
@@ -561,7 +563,12 @@ struct Store {
 const HOSTING_NAMESPACE: &str = "kube-public";
 const HOSTING_NAME: &str = "local-registry-hosting";
 
-fn serve_connection(stream: impl Read + Write, state: &Served, requests: &Mutex<Vec<Logged>>) {
+fn serve_connection(
+    stream: impl Read + Write,
+    state: &Served,
+    requests: &Mutex<Vec<Logged>>,
+    raw: Option<&TcpStream>,
+) {
     let mut reader = BufReader::new(stream);
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
@@ -570,6 +577,7 @@ fn serve_connection(stream: impl Read + Write, state: &Served, requests: &Mutex<
     let mut content_length = 0usize;
     let mut authorization = None;
     let mut content_type = String::new();
+    let mut headers = Vec::new();
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" || header == "\n" {
@@ -578,6 +586,7 @@ fn serve_connection(stream: impl Read + Write, state: &Served, requests: &Mutex<
         let Some((name, value)) = header.split_once(':') else {
             continue;
         };
+        headers.push((name.trim().to_string(), value.trim().to_string()));
         if name.eq_ignore_ascii_case("content-length") {
             content_length = value.trim().parse().unwrap_or(0);
         } else if name.eq_ignore_ascii_case("authorization") {
@@ -609,8 +618,36 @@ fn serve_connection(stream: impl Read + Write, state: &Served, requests: &Mutex<
         return;
     }
     let query = target.split_once('?').map_or("", |(_, query)| query);
+    if let (true, Some(raw), Some((namespace, pod))) =
+        (authorized, raw, super::portforward::portforward_path(&path))
+    {
+        let refusal = refusal(
+            &state.spec,
+            "pods/portforward",
+            "create",
+            Some(namespace),
+            Some(pod),
+        );
+        let request = super::portforward::Upgrade {
+            namespace,
+            pod,
+            query,
+            headers: &headers,
+        };
+        return super::portforward::serve(&state.spec.extra, raw, request, refusal);
+    }
     let (code, body) = if !authorized {
         (401, status(401, "Unauthorized", "Unauthorized", json!({})))
+    } else if let Some(answer) = super::cluster_objects::respond(
+        &state.spec.extra,
+        &method,
+        &path,
+        query,
+        &|resource, verb, namespace, name| {
+            refusal(&state.spec, resource, verb, Some(namespace), name)
+        },
+    ) {
+        answer
     } else if let Some(answer) = respond_for_pods(state, &method, &path, query, &body) {
         answer
     } else if method == "GET" {

@@ -1,6 +1,7 @@
 //! Test support shared by the integration tests.
 
 pub(crate) mod apiserver;
+pub(crate) mod cluster_objects;
 pub(crate) mod containerd;
 pub(crate) mod controllers;
 pub(crate) mod dockerd;
@@ -12,6 +13,7 @@ pub(crate) mod http1;
 pub(crate) mod layouts;
 pub(crate) mod openshift_registry;
 pub(crate) mod podman;
+pub(crate) mod portforward;
 pub(crate) mod push;
 pub(crate) mod registry;
 pub(crate) mod standins;

@@ -155,6 +155,8 @@ mod tests {
                 host: host("localhost:5001"),
                 host_from_container_runtime: host("kind-registry:5000"),
                 host_from_cluster_network: Some(host("[fd00::1]:5000")),
+                service: None,
+                host_advertised: true,
                 help: Some("https://kind.sigs.k8s.io/docs/user/local-registry/".to_string()),
                 source: RegistrySource::Configmap,
             })

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{
     HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE, LocalRegistry, Note, RegistrySource,
+    ServiceRef,
 };
 use crate::error::{Error, ExitCode};
 use crate::image::reference::RegistryHost;
@@ -97,6 +98,12 @@ fn parse_hosting_v1(
     // Every field is optional (KEP-1755): without `host` nothing says where to push from
     // here, so no registry is advertised; only a `host` that is there and malformed is an error.
     let Some(raw_host) = fields.host.as_deref() else {
+        if let Some(registry) = service_only(key, &fields, notes)? {
+            return Ok(HostingConfigMap {
+                registry: Some(registry),
+                help,
+            });
+        }
         let mut set = Vec::new();
         if fields.host_from_container_runtime.is_some() {
             set.push("hostFromContainerRuntime");
@@ -143,16 +150,65 @@ fn parse_hosting_v1(
         .as_deref()
         .map(|raw| parse("hostFromClusterNetwork", raw))
         .transpose()?;
+    let service = host_from_cluster_network
+        .as_ref()
+        .and_then(ServiceRef::from_cluster_host);
     Ok(HostingConfigMap {
         registry: Some(LocalRegistry {
             host,
             host_from_container_runtime,
             host_from_cluster_network,
+            service,
+            host_advertised: true,
             help: fields.help.clone(),
             source: RegistrySource::Configmap,
         }),
         help: fields.help,
     })
+}
+
+/// No `host`, and `hostFromClusterNetwork` names a Service: reachable from outside the cluster
+/// only through the API server. `hostFromContainerRuntime` defaults to the Service's name.
+fn service_only(
+    key: &str,
+    fields: &HostingV1Fields,
+    notes: &mut Vec<Note>,
+) -> Result<Option<LocalRegistry>, Error> {
+    let Some(raw) = fields.host_from_cluster_network.as_deref() else {
+        return Ok(None);
+    };
+    let Ok((cluster_host, _)) = RegistryHost::parse_allowing_scheme(raw) else {
+        return Ok(None);
+    };
+    let Some(service) = ServiceRef::from_cluster_host(&cluster_host) else {
+        return Ok(None);
+    };
+    let runtime = match fields.host_from_container_runtime.as_deref() {
+        Some(raw) => RegistryHost::parse_allowing_scheme(raw)
+            .map(|(host, _)| host)
+            .map_err(|bad| {
+                configmap_error(
+                    key,
+                    "hostFromContainerRuntime",
+                    "is not a registry host".into(),
+                    fields.help.as_deref(),
+                )
+                .with_source(bad)
+            })?,
+        None => cluster_host.clone(),
+    };
+    notes.push(Note::Debug(format!(
+        "ConfigMap {HOSTING_CONFIGMAP}, key {key} sets no host; {cluster_host} is {service}, reached from outside the cluster through the API server"
+    )));
+    Ok(Some(LocalRegistry {
+        host: cluster_host.clone(),
+        host_from_container_runtime: runtime,
+        host_from_cluster_network: Some(cluster_host),
+        service: Some(service),
+        host_advertised: false,
+        help: fields.help.clone(),
+        source: RegistrySource::Configmap,
+    }))
 }
 
 fn read_v1_fields(key: &str, value: &str) -> Result<HostingV1Fields, Error> {

@@ -44,6 +44,8 @@ pub fn registry_from_override(
         host,
         host_from_container_runtime,
         host_from_cluster_network: None,
+        service: None,
+        host_advertised: true,
         help: None,
         source,
     })
@@ -98,6 +100,8 @@ pub fn registry_from_node_annotations(
         host,
         host_from_container_runtime,
         host_from_cluster_network: None,
+        service: None,
+        host_advertised: true,
         help: None,
         source: RegistrySource::Annotation,
     }))
@@ -120,6 +124,8 @@ pub fn registry_from_microk8s_node_port(node_port: i32) -> Result<LocalRegistry,
         host_from_container_runtime: host.clone(),
         host,
         host_from_cluster_network: None,
+        service: None,
+        host_advertised: true,
         help: None,
         source: RegistrySource::Microk8sService,
     })

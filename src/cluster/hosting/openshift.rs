@@ -53,6 +53,8 @@ pub fn registry_from_openshift(
         host,
         host_from_container_runtime: internal.clone(),
         host_from_cluster_network: Some(internal),
+        service: None,
+        host_advertised: true,
         help: Some(OPENSHIFT_REGISTRY_GUIDE.to_string()),
         source: RegistrySource::Openshift,
     }))

@@ -233,6 +233,8 @@ fn reads_kinds_script_and_defaults_the_runtime_host_to_host() {
             host: host("localhost:5001"),
             host_from_container_runtime: host("localhost:5001"),
             host_from_cluster_network: None,
+            service: None,
+            host_advertised: true,
             help: Some("https://kind.sigs.k8s.io/docs/user/local-registry/".into()),
             source: RegistrySource::Configmap,
         })

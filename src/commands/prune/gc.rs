@@ -220,6 +220,8 @@ mod tests {
             host: RegistryHost::parse(host).unwrap(),
             host_from_container_runtime: RegistryHost::parse(runtime).unwrap(),
             host_from_cluster_network: network.map(|n| RegistryHost::parse(n).unwrap()),
+            service: None,
+            host_advertised: true,
             help: None,
             source: RegistrySource::Configmap,
         }

@@ -1,0 +1,110 @@
+//! The host this run talks to the registry at: the one the route picks, or a tunnel through the
+//! API server opened to its Service (said with -v, and why).
+
+use std::time::Duration;
+
+use crate::cluster::discovery::Discovered;
+use crate::cluster::hosting::{LocalRegistry, ServiceRef};
+use crate::cluster::route::{self, TunnelWhy, Way};
+use crate::cluster::tunnel::Tunnel;
+use crate::error::{Error, ExitCode, Result};
+use crate::image::reference::RegistryHost;
+use crate::output::Printer;
+
+/// How long an advertised host may take to accept a connection before the tunnel is taken.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The way decided, the probe of an advertised host done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decided {
+    /// The host, and the KEP-1755 field it came from (`None`: named by flag or environment).
+    Direct(RegistryHost, Option<&'static str>),
+    Tunnel(ServiceRef, TunnelWhy),
+}
+
+/// Where this run reaches the registry; holds the tunnel open while it lives.
+pub struct Reach {
+    pub host: RegistryHost,
+    pub field: Option<&'static str>,
+    pub tunnel: Option<Tunnel>,
+}
+
+impl Reach {
+    /// A failure of the registry, with what the tunnel saw when there is one.
+    pub fn explain(&self, error: Error) -> Error {
+        match &self.tunnel {
+            Some(tunnel) => tunnel.explain(error),
+            None => error,
+        }
+    }
+}
+
+/// The way for this run, probing an advertised host that a tunnel could replace.
+pub async fn decide(
+    discovered: &Discovered,
+    registry: &LocalRegistry,
+    printer: &Printer,
+) -> Result<Decided> {
+    Ok(match route::way(registry, discovered.vantage)? {
+        Way::Direct(push) => Decided::Direct(push.host.clone(), push.field),
+        Way::Tunnel { service, why } => Decided::Tunnel(service.clone(), why),
+        Way::DirectIfAnswering { host, service } => {
+            if answers(host).await {
+                Decided::Direct(host.clone(), Some("host"))
+            } else {
+                printer.debug(&format!(
+                    "{host} does not accept a connection within {} s",
+                    ANSWER_TIMEOUT.as_secs()
+                ));
+                Decided::Tunnel(service.clone(), TunnelWhy::HostSilent)
+            }
+        }
+    })
+}
+
+/// Decides, and opens the tunnel when that is the way.
+pub async fn reach(
+    discovered: &Discovered,
+    registry: &LocalRegistry,
+    printer: &Printer,
+) -> Result<Reach> {
+    match decide(discovered, registry, printer).await? {
+        Decided::Direct(host, field) => Ok(Reach {
+            host,
+            field,
+            tunnel: None,
+        }),
+        Decided::Tunnel(service, why) => {
+            printer.debug(&format!(
+                "pushing through a tunnel to {service} through the API server: {}",
+                why.text(registry)
+            ));
+            let Some(cluster) = &discovered.cluster else {
+                return Err(Error::new(
+                    ExitCode::Usage,
+                    "a tunnel needs the cluster, which was not asked (--registry or KUBECTL_REGISTRY_HOST named the registry)",
+                ));
+            };
+            let tunnel = Tunnel::open(cluster, &service, printer).await?;
+            Ok(Reach {
+                host: tunnel.host().clone(),
+                field: None,
+                tunnel: Some(tunnel),
+            })
+        }
+    }
+}
+
+/// Whether `host` accepts a TCP connection from here within [`ANSWER_TIMEOUT`].
+async fn answers(host: &RegistryHost) -> bool {
+    let port = host.port().unwrap_or(443);
+    let name = host
+        .hostname()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let connect = tokio::net::TcpStream::connect((name, port));
+    matches!(
+        tokio::time::timeout(ANSWER_TIMEOUT, connect).await,
+        Ok(Ok(_))
+    )
+}

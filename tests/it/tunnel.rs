@@ -1,0 +1,284 @@
+//! Registries only the cluster reaches: minikube's registry addon found from its objects, and
+//! a push through a tunnel through the (stand-in) API server's pod `portforward` subresource,
+//! as kube-rs speaks it, to the real registry; the failures: no permission, no ready pod, a
+//! tunnel that drops mid-push, an API server that does not upgrade. A `minikube` on PATH fails
+//! the test if called: the addon is reached without minikube's CLI.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::support::apiserver::{ApiServer, ApiServerBuilder};
+use crate::support::cluster_objects::running_pod;
+use crate::support::fixtures::{Format, Image};
+use crate::support::portforward::Faults;
+use crate::support::push::{Bench, Outcome};
+use crate::support::registry::TestRegistry;
+
+/// A bench whose cluster is built by `cluster` around the real registry's address, with a
+/// `minikube` on PATH that records being called.
+struct Tunnelled {
+    bench: Bench,
+    called: PathBuf,
+}
+
+fn registry_addr(registry: &TestRegistry) -> SocketAddr {
+    registry
+        .host()
+        .parse()
+        .expect("the registry's loopback address")
+}
+
+fn tunnelled(cluster: impl FnOnce(ApiServerBuilder, SocketAddr) -> ApiServerBuilder) -> Tunnelled {
+    let registry = TestRegistry::start();
+    let api = cluster(ApiServer::builder(), registry_addr(&registry)).start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = api.write_kubeconfig(dir.path(), "minikube", "minikube");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let called = dir.path().join("minikube-called");
+    let script = format!("#!/bin/sh\necho \"$@\" >> '{}'\nexit 1\n", called.display());
+    std::fs::write(bin.join("minikube"), script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("minikube"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    Tunnelled {
+        bench: Bench {
+            registry,
+            api,
+            dir,
+            kubeconfig,
+        },
+        called,
+    }
+}
+
+impl Tunnelled {
+    fn run(&self, args: &[&str]) -> Outcome {
+        let path = format!(
+            "{}:{}",
+            self.bench.dir.path().join("bin").display(),
+            std::env::var("PATH").unwrap()
+        );
+        self.bench
+            .run(self.bench.cmd().env("PATH", path).args(args))
+    }
+
+    fn archive(&self, image: &Image) -> String {
+        let path = self.bench.path("img.tar");
+        image.write(Format::OciArchive, &path, &["app:v1"]);
+        path.to_str().unwrap().to_string()
+    }
+
+    fn assert_minikube_not_called(&self) {
+        assert!(
+            !self.called.exists(),
+            "minikube was called: {:?}",
+            std::fs::read_to_string(&self.called)
+        );
+    }
+
+    fn portforwards(&self) -> usize {
+        self.bench
+            .api
+            .requests()
+            .iter()
+            .filter(|request| request.ends_with("/portforward"))
+            .count()
+    }
+}
+
+#[test]
+fn info_finds_minikubes_registry_addon() {
+    let cluster = tunnelled(|api, registry| api.minikube_registry_addon(registry));
+    let run = cluster.run(&["info", "-o", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        report["registry"],
+        json!({
+            "host": "localhost:5000",
+            "hostFromContainerRuntime": "localhost:5000",
+            "hostFromClusterNetwork": "registry.kube-system.svc.cluster.local:80",
+            "help": "https://minikube.sigs.k8s.io/docs/handbook/registry/",
+            "source": "minikube-addon",
+        })
+    );
+    cluster.assert_minikube_not_called();
+}
+
+#[test]
+fn a_push_to_minikubes_addon_goes_through_the_api_server() {
+    let cluster = tunnelled(|api, registry| api.minikube_registry_addon(registry));
+    let image = Image::with_layers(61, "linux/amd64", &[900 << 10, 300 << 10, 120 << 10]);
+    let path = cluster.archive(&image);
+    let run = cluster.run(&["push", &path, "-v"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, digest) = cluster.bench.landed("app:v1");
+    assert_eq!(run.stdout, format!("localhost:5000/app:v1@{digest}\n"));
+    assert!(
+        run.stderr.contains("pushing through a tunnel to Service kube-system/registry port 80 through the API server: minikube's registry addon is reached only inside the cluster"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        cluster.portforwards() >= 2,
+        "{:?}",
+        cluster.bench.api.requests()
+    );
+    cluster.assert_minikube_not_called();
+}
+
+/// A ConfigMap naming only the Service, whose pod's port is named in the Service.
+fn service_only(api: ApiServerBuilder, registry: SocketAddr) -> ApiServerBuilder {
+    let pod = running_pod(
+        "registry-0",
+        json!({"app": "registry"}),
+        json!([{"name": "registry", "image": "registry:2", "ports": [{"name": "http", "containerPort": 5000}]}]),
+    );
+    let mut pod = pod;
+    pod["metadata"]["namespace"] = json!("dev");
+    api.hosting_v1("hostFromClusterNetwork: registry.dev.svc.cluster.local:5000\nhostFromContainerRuntime: localhost:30500\n")
+        .object(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "registry", "namespace": "dev"},
+            "spec": {"selector": {"app": "registry"}, "ports": [{"port": 5000, "targetPort": "http"}]},
+        }))
+        .object(pod)
+        .forward("dev", "registry-0", 5000, registry)
+}
+
+#[test]
+fn a_service_only_advertisement_is_pushed_to_through_the_tunnel() {
+    let cluster = tunnelled(service_only);
+    let path = cluster.archive(&Image::sample(62));
+    let run = cluster.run(&["push", &path, "-o", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let (_, digest) = cluster.bench.landed("app:v1");
+    assert_eq!(report["ref"], format!("localhost:30500/app:v1@{digest}"));
+    assert_eq!(report["network"], "tunnel");
+    let host = cluster.run(&["push", &path, "--network", "host"]);
+    assert_eq!(host.code, 2, "{}", host.stderr);
+    assert!(
+        host.stderr
+            .contains("--network host: ConfigMap kube-public/local-registry-hosting sets no host"),
+        "{}",
+        host.stderr
+    );
+}
+
+#[test]
+fn no_permission_to_port_forward_is_exit_3_naming_it() {
+    let cluster = tunnelled(|api, registry| {
+        api.minikube_registry_addon(registry)
+            .forbid("pods/portforward")
+    });
+    let path = cluster.archive(&Image::sample(63));
+    let run = cluster.run(&["push", &path]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "the cluster does not allow us to create pods/portforward in namespace kube-system"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("--registry HOST[:PORT]"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(cluster.bench.tag_status("app", "v1"), 404);
+}
+
+#[test]
+fn a_service_without_a_ready_pod_is_named_with_its_selector() {
+    let cluster = tunnelled(|api, _| {
+        api.hosting_v1("hostFromClusterNetwork: registry.dev.svc:5000\n")
+            .object(json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "registry", "namespace": "dev"},
+                "spec": {"selector": {"app": "registry"}, "ports": [{"port": 5000}]},
+            }))
+    });
+    let path = cluster.archive(&Image::sample(64));
+    let run = cluster.run(&["push", &path]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no registry pod to tunnel to behind Service dev/registry port 5000: no pod matching its selector app=registry is ready"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_tunnel_dropped_mid_push_is_reopened_and_the_blob_resent() {
+    let cluster = tunnelled(|api, registry| {
+        api.minikube_registry_addon(registry)
+            .portforward_faults(Faults {
+                cut_streams: 3,
+                cut_after: 200 << 10,
+                ..Faults::default()
+            })
+    });
+    let image = Image::with_layers(65, "linux/amd64", &[2 << 20]);
+    let path = cluster.archive(&image);
+    let run = cluster.run(&["push", &path, "-v"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    cluster.bench.landed("app:v1");
+    assert!(
+        cluster.portforwards() >= 4,
+        "{:?}",
+        cluster.bench.api.requests()
+    );
+}
+
+#[test]
+fn a_tunnel_that_keeps_dropping_fails_clearly_and_tags_nothing() {
+    let cluster = tunnelled(|api, registry| {
+        api.minikube_registry_addon(registry)
+            .portforward_faults(Faults {
+                cut_streams: usize::MAX,
+                cut_after: 200 << 10,
+                ..Faults::default()
+            })
+    });
+    let image = Image::with_layers(66, "linux/amd64", &[2 << 20]);
+    let path = cluster.archive(&image);
+    let run = cluster.run(&["push", &path]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert!(run.stderr.contains("the registry was reached through a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 of Service kube-system/registry port 80, through the API server"), "{}", run.stderr);
+    assert_eq!(cluster.bench.tag_status("app", "v1"), 404);
+}
+
+#[test]
+fn an_api_server_that_does_not_upgrade_is_told() {
+    let cluster = tunnelled(|api, registry| {
+        api.minikube_registry_addon(registry)
+            .portforward_faults(Faults {
+                no_upgrade: true,
+                ..Faults::default()
+            })
+    });
+    let path = cluster.archive(&Image::sample(67));
+    let run = cluster.run(&["push", &path]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("opening a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 through the API server: the API server answered 400"), "{}", run.stderr);
+}
+
+#[test]
+fn ls_reads_the_registry_through_the_tunnel() {
+    let cluster = tunnelled(|api, registry| api.minikube_registry_addon(registry));
+    let path = cluster.archive(&Image::sample(68));
+    assert_eq!(cluster.run(&["push", &path]).code, 0);
+    let run = cluster.run(&["ls", "-o", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("\"app\""), "{}", run.stdout);
+}

@@ -6,6 +6,7 @@ mod loader;
 mod pod;
 mod probe;
 mod report;
+mod tunnel;
 
 use std::path::Path;
 use std::time::Instant;
@@ -21,7 +22,8 @@ use crate::cluster::kubeconfig::{self, Choice};
 use crate::cluster::network::{self, Network, Vantage};
 use crate::cluster::openshift;
 use crate::cluster::product;
-use crate::error::{Context, ExitCode, Result};
+use crate::cluster::tunnel::Tunnel;
+use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 use crate::image::registry::{ClusterLogin, Deletion, RegistryClient, TransportOptions};
 use crate::nodes::{self, LoadPlan};
@@ -48,7 +50,14 @@ pub async fn run(
 
     match finding {
         Finding::Registry(found, registry) => {
-            let target = ProbeTarget::new(found, registry, printer);
+            let tunnel = match tunnel::check(found, registry, printer).await {
+                Some((check, tunnel)) => {
+                    report.add(check);
+                    Some(tunnel)
+                }
+                None => None,
+            };
+            let target = ProbeTarget::new(found, registry, tunnel.as_ref(), printer);
             let pod = check_registry(args, settings, &target, cluster.as_ref(), &mut report).await;
             report.add(nodes_check(registry, &target, args.pod));
             report.add(Check::skipped(
@@ -281,16 +290,29 @@ fn source_phrase(source: RegistrySource) -> String {
 /// the repository in the project (OpenShift), the cluster's login (OpenShift).
 struct ProbeTarget<'a> {
     registry: &'a LocalRegistry,
-    /// The host push uploads to from here, or why there is none.
-    host: Result<&'a RegistryHost>,
+    /// The host push uploads to from here (the tunnel's, when it tunnels), or why there is none.
+    host: Result<RegistryHost>,
+    tunnelled: bool,
     vantage: Vantage,
     repository: Result<String>,
     cluster_login: Option<ClusterLogin>,
 }
 
 impl<'a> ProbeTarget<'a> {
-    fn new(found: &'a Discovered, registry: &'a LocalRegistry, printer: &Printer) -> Self {
-        let host = network::push_host(registry, found.vantage).map(|push| push.host);
+    fn new(
+        found: &'a Discovered,
+        registry: &'a LocalRegistry,
+        tunnel: Option<&Option<Tunnel>>,
+        printer: &Printer,
+    ) -> Self {
+        let host = match tunnel {
+            Some(Some(tunnel)) => Ok(tunnel.host().clone()),
+            Some(None) => Err(Error::new(
+                ExitCode::Cluster,
+                "the tunnel through the API server did not open (see the tunnel check)",
+            )),
+            None => network::push_host(registry, found.vantage).map(|push| push.host.clone()),
+        };
         let cluster_login = host
             .as_ref()
             .ok()
@@ -298,6 +320,7 @@ impl<'a> ProbeTarget<'a> {
         Self {
             registry,
             host,
+            tunnelled: tunnel.is_some(),
             vantage: found.vantage,
             repository: openshift::repository_in_project(registry, found, probe::PROBE_REPOSITORY),
             cluster_login,
@@ -308,6 +331,9 @@ impl<'a> ProbeTarget<'a> {
     /// laptop's.
     fn answered(&self, host: &RegistryHost, scheme: &str) -> String {
         let answered = format!("{host} answers GET /v2/ over {scheme}");
+        if self.tunnelled {
+            return format!("{answered}: the registry, through the tunnel");
+        }
         match self.vantage.network {
             Network::Host | Network::Tunnel => answered,
             Network::Cluster => format!(
@@ -403,7 +429,7 @@ async fn answering_client(
     report: &mut Report,
 ) -> Result<RegistryClient, &'static str> {
     let host = match &target.host {
-        Ok(host) => *host,
+        Ok(host) => host,
         Err(error) => {
             report.add(Check::from_error(CheckId::Registry, error));
             return Err("no host to reach the registry at from here");
@@ -434,7 +460,7 @@ async fn answering_client(
 /// Check 6: the host pods name, and the reminder that the nodes must reach it by that name.
 fn nodes_check(registry: &LocalRegistry, target: &ProbeTarget, pod: bool) -> Check {
     let runtime = &registry.host_from_container_runtime;
-    let pushed_to = target.host.as_ref().map_or(&registry.host, |host| *host);
+    let pushed_to = target.host.as_ref().unwrap_or(&registry.host);
     let checked = if pod {
         "the pod below pulls it from a node"
     } else {

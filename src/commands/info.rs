@@ -15,6 +15,8 @@ use crate::cluster::hosting::{
 use crate::cluster::kubeconfig::KubeconfigFacts;
 use crate::cluster::network::{self, Network, Reason, Vantage};
 use crate::cluster::product::{self, Product, ProductKind};
+use crate::cluster::reach::{self, Decided};
+use crate::cluster::route::TunnelWhy;
 use crate::error::{Context, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 use crate::nodes::{ARCHIVE_PLACEHOLDER, LoadPlan};
@@ -39,6 +41,24 @@ pub async fn run(
         None => None,
     };
     let namespace = discovered.cluster.as_ref().map(Cluster::namespace);
+    let decided = match &discovered.registry {
+        Some(registry) => Some(reach::decide(&discovered, registry, printer).await),
+        None => None,
+    };
+    let tunnel = match &decided {
+        Some(Ok(Decided::Tunnel(service, why))) => Some(TunnelPreview {
+            service: format!("{}/{}", service.namespace, service.name),
+            port: service.port,
+            why: *why,
+            said: format!("{service}"),
+            because: discovered
+                .registry
+                .as_ref()
+                .map(|registry| why.text(registry))
+                .unwrap_or_default(),
+        }),
+        _ => None,
+    };
     let report = Report::new(
         &discovered.kubeconfig,
         discovered.registry.as_ref(),
@@ -47,6 +67,7 @@ pub async fn run(
         Preview {
             vantage: discovered.vantage,
             namespace,
+            tunnel: tunnel.as_ref(),
         },
     );
     let text = match args.output.output {
@@ -133,8 +154,24 @@ pub struct PushPreview {
     pub network_reason: Reason,
     pub host: Option<RegistryHost>,
     pub description: String,
+    /// Through a tunnel through the API server: to which Service, and why (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tunnel: Option<TunnelPreview>,
     #[serde(skip)]
     vantage: Vantage,
+}
+
+/// `push.tunnel` in `-o json`: `service` (`namespace/name`), its `port` (or null), `why`
+/// (`flag`, `no-host`, `minikube-addon` or `host-silent`).
+#[derive(Debug, Clone, Serialize)]
+pub struct TunnelPreview {
+    pub service: String,
+    pub port: Option<u16>,
+    pub why: TunnelWhy,
+    #[serde(skip)]
+    said: String,
+    #[serde(skip)]
+    because: String,
 }
 
 /// Where push would run from, and into which namespace.
@@ -143,6 +180,8 @@ pub struct Preview<'a> {
     pub vantage: Vantage,
     /// The cluster's namespace; `None` when the cluster was not contacted.
     pub namespace: Option<&'a str>,
+    /// The tunnel push would take.
+    pub tunnel: Option<&'a TunnelPreview>,
 }
 
 impl PushPreview {
@@ -155,8 +194,20 @@ impl PushPreview {
             network_reason: vantage.reason,
             host,
             description,
+            tunnel: None,
             vantage,
         };
+        if let (Some(registry), Some(tunnel)) = (registry, preview.tunnel) {
+            let description = format!(
+                "push through a tunnel through the API server to {} ({}) and print refs on {}",
+                tunnel.said, tunnel.because, registry.host_from_container_runtime
+            );
+            return Self {
+                network: Network::Tunnel,
+                tunnel: Some(tunnel.clone()),
+                ..preview_of(PushMethod::Registry, None, description)
+            };
+        }
         if let Some(registry) = registry {
             return match network::push_host(registry, vantage) {
                 Ok(push) => {
@@ -402,6 +453,7 @@ mod tests {
         let preview = Preview {
             vantage: Vantage::choose(None, Some(false)),
             namespace: Some("default"),
+            tunnel: None,
         };
         let push = PushPreview::new(
             None,

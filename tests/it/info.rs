@@ -13,6 +13,8 @@ use tempfile::TempDir;
 const KIND_SCRIPT_V1: &str =
     "host: \"localhost:5001\"\nhelp: \"https://kind.sigs.k8s.io/docs/user/local-registry/\"\n";
 const CONFIGMAP_GET: &str = "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting";
+/// minikube's registry addon, the source after the ConfigMap.
+const MINIKUBE_SERVICE_GET: &str = "GET /api/v1/namespaces/kube-system/services/registry";
 const IMAGE_CONFIG_GET: &str = "GET /apis/config.openshift.io/v1/images/cluster";
 const NODES_LIST: &str = "GET /api/v1/nodes";
 const SERVICE_GET: &str = "GET /api/v1/namespaces/container-registry/services/registry";
@@ -202,7 +204,12 @@ fn node_annotations_name_the_registry_when_no_configmap_does() {
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST]
+        vec![
+            CONFIGMAP_GET,
+            MINIKUBE_SERVICE_GET,
+            IMAGE_CONFIG_GET,
+            NODES_LIST
+        ]
     );
 }
 
@@ -233,7 +240,13 @@ push:                 push to localhost:32000 and print refs on localhost:32000
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+        vec![
+            CONFIGMAP_GET,
+            MINIKUBE_SERVICE_GET,
+            IMAGE_CONFIG_GET,
+            NODES_LIST,
+            SERVICE_GET
+        ]
     );
 }
 
@@ -450,7 +463,13 @@ push:                 load the image into the nodes of kind cluster \"dev\": `ki
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET],
+        vec![
+            CONFIGMAP_GET,
+            MINIKUBE_SERVICE_GET,
+            IMAGE_CONFIG_GET,
+            NODES_LIST,
+            SERVICE_GET
+        ],
         "one node list serves discovery and product detection"
     );
 
@@ -642,7 +661,13 @@ fn microk8s_with_its_registry_addon_pushes_there_as_json() {
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+        vec![
+            CONFIGMAP_GET,
+            MINIKUBE_SERVICE_GET,
+            IMAGE_CONFIG_GET,
+            NODES_LIST,
+            SERVICE_GET
+        ]
     );
 }
 
@@ -671,7 +696,13 @@ push:                 load the image into the local docker image store (docker's
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+        vec![
+            CONFIGMAP_GET,
+            MINIKUBE_SERVICE_GET,
+            IMAGE_CONFIG_GET,
+            NODES_LIST,
+            SERVICE_GET
+        ]
     );
 
     let run = info(&server, "docker-desktop", &["-o", "json"]);
@@ -729,7 +760,13 @@ push:                 fail: no registry is advertised and no way to load images 
     );
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+        vec![
+            CONFIGMAP_GET,
+            MINIKUBE_SERVICE_GET,
+            IMAGE_CONFIG_GET,
+            NODES_LIST,
+            SERVICE_GET
+        ]
     );
 
     let run = info(&server, "work", &["-o", "json"]);
@@ -777,6 +814,7 @@ fn forbidden_nodes_leave_the_kubeconfig_names_to_tell_the_product() {
         run.stderr,
         str![[r#"
 ConfigMap kube-public/local-registry-hosting not found
+no readable Service kube-system/registry of minikube's registry addon
 no readable images.config.openshift.io/cluster (not OpenShift)
 listing nodes is not allowed here; no node facts
 no readable Service container-registry/registry (microk8s registry addon)
@@ -787,7 +825,13 @@ no node facts, so the product is told from the kubeconfig's names alone
     assert_eq!(run.code, 0);
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+        vec![
+            CONFIGMAP_GET,
+            MINIKUBE_SERVICE_GET,
+            IMAGE_CONFIG_GET,
+            NODES_LIST,
+            SERVICE_GET
+        ]
     );
 
     let renamed = info(&server, "work", &["-o", "json"]);
@@ -817,7 +861,13 @@ fn forbidden_reads_mean_none_advertised() {
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![CONFIGMAP_GET, IMAGE_CONFIG_GET, NODES_LIST, SERVICE_GET]
+        vec![
+            CONFIGMAP_GET,
+            MINIKUBE_SERVICE_GET,
+            IMAGE_CONFIG_GET,
+            NODES_LIST,
+            SERVICE_GET
+        ]
     );
 }
 
@@ -1435,6 +1485,7 @@ fn discovery_reads_the_configmap_then_openshifts_image_config_then_the_node_anno
         openshift.requests(),
         [
             "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting",
+            "GET /api/v1/namespaces/kube-system/services/registry",
             "GET /apis/config.openshift.io/v1/images/cluster",
             "GET /api/v1/nodes",
         ],

@@ -19,6 +19,8 @@ const USER_TOKEN: &str = "sha256~developer-oauth-token";
 const CONTEXT: &str = "myproject/api-crc-testing:6443/developer";
 const GUIDE: &str = "https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/registry/securing-exposing-registry";
 const CONFIGMAP_GET: &str = "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting";
+/// minikube's registry addon, the source after the ConfigMap.
+const MINIKUBE_SERVICE_GET: &str = "GET /api/v1/namespaces/kube-system/services/registry";
 const IMAGE_CONFIG_GET: &str = "GET /apis/config.openshift.io/v1/images/cluster";
 
 /// An OpenShift Local cluster: its API server, its registry behind the auth front, and a
@@ -136,7 +138,10 @@ fn push_goes_to_the_route_in_the_contexts_project_and_prints_the_internal_ref() 
     let run = cluster.run(cluster.cmd().args(["push", &path]));
     cluster.assert_pushed(&run, "myproject/myimg", &image);
 
-    assert_eq!(cluster.api.requests(), [CONFIGMAP_GET, IMAGE_CONFIG_GET]);
+    assert_eq!(
+        cluster.api.requests(),
+        [CONFIGMAP_GET, MINIKUBE_SERVICE_GET, IMAGE_CONFIG_GET]
+    );
     assert!(
         cluster
             .api

@@ -948,6 +948,7 @@ fn no_load_refuses_to_run_the_products_cli() {
         bench.server.requests(),
         [
             "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting",
+            "GET /api/v1/namespaces/kube-system/services/registry",
             "GET /apis/config.openshift.io/v1/images/cluster",
             "GET /api/v1/nodes",
             "GET /api/v1/namespaces/container-registry/services/registry",

@@ -282,3 +282,144 @@ fn ls_reads_the_registry_through_the_tunnel() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("\"app\""), "{}", run.stdout);
 }
+
+/// kubectl's own port-forward, through the same stand-in: its WebSocket try
+/// (`SPDY/3.1+portforward.k8s.io`) refused as a server without that tunnelling refuses it, then
+/// its SPDY upgrade; a push through what it forwards lands.
+#[test]
+fn kubectl_port_forward_reaches_the_registry_through_the_same_stand_in() {
+    let cluster = tunnelled(|api, registry| api.minikube_registry_addon(registry));
+    let mut kubectl = std::process::Command::new("kubectl")
+        .args([
+            "port-forward",
+            "-n",
+            "kube-system",
+            "pod/registry-6c86875c6f-x7k2p",
+            ":5000",
+        ])
+        .arg("--kubeconfig")
+        .arg(&cluster.bench.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(cluster.bench.path("kubectl.err")).unwrap())
+        .spawn()
+        .expect("kubectl is installed (scripts/install-test-deps)");
+    let stdout = kubectl.stdout.take().unwrap();
+    let (sender, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = sender.send(line);
+        }
+    });
+    let line = lines
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("kubectl port-forward says where it listens");
+    let port = line
+        .strip_prefix("Forwarding from 127.0.0.1:")
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("kubectl said: {line}"))
+        .to_string();
+    let path = cluster.archive(&Image::sample(69));
+    let host = format!("127.0.0.1:{port}");
+    let run = cluster.run(&["push", &path, "--registry", &host]);
+    let _ = kubectl.kill();
+    let _ = kubectl.wait();
+    let said = std::fs::read_to_string(cluster.bench.path("kubectl.err")).unwrap();
+    assert_eq!(
+        run.code,
+        0,
+        "{}\nkubectl said: {said}\n{:?}",
+        run.stderr,
+        cluster.bench.api.requests()
+    );
+    cluster.bench.landed("app:v1");
+    let tries: Vec<String> = cluster
+        .bench
+        .api
+        .requests()
+        .into_iter()
+        .filter(|request| request.ends_with("/portforward"))
+        .collect();
+    assert_eq!(
+        tries[..2],
+        [
+            "GET /api/v1/namespaces/kube-system/pods/registry-6c86875c6f-x7k2p/portforward",
+            "POST /api/v1/namespaces/kube-system/pods/registry-6c86875c6f-x7k2p/portforward",
+        ],
+        "{tries:?}"
+    );
+}
+
+#[test]
+fn info_says_push_would_tunnel_and_why() {
+    let cluster = tunnelled(|api, registry| api.minikube_registry_addon(registry));
+    let run = cluster.run(&["info", "-o", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["push"]["network"], "tunnel");
+    assert_eq!(
+        report["push"]["tunnel"],
+        json!({"service": "kube-system/registry", "port": 80, "why": "minikube-addon"})
+    );
+    let text = cluster.run(&["info"]);
+    assert!(
+        text.stdout.contains("push through a tunnel through the API server to Service kube-system/registry port 80 (minikube's registry addon is reached only inside the cluster) and print refs on localhost:5000"),
+        "{}",
+        text.stdout
+    );
+}
+
+/// `doctor -o json`'s check named `name`.
+fn check<'a>(checks: &'a Value, name: &str) -> &'a Value {
+    checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["check"] == name)
+        .unwrap_or_else(|| panic!("no {name} check in {checks}"))
+}
+
+#[test]
+fn doctor_checks_the_hop_and_the_registry_through_it() {
+    let cluster = tunnelled(|api, registry| api.minikube_registry_addon(registry));
+    let run = cluster.run(&["doctor", "-o", "json"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let checks: Value = serde_json::from_str(&run.stdout).unwrap();
+    let tunnel = check(&checks, "tunnel");
+    assert_eq!(tunnel["ok"], true, "{tunnel}");
+    assert!(
+        tunnel["detail"].as_str().unwrap().contains("allowed to create pods/portforward in kube-system; a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 of Service kube-system/registry port 80 opens"),
+        "{tunnel}"
+    );
+    let registry = check(&checks, "registry");
+    assert!(
+        registry["detail"]
+            .as_str()
+            .unwrap()
+            .ends_with("answers GET /v2/ over http: the registry, through the tunnel"),
+        "{registry}"
+    );
+    assert_eq!(check(&checks, "round-trip")["ok"], true);
+
+    let refused = tunnelled(|api, registry| {
+        api.minikube_registry_addon(registry)
+            .forbid("pods/portforward")
+    });
+    let run = refused.run(&["doctor", "-o", "json"]);
+    assert_ne!(run.code, 0);
+    let checks: Value = serde_json::from_str(&run.stdout).unwrap();
+    let tunnel = check(&checks, "tunnel");
+    assert_eq!(tunnel["ok"], false, "{tunnel}");
+    assert!(tunnel["detail"].as_str().unwrap().contains("not allowed to create pods/portforward in namespace kube-system (SelfSubjectAccessReview)"), "{tunnel}");
+    assert!(
+        !refused
+            .bench
+            .api
+            .requests()
+            .iter()
+            .any(|r| r.ends_with("/portforward"))
+    );
+}

@@ -640,9 +640,7 @@ fn serve_connection(
         (401, status(401, "Unauthorized", "Unauthorized", json!({})))
     } else if let Some(answer) = super::cluster_objects::respond(
         &state.spec.extra,
-        &method,
-        &path,
-        query,
+        (&method, &path, query, &body),
         &|resource, verb, namespace, name| {
             refusal(&state.spec, resource, verb, Some(namespace), name)
         },

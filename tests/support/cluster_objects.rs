@@ -148,11 +148,12 @@ fn object_path(path: &str) -> Option<(String, String, String, Option<String>)> {
 /// label selector; `None` when no object put in names that namespace and resource.
 pub(crate) fn respond(
     extra: &Extra,
-    method: &str,
-    path: &str,
-    query: &str,
+    (method, path, query, body): (&str, &str, &str, &[u8]),
     refusal: &Refusal,
 ) -> Option<(u16, Value)> {
+    if method == "POST" && path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" {
+        return Some(access_review(body, refusal));
+    }
     if method != "GET" {
         return None;
     }
@@ -248,4 +249,32 @@ pub(crate) fn has_pod(extra: &Extra, namespace: &str, pod: &str) -> bool {
             && object["metadata"]["namespace"] == namespace
             && object["metadata"]["name"] == pod
     })
+}
+
+/// Where a port-forward to the pod's one forwarded port connects (kubectl names its port in
+/// stream headers, which the stand-in does not decompress: see `spdy.rs`).
+pub(crate) fn pod_forward(extra: &Extra, namespace: &str, pod: &str) -> Option<SocketAddr> {
+    extra
+        .forwards
+        .iter()
+        .find(|((ns, name, _), _)| ns == namespace && name == pod)
+        .map(|(_, to)| *to)
+}
+
+/// A SelfSubjectAccessReview answered from the stand-in's RBAC, as the authorizer answers it.
+fn access_review(body: &[u8], refusal: &Refusal) -> (u16, Value) {
+    let mut review: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let attributes = &review["spec"]["resourceAttributes"];
+    let text = |key: &str| attributes[key].as_str().unwrap_or_default().to_string();
+    let resource = match text("subresource").as_str() {
+        "" => text("resource"),
+        subresource => format!("{}/{subresource}", text("resource")),
+    };
+    let allowed = refusal(&resource, &text("verb"), &text("namespace"), None).is_none();
+    review["status"] = if allowed {
+        json!({"allowed": true, "reason": "RBAC: allowed by ClusterRoleBinding \"dev\""})
+    } else {
+        json!({"allowed": false})
+    };
+    (201, review)
 }

@@ -16,5 +16,6 @@ pub(crate) mod podman;
 pub(crate) mod portforward;
 pub(crate) mod push;
 pub(crate) mod registry;
+pub(crate) mod spdy;
 pub(crate) mod standins;
 pub(crate) mod token_server;

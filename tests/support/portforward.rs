@@ -4,7 +4,8 @@
 //! the first frame of each carrying the port as 2 bytes little-endian, every later frame one
 //! channel byte then data; the kubelet dials the pod's port and relays until either side
 //! closes. Frames are RFC 6455's, written here (server side: unmasked out, masked in).
-//! Faults: streams cut mid-way, and an API server that does not upgrade.
+//! Faults: streams cut mid-way, and an API server that does not upgrade. `kubectl port-forward`'s
+//! SPDY upgrade is served by `spdy.rs`.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -13,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use super::cluster_objects::{Extra, forward_target, has_pod};
+use super::cluster_objects::{Extra, forward_target, has_pod, pod_forward};
 
 /// How the subresource misbehaves, shared by every connection.
 #[derive(Debug, Clone, Default)]
@@ -93,6 +94,13 @@ pub(crate) fn serve(
     if !has_pod(extra, request.namespace, request.pod) {
         let message = format!("pods {:?} not found", request.pod);
         return answer(404, status(404, "NotFound", &message));
+    }
+    if upgrade.eq_ignore_ascii_case("SPDY/3.1") && !extra.faults.no_upgrade {
+        // kubectl's way (its ports travel in each stream's headers).
+        let Some(target) = pod_forward(extra, request.namespace, request.pod) else {
+            return answer(400, status(400, "BadRequest", "the pod forwards no port"));
+        };
+        return super::spdy::serve(client, target);
     }
     if ports.is_empty() {
         return answer(

@@ -12,6 +12,8 @@ pub(super) enum CheckId {
     Kubeconfig,
     ApiServer,
     Discovery,
+    /// Where push tunnels through the API server: permission, a ready pod, the port-forward.
+    Tunnel,
     Registry,
     RoundTrip,
     Nodes,
@@ -25,6 +27,7 @@ impl CheckId {
             Self::Kubeconfig => "kubeconfig",
             Self::ApiServer => "api-server",
             Self::Discovery => "discovery",
+            Self::Tunnel => "tunnel",
             Self::Registry => "registry",
             Self::RoundTrip => "round-trip",
             Self::Nodes => "nodes",

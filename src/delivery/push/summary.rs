@@ -51,7 +51,8 @@ pub(crate) struct PushReport {
     /// What a pod spec uses: the runtime's view, pinned (registry) or content-tagged (node-load).
     #[serde(rename = "ref")]
     pub reference: String,
-    /// The same image on the host it was pushed to; null after a node-load.
+    /// The same image on the host it was pushed to; null after a node-load, and through a
+    /// tunnel (its loopback port lives only as long as the run).
     pub push_ref: Option<String>,
     /// As pods reach it over the cluster network, when the cluster advertises that.
     pub cluster_network_ref: Option<String>,
@@ -61,7 +62,7 @@ pub(crate) struct PushReport {
     pub tag: String,
     pub method: Method,
     /// Where the push ran from: `host` pushes to the advertised host, `cluster` to
-    /// hostFromClusterNetwork; null after a node-load.
+    /// hostFromClusterNetwork, `tunnel` through the API server; null after a node-load.
     pub network: Option<Network>,
     pub platforms: Vec<String>,
     #[serde(flatten)]

@@ -164,7 +164,11 @@ fn a_service_only_advertisement_is_pushed_to_through_the_tunnel() {
     let (_, digest) = cluster.bench.landed("app:v1");
     assert_eq!(report["ref"], format!("localhost:30500/app:v1@{digest}"));
     assert_eq!(report["network"], "tunnel");
-    assert_eq!(report["pushRef"], Value::Null, "a loopback port that is gone");
+    assert_eq!(
+        report["pushRef"],
+        Value::Null,
+        "a loopback port that is gone"
+    );
     let host = cluster.run(&["push", &path, "--network", "host"]);
     assert_eq!(host.code, 2, "{}", host.stderr);
     assert!(

@@ -8,8 +8,8 @@ mod hosting_write;
 mod pod_status;
 mod pods;
 mod portforward;
-mod services;
 mod rollout;
+mod services;
 mod workloads;
 
 use std::collections::BTreeMap;
@@ -35,8 +35,8 @@ pub use hosting_write::Written;
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub(crate) use pods::PULL_FAILURES;
 pub use pods::{ProbePod, PullState};
-pub use rollout::{Crash, RolloutPod, TemplateContainer, WorkloadFacts, WorkloadKind};
 pub use portforward::{Forwarder, Stream};
+pub use rollout::{Crash, RolloutPod, TemplateContainer, WorkloadFacts, WorkloadKind};
 pub use services::Backend;
 pub use workloads::{ImageUse, ImageUses, usage_forbidden};
 

@@ -152,6 +152,8 @@ mod tests {
             host: RegistryHost::parse("localhost:5001").unwrap(),
             host_from_container_runtime: RegistryHost::parse("kind-registry:5000").unwrap(),
             host_from_cluster_network: None,
+            service: None,
+            host_advertised: true,
             help: None,
             source: RegistrySource::Configmap,
         }

@@ -38,7 +38,7 @@ mod push_wild;
 mod registry_attached;
 mod registry_client;
 mod rollout;
-mod watch;
 mod tunnel;
+mod watch;
 mod why;
 mod why_status;

@@ -1,7 +1,8 @@
 //! A record kept across runs in one JSON file (what we sent to registries): keyed entries, the
 //! oldest dropped past a cap, read leniently (an unreadable file is empty, entries `keep` refuses
-//! are skipped), and saved by merging this run's entries into the file as it is now, under a file
-//! lock, written atomically, so concurrent pushes lose nothing and a crash leaves no half file.
+//! are skipped), and saved by merging this run's new entries into the file as it is now, under a
+//! file lock, written atomically, so concurrent pushes lose nothing and a crash leaves no half file.
+//! A run that recorded nothing new leaves the file alone.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -26,9 +27,12 @@ pub(super) struct RecordFile<V> {
     order: Vec<String>,
     /// Keys recorded by this run: what a save merges into the file.
     recorded: Vec<String>,
+    /// Whether this run recorded anything new since its last save: the file is only rewritten then
+    /// (it is rewritten whole, which for a record near its cap costs more than the push).
+    unsaved: bool,
 }
 
-impl<V: Clone + Serialize + DeserializeOwned> RecordFile<V> {
+impl<V: Clone + PartialEq + Serialize + DeserializeOwned> RecordFile<V> {
     pub(super) fn load(path: Option<PathBuf>, cap: usize, keep: fn(&V) -> bool) -> Self {
         let on_disk: Option<OnDisk<V>> = path
             .as_deref()
@@ -41,6 +45,7 @@ impl<V: Clone + Serialize + DeserializeOwned> RecordFile<V> {
             entries: HashMap::new(),
             order: Vec::new(),
             recorded: Vec::new(),
+            unsaved: false,
         };
         for (key, value) in on_disk.map(|file| file.entries).unwrap_or_default() {
             if keep(&value) {
@@ -54,8 +59,13 @@ impl<V: Clone + Serialize + DeserializeOwned> RecordFile<V> {
         self.entries.get(key)
     }
 
-    /// Sets `key` for this run; a save writes it.
+    /// Sets `key` for this run; a save writes it. What the record already holds is not recorded
+    /// again (so it keeps its place among the oldest).
     pub(super) fn record(&mut self, key: String, value: V) {
+        if self.entries.get(&key) == Some(&value) {
+            return;
+        }
+        self.unsaved = true;
         self.recorded.retain(|k| *k != key);
         self.recorded.push(key.clone());
         self.insert(key, value);
@@ -76,8 +86,8 @@ impl<V: Clone + Serialize + DeserializeOwned> RecordFile<V> {
 
     /// Merges what this run recorded into the file as it is now (other pushes may have saved
     /// since we read it), holding `NAME.lock` beside it meanwhile.
-    pub(super) fn save(&self) -> std::io::Result<()> {
-        let Some(path) = &self.path else {
+    pub(super) fn save(&mut self) -> std::io::Result<()> {
+        let Some(path) = self.path.as_ref().filter(|_| self.unsaved) else {
             return Ok(());
         };
         let dir = path.parent().unwrap_or(Path::new("."));
@@ -105,6 +115,7 @@ impl<V: Clone + Serialize + DeserializeOwned> RecordFile<V> {
         let mut temp = tempfile::NamedTempFile::new_in(dir)?;
         temp.write_all(&serde_json::to_vec(&file).map_err(std::io::Error::other)?)?;
         temp.persist(path).map_err(|err| err.error)?;
+        self.unsaved = false;
         Ok(())
     }
 }
@@ -131,6 +142,26 @@ mod tests {
         let read = record(&path);
         assert_eq!((read.get("one"), read.get("two")), (Some(&3), Some(&2)));
         assert!(dir.path().join("r.lock").exists());
+    }
+
+    #[test]
+    fn the_file_is_rewritten_only_when_this_run_recorded_something_new() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let mut first = record(&path);
+        first.record("one".into(), 1);
+        first.save().unwrap();
+        let mut again = record(&path);
+        std::fs::remove_file(&path).unwrap();
+        again.record("one".into(), 1);
+        again.save().unwrap();
+        assert!(!path.exists(), "an unchanged record was written again");
+        again.record("one".into(), 2);
+        again.save().unwrap();
+        assert_eq!(record(&path).get("one"), Some(&2));
+        std::fs::remove_file(&path).unwrap();
+        again.save().unwrap();
+        assert!(!path.exists(), "a second save wrote what the first had");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::image::oci;
 use crate::image::reference::RegistryHost;
 
 /// One kind of record: its file in the cache directory, its cap, and which entries are usable.
-pub(super) trait Entry: Clone + Serialize + DeserializeOwned {
+pub(super) trait Entry: Clone + PartialEq + Serialize + DeserializeOwned {
     const FILE_NAME: &'static str;
     /// The oldest entries go first past this.
     const MAX_ENTRIES: usize;
@@ -130,7 +130,7 @@ impl<V: Entry> Sent<V> {
     }
 
     /// Merges this run's entries into the file (see `RecordFile::save`).
-    pub(super) fn save(&self) -> std::io::Result<()> {
+    pub(super) fn save(&mut self) -> std::io::Result<()> {
         self.record.save()
     }
 }

@@ -118,30 +118,7 @@ async fn by_daemon(
         ),
         "its push was cancelled and the engine's temporary tag removed; the registry's tag may or may not have been set",
     );
-    let progress = Progress::new(printer);
-    let mut bars: HashMap<String, (BlobProgress, u64)> = HashMap::new();
-    let mut on_event = |event: PushEvent<'_>| match event {
-        PushEvent::Sending { id, current, total } => {
-            let (bar, sent) = bars
-                .entry(id.to_string())
-                .or_insert_with(|| (progress.blob(format!("layer {id}"), total), 0));
-            bar.advance(current.saturating_sub(*sent));
-            *sent = (*sent).max(current);
-        }
-        PushEvent::Ended { id, end } => {
-            let word = match end {
-                LayerEnd::Pushed => "pushed",
-                LayerEnd::AlreadyThere => "exists",
-                LayerEnd::Mounted => "mounted",
-            };
-            if let Some((bar, _)) = bars.get(id) {
-                bar.finish(word);
-            }
-            printer.debug(&format!("the daemon: layer {id} {word}"));
-        }
-    };
-    let outcome = daemon.push(&engine_repo, tag, &auth, &mut on_event).await;
-    drop(progress);
+    let outcome = followed(daemon, &engine_repo, tag, &auth, printer).await;
     // The name is put back while the manifest the daemon pushed is read back for the record.
     let restoring = tokio::task::spawn_blocking(move || engine_tag.restore());
     let done = match outcome {
@@ -175,6 +152,39 @@ async fn by_daemon(
     say_if_it_stays(restored, printer);
     let transfer = transfer_of(found, &done, stored.as_ref(), config_there);
     Ok(Some(pushed(found, done.digest, transfer)))
+}
+
+/// The daemon's push, its layers shown as progress bars (and said with -v as each ends).
+async fn followed(
+    daemon: &Daemon,
+    engine_repo: &str,
+    tag: &str,
+    auth: &str,
+    printer: &Printer,
+) -> std::result::Result<DaemonPushed, EnginePushFailure> {
+    let progress = Progress::new(printer);
+    let mut bars: HashMap<String, (BlobProgress, u64)> = HashMap::new();
+    let mut on_event = |event: PushEvent<'_>| match event {
+        PushEvent::Sending { id, current, total } => {
+            let (bar, sent) = bars
+                .entry(id.to_string())
+                .or_insert_with(|| (progress.blob(format!("layer {id}"), total), 0));
+            bar.advance(current.saturating_sub(*sent));
+            *sent = (*sent).max(current);
+        }
+        PushEvent::Ended { id, end } => {
+            let word = match end {
+                LayerEnd::Pushed => "pushed",
+                LayerEnd::AlreadyThere => "exists",
+                LayerEnd::Mounted => "mounted",
+            };
+            if let Some((bar, _)) = bars.get(id) {
+                bar.finish(word);
+            }
+            printer.debug(&format!("the daemon: layer {id} {word}"));
+        }
+    };
+    daemon.push(engine_repo, tag, auth, &mut on_event).await
 }
 
 /// Warns when the engine's temporary name could not be put back (its request is a blocking one,

@@ -12,6 +12,7 @@ pub mod network;
 pub mod openshift;
 pub mod product;
 pub mod reach;
+pub mod rollout;
 pub mod route;
 pub mod tunnel;
 

@@ -1,6 +1,7 @@
 //! The only Kubernetes I/O: kubeconfig, the hosting ConfigMap, OpenShift's image config, nodes,
 //! services -> plain facts.
 
+mod access;
 mod answers;
 mod config;
 mod health;
@@ -30,13 +31,14 @@ use crate::limits::seconds_text;
 use crate::output::Printer;
 use crate::settings::Settings;
 
+pub use crate::cluster::rollout::WorkloadKind;
 use config::ClientSettings;
 pub use hosting_write::Written;
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub(crate) use pods::PULL_FAILURES;
 pub use pods::{ProbePod, PullState};
 pub use portforward::{Forwarder, Stream};
-pub use rollout::{Crash, RolloutPod, TemplateContainer, WorkloadFacts, WorkloadKind};
+pub use rollout::{Change, Crash, RolloutPod, WATCH_SECONDS};
 pub use services::Backend;
 pub use workloads::{ImageUse, ImageUses, usage_forbidden};
 
@@ -81,6 +83,17 @@ pub enum Lookup<T> {
     NotFound,
     /// RBAC forbids the read; for discovery the same as absent.
     Forbidden,
+}
+
+impl<T> Lookup<T> {
+    /// The found value made into another.
+    pub fn map<U>(self, make: impl FnOnce(T) -> U) -> Lookup<U> {
+        match self {
+            Self::Found(found) => Lookup::Found(make(found)),
+            Self::NotFound => Lookup::NotFound,
+            Self::Forbidden => Lookup::Forbidden,
+        }
+    }
 }
 
 /// A connected client for the chosen context, with the node list read at most once.

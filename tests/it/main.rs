@@ -38,6 +38,7 @@ mod push_wild;
 mod registry_attached;
 mod registry_client;
 mod rollout;
+mod rollout_late;
 mod tunnel;
 mod watch;
 mod why;

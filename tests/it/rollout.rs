@@ -14,11 +14,11 @@ use crate::support::apiserver::{ApiServer, StandInNode, redact_ports, unused_por
 use crate::support::containerd::Containerd;
 use crate::support::controllers::{Container, Controllers, Runs};
 use crate::support::fixtures::{Format, Image};
-use crate::support::push::{RUNTIME_HOST, clean_cmd, hosting_yaml};
+use crate::support::push::{RUNTIME_HOST, clean_cmd, clean_std_cmd, hosting_yaml};
 use crate::support::registry::TestRegistry;
 
 /// The image the workloads ran before the test: on the registry's runtime host, never pulled.
-const OLD: &str = "kind-registry:5000/myimg:old";
+pub(crate) const OLD: &str = "kind-registry:5000/myimg:old";
 
 pub(crate) struct RolloutBench {
     pub registry: TestRegistry,
@@ -81,6 +81,19 @@ impl RolloutBench {
         cmd
     }
 
+    /// `push ARCHIVE ARGS...`, started and left running, its stdout and stderr piped.
+    pub(crate) fn spawn_push(&self, archive: &Path, args: &[&str]) -> std::process::Child {
+        let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+        clean_std_cmd(binary.as_os_str(), self.dir.path())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .args(["push", archive.to_str().unwrap()])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     /// An archive of `image` named `myimg:dev`.
     pub(crate) fn archive(&self, image: &Image) -> PathBuf {
         let archive = self.dir.path().join("img.tar");
@@ -102,7 +115,7 @@ impl RolloutBench {
         }
     }
 
-    fn patches(&self) -> usize {
+    pub(crate) fn patches(&self) -> usize {
         self.controllers.patches().len()
     }
 
@@ -121,11 +134,11 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|err| panic!("{err}: {self:?}"))
     }
 
-    fn reference(&self) -> &str {
+    pub(crate) fn reference(&self) -> &str {
         assert_eq!(self.code, 0, "{self:?}");
         let lines: Vec<&str> = self.stdout.lines().collect();
         assert_eq!(lines.len(), 1, "stdout is the ref line alone: {self:?}");
@@ -133,7 +146,7 @@ impl Run {
     }
 }
 
-fn web(controllers: Controllers) -> Controllers {
+pub(crate) fn web(controllers: Controllers) -> Controllers {
     controllers.workload("Deployment", "web", &[Container("web", OLD, false)], 2)
 }
 
@@ -347,12 +360,12 @@ fn a_rollout_that_never_finishes_times_out_naming_the_schedulers_message() {
     let bench = RolloutBench::new(Node::Mapped, |c| web(c).unschedulable(message));
     let run = bench.push(
         &bench.archive(&Image::sample(327)),
-        &["--rollout", "deploy/web", "--timeout", "2s", "-o", "json"],
+        &["--rollout", "deploy/web", "--timeout", "5s", "-o", "json"],
     );
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stderr.contains(
-            "the rollout did not finish in 2s: waiting for deployment \"web\" rollout to finish:"
+            "the rollout did not finish in 5s: waiting for deployment \"web\" rollout to finish:"
         ) && run
             .stderr
             .contains(&format!("is not scheduled: Unschedulable: {message}"))

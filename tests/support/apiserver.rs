@@ -414,6 +414,12 @@ impl ApiServer {
         log.iter().map(|r| r.request.clone()).collect()
     }
 
+    /// Every request served so far, as `METHOD /path?query`, in arrival order.
+    pub(crate) fn targets(&self) -> Vec<String> {
+        let log = self.requests.lock().expect("request log");
+        log.iter().map(|r| r.target.clone()).collect()
+    }
+
     /// The hosting ConfigMap as the server holds it now (None when absent).
     pub(crate) fn hosting_configmap(&self) -> Option<Value> {
         self.served.store.lock().expect("store").hosting.clone()
@@ -540,6 +546,8 @@ pub(crate) fn redact_ports(text: &str) -> String {
 /// One request as the log keeps it.
 struct Logged {
     request: String,
+    /// `METHOD /path?query`
+    target: String,
     authorization: Option<String>,
 }
 
@@ -608,6 +616,7 @@ fn serve_connection(
     };
     requests.lock().expect("request log").push(Logged {
         request: format!("{method} {path}"),
+        target: format!("{method} {target}"),
         authorization,
     });
 

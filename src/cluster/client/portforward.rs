@@ -3,11 +3,8 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use tokio::io::DuplexStream;
 
 use super::Cluster;
@@ -48,30 +45,7 @@ impl Cluster {
     /// Whether RBAC lets us create `pods/portforward` in `namespace`: a SelfSubjectAccessReview,
     /// as `kubectl auth can-i create pods/portforward` asks.
     pub async fn may_port_forward(&self, namespace: &str) -> crate::error::Result<bool> {
-        let api: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
-        let review = SelfSubjectAccessReview {
-            spec: SelfSubjectAccessReviewSpec {
-                resource_attributes: Some(ResourceAttributes {
-                    verb: Some("create".to_string()),
-                    resource: Some("pods".to_string()),
-                    subresource: Some("portforward".to_string()),
-                    namespace: Some(namespace.to_string()),
-                    ..ResourceAttributes::default()
-                }),
-                ..SelfSubjectAccessReviewSpec::default()
-            },
-            ..SelfSubjectAccessReview::default()
-        };
-        let answer = api
-            .create(&PostParams::default(), &review)
-            .await
-            .map_err(|err| {
-                self.request_error(
-                    format!("asking whether we may create pods/portforward in {namespace}"),
-                    err,
-                )
-            })?;
-        Ok(answer.status.is_some_and(|status| status.allowed))
+        self.may("create", "", "pods/portforward", namespace).await
     }
 }
 

@@ -1,82 +1,28 @@
 //! A workload's rollout as `kubectl set image` and `kubectl rollout status` read and write it:
-//! its pod template's containers, a strategic-merge patch of their images (server-side dry run
-//! first when asked), its status, the pods its selector matches, a container's previous log, and
-//! whether these credentials may do each of those (SelfSubjectAccessReview).
+//! the typed workload, a strategic-merge patch of its containers' images (server-side dry run
+//! first when asked) answered with the object it made, the pods its selector matches, those
+//! two followed by list-then-watch (kube's runtime watcher: reopened when the server ends a
+//! watch, relisted on 410 Gone), a container's previous log.
 
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-};
+use std::fmt::Debug;
+
+use futures_util::stream::{BoxStream, StreamExt};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, LogParams, Patch, PatchParams,
-    PostParams,
-};
+use kube::Resource;
+use kube::api::{Api, ListParams, LogParams, Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::pod_status::PodFacts;
 use super::{Cluster, Lookup};
+use crate::cluster::rollout::workload::{Workload, WorkloadKind};
 use crate::error::Result;
 
-/// The kinds a rollout is waited for, as `kubectl rollout status` knows them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum WorkloadKind {
-    Deployment,
-    StatefulSet,
-    DaemonSet,
-}
-
-impl WorkloadKind {
-    /// `Deployment`
-    pub fn kind(self) -> &'static str {
-        match self {
-            Self::Deployment => "Deployment",
-            Self::StatefulSet => "StatefulSet",
-            Self::DaemonSet => "DaemonSet",
-        }
-    }
-
-    /// `deployments`
-    pub fn plural(self) -> &'static str {
-        match self {
-            Self::Deployment => "deployments",
-            Self::StatefulSet => "statefulsets",
-            Self::DaemonSet => "daemonsets",
-        }
-    }
-
-    /// `deployment` (as kubectl prints `deployment.apps/NAME`).
-    pub fn singular(self) -> &'static str {
-        match self {
-            Self::Deployment => "deployment",
-            Self::StatefulSet => "statefulset",
-            Self::DaemonSet => "daemonset",
-        }
-    }
-
-    fn resource(self) -> ApiResource {
-        let gvk = GroupVersionKind::gvk("apps", "v1", self.kind());
-        ApiResource::from_gvk_with_plural(&gvk, self.plural())
-    }
-}
-
-/// One container of a pod template.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TemplateContainer {
-    pub name: String,
-    pub image: String,
-    /// An init container (`spec.template.spec.initContainers`).
-    pub init: bool,
-}
-
-/// A workload as read: its template's containers (init first), its label selector and the
-/// fields its kind's rollout status reads, as the API server wrote them.
-#[derive(Debug, Clone)]
-pub struct WorkloadFacts {
-    pub containers: Vec<TemplateContainer>,
-    /// `app=web,tier=front`, from `spec.selector.matchLabels`.
-    pub selector: String,
-    pub object: Value,
-}
+/// What the server is asked to keep one watch open for: under our client's read timeout, so
+/// that a quiet watch is ended by the server (and reopened) rather than cut by us.
+pub const WATCH_SECONDS: u32 = 10;
 
 /// A pod of a workload while it rolls out: why's view of it, and whether it is Ready.
 #[derive(Debug, Clone)]
@@ -96,32 +42,51 @@ pub struct Crash {
     pub exit_code: i32,
 }
 
-impl Cluster {
-    fn workload_api(&self, kind: WorkloadKind, namespace: &str) -> Api<DynamicObject> {
-        Api::namespaced_with(self.client.clone(), namespace, &kind.resource())
-    }
+/// What a follow of objects says next.
+#[derive(Debug, Clone)]
+pub enum Change<T> {
+    /// Everything there is now (a list, or a relist after the watch lost its place).
+    All(Vec<T>),
+    Applied(T),
+    Deleted(T),
+    /// The watch failed; the watcher tries again after its backoff. What went wrong, for `-v`.
+    Trouble(String),
+}
 
+impl Cluster {
     /// The workload, or why it cannot be read.
     pub async fn workload(
         &self,
         kind: WorkloadKind,
         namespace: &str,
         name: &str,
-    ) -> Result<Lookup<WorkloadFacts>> {
-        let api = self.workload_api(kind, namespace);
-        let lookup = self.lookup(api.get(name).await, || {
-            format!("reading {} {namespace}/{name}", kind.singular())
-        })?;
-        Ok(match lookup {
-            Lookup::Found(object) => Lookup::Found(workload_facts(object.data)),
-            Lookup::NotFound => Lookup::NotFound,
-            Lookup::Forbidden => Lookup::Forbidden,
+    ) -> Result<Lookup<Workload>> {
+        let doing = || format!("reading {} {namespace}/{name}", kind.singular());
+        Ok(match kind {
+            WorkloadKind::Deployment => self
+                .lookup(self.api::<Deployment>(namespace).get(name).await, doing)?
+                .map(Workload::Deployment),
+            WorkloadKind::StatefulSet => self
+                .lookup(self.api::<StatefulSet>(namespace).get(name).await, doing)?
+                .map(Workload::StatefulSet),
+            WorkloadKind::DaemonSet => self
+                .lookup(self.api::<DaemonSet>(namespace).get(name).await, doing)?
+                .map(Workload::DaemonSet),
         })
+    }
+
+    fn api<K>(&self, namespace: &str) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), namespace)
     }
 
     /// Sets each `(container, image, init)` as `kubectl set image` does: a strategic-merge patch
     /// of the pod template's containers by name, nothing else. `dry_run` asks the server to
-    /// check (admission, RBAC) and store nothing.
+    /// check (admission, RBAC) and store nothing. The answer is the object as stored: its
+    /// generation is the one the controller must observe.
     pub async fn set_images(
         &self,
         kind: WorkloadKind,
@@ -129,18 +94,38 @@ impl Cluster {
         name: &str,
         images: &[(String, String, bool)],
         dry_run: bool,
-    ) -> Result<Lookup<()>> {
-        let api = self.workload_api(kind, namespace);
+    ) -> Result<Lookup<Workload>> {
         let params = PatchParams {
             dry_run,
             ..PatchParams::default()
         };
-        let answer = api
-            .patch(name, &params, &Patch::Strategic(image_patch(images)))
-            .await
-            .map(|_| ());
-        self.lookup(answer, || {
-            format!("patching {} {namespace}/{name}", kind.singular())
+        let patch = Patch::Strategic(image_patch(images));
+        let doing = || format!("patching {} {namespace}/{name}", kind.singular());
+        Ok(match kind {
+            WorkloadKind::Deployment => self
+                .lookup(
+                    self.api::<Deployment>(namespace)
+                        .patch(name, &params, &patch)
+                        .await,
+                    doing,
+                )?
+                .map(Workload::Deployment),
+            WorkloadKind::StatefulSet => self
+                .lookup(
+                    self.api::<StatefulSet>(namespace)
+                        .patch(name, &params, &patch)
+                        .await,
+                    doing,
+                )?
+                .map(Workload::StatefulSet),
+            WorkloadKind::DaemonSet => self
+                .lookup(
+                    self.api::<DaemonSet>(namespace)
+                        .patch(name, &params, &patch)
+                        .await,
+                    doing,
+                )?
+                .map(Workload::DaemonSet),
         })
     }
 
@@ -164,6 +149,43 @@ impl Cluster {
         })
     }
 
+    /// The workload, listed then watched from the list's resourceVersion, by name.
+    pub fn follow_workload(
+        &self,
+        kind: WorkloadKind,
+        namespace: &str,
+        name: &str,
+    ) -> BoxStream<'static, Change<Workload>> {
+        let config = watch_config().fields(&format!("metadata.name={name}"));
+        match kind {
+            WorkloadKind::Deployment => follow(
+                self.api::<Deployment>(namespace),
+                config,
+                Workload::Deployment,
+            ),
+            WorkloadKind::StatefulSet => follow(
+                self.api::<StatefulSet>(namespace),
+                config,
+                Workload::StatefulSet,
+            ),
+            WorkloadKind::DaemonSet => follow(
+                self.api::<DaemonSet>(namespace),
+                config,
+                Workload::DaemonSet,
+            ),
+        }
+    }
+
+    /// The pods `selector` matches in `namespace`, listed then watched.
+    pub fn follow_pods(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> BoxStream<'static, Change<RolloutPod>> {
+        let config = watch_config().labels(selector);
+        follow(self.api::<Pod>(namespace), config, rollout_pod)
+    }
+
     /// The last `lines` lines of the previous run of `container` in pod `name`.
     pub async fn previous_log(
         &self,
@@ -184,44 +206,47 @@ impl Cluster {
             format!("reading the log of pod {namespace}/{name}")
         })
     }
+}
 
-    /// Whether these credentials may `verb` `resource` (`deployments`, `pods/log`) of `group`
-    /// in `namespace`: the API server's own authorizer, asked (SelfSubjectAccessReview).
-    pub async fn may(
-        &self,
-        verb: &str,
-        group: &str,
-        resource: &str,
-        namespace: &str,
-    ) -> Result<bool> {
-        let (resource, subresource) = match resource.split_once('/') {
-            Some((resource, sub)) => (resource, Some(sub.to_string())),
-            None => (resource, None),
-        };
-        let review = SelfSubjectAccessReview {
-            spec: SelfSubjectAccessReviewSpec {
-                resource_attributes: Some(ResourceAttributes {
-                    verb: Some(verb.to_string()),
-                    group: Some(group.to_string()),
-                    resource: Some(resource.to_string()),
-                    subresource,
-                    namespace: Some(namespace.to_string()),
-                    ..ResourceAttributes::default()
-                }),
-                ..SelfSubjectAccessReviewSpec::default()
-            },
-            ..SelfSubjectAccessReview::default()
-        };
-        let api: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
-        let answer = api.create(&PostParams::default(), &review).await;
-        match self.lookup(answer, || {
-            format!("asking whether we may {verb} {resource}")
-        })? {
-            Lookup::Found(review) => Ok(review.status.is_some_and(|status| status.allowed)),
-            // No authorization API, or not allowed to ask: the request itself will tell.
-            Lookup::NotFound | Lookup::Forbidden => Ok(true),
-        }
-    }
+/// Lists in kubectl's pages, watches ended by the server after [`WATCH_SECONDS`], bookmarks
+/// asked for.
+fn watch_config() -> watcher::Config {
+    watcher::Config::default()
+        .timeout(WATCH_SECONDS)
+        .page_size(500)
+}
+
+/// kube's watcher over `api` (a list, then a watch from its resourceVersion; a watch the
+/// server ends is reopened from the last version seen, a 410 Gone relists; its default
+/// backoff between failures), each object made into `T`.
+fn follow<K, T>(
+    api: Api<K>,
+    config: watcher::Config,
+    make: fn(K) -> T,
+) -> BoxStream<'static, Change<T>>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    T: Send + 'static,
+{
+    let mut listing: Vec<T> = Vec::new();
+    watcher(api, config)
+        .default_backoff()
+        .map(move |event| match event {
+            Ok(watcher::Event::Init) => {
+                listing.clear();
+                None
+            }
+            Ok(watcher::Event::InitApply(object)) => {
+                listing.push(make(object));
+                None
+            }
+            Ok(watcher::Event::InitDone) => Some(Change::All(std::mem::take(&mut listing))),
+            Ok(watcher::Event::Apply(object)) => Some(Change::Applied(make(object))),
+            Ok(watcher::Event::Delete(object)) => Some(Change::Deleted(make(object))),
+            Err(err) => Some(Change::Trouble(err.to_string())),
+        })
+        .filter_map(futures_util::future::ready)
+        .boxed()
 }
 
 /// `{"spec":{"template":{"spec":{"containers":[{"name":..,"image":..}],"initContainers":[..]}}}}`
@@ -241,40 +266,6 @@ fn image_patch(images: &[(String, String, bool)]) -> Value {
         }
     }
     json!({"spec": {"template": {"spec": spec}}})
-}
-
-fn workload_facts(object: Value) -> WorkloadFacts {
-    let template = &object["spec"]["template"]["spec"];
-    let containers = [("initContainers", true), ("containers", false)]
-        .into_iter()
-        .flat_map(|(key, init)| {
-            template[key]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(move |container| TemplateContainer {
-                    name: text(&container["name"]),
-                    image: text(&container["image"]),
-                    init,
-                })
-        })
-        .collect();
-    let selector = object["spec"]["selector"]["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(key, value)| format!("{key}={}", value.as_str().unwrap_or_default()))
-        .collect::<Vec<_>>()
-        .join(",");
-    WorkloadFacts {
-        containers,
-        selector,
-        object,
-    }
-}
-
-fn text(value: &Value) -> String {
-    value.as_str().unwrap_or_default().to_string()
 }
 
 fn rollout_pod(pod: Pod) -> RolloutPod {
@@ -338,23 +329,5 @@ mod tests {
         );
         let only = image_patch(&[("app".into(), "x".into(), false)]);
         assert!(only["spec"]["template"]["spec"]["initContainers"].is_null());
-    }
-
-    #[test]
-    fn a_templates_containers_are_read_init_first_with_the_selector() {
-        let facts = workload_facts(json!({"spec": {
-            "selector": {"matchLabels": {"app": "web", "tier": "front"}},
-            "template": {"spec": {
-                "initContainers": [{"name": "setup", "image": "a"}],
-                "containers": [{"name": "web", "image": "b"}, {"name": "side", "image": "c"}],
-            }},
-        }}));
-        let names: Vec<(&str, bool)> = facts
-            .containers
-            .iter()
-            .map(|c| (c.name.as_str(), c.init))
-            .collect();
-        assert_eq!(names, [("setup", true), ("web", false), ("side", false)]);
-        assert_eq!(facts.selector, "app=web,tier=front");
     }
 }

@@ -1,12 +1,11 @@
 //! `push --rollout KIND/NAME[=CONTAINER]`: before the push, each workload read, the containers
 //! to set chosen and the permissions asked (a refusal stops the push with nothing sent); after
 //! it, the ref set as `kubectl set image` sets it (every workload's patch tried as a dry run
-//! first, so none is patched half-way) and the rollout waited for as `kubectl rollout status`
-//! waits, watching the new pods.
+//! first, so none is patched half-way) and each rollout waited for in the Kubernetes layer
+//! (`cluster::rollout::wait`), what it found said here (`settle`).
 
 mod choose;
-mod status;
-mod wait;
+mod settle;
 
 use std::time::Duration;
 
@@ -14,8 +13,9 @@ use serde::Serialize;
 
 use crate::cli::RegistryAccessArgs;
 use crate::cluster::ClusterOptions;
-use crate::cluster::client::{Cluster, Lookup, TemplateContainer, WorkloadFacts};
+use crate::cluster::client::{Cluster, Lookup};
 use crate::cluster::discovery::{self, Discovered};
+use crate::cluster::rollout::{Workload, WorkloadKind};
 use crate::delivery::push::{Landing, PushReport};
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
@@ -35,7 +35,9 @@ pub(crate) struct Rollouts<'a> {
     discovered: Discovered,
     connected: Option<Cluster>,
     namespace: String,
-    workloads: Vec<(Wanted, WorkloadFacts)>,
+    workloads: Vec<(Wanted, Workload)>,
+    /// Watches on the workloads and pods are allowed (else they are read once a second).
+    watch: bool,
     setting: Setting<'a>,
 }
 
@@ -71,6 +73,8 @@ pub(crate) enum Ended {
     Unchanged,
     ImagePull,
     CrashLoop,
+    /// A paused Deployment: patched, not rolled until resumed.
+    Paused,
     TimedOut,
     Failed,
 }
@@ -98,6 +102,7 @@ impl<'a> Rollouts<'a> {
             connected,
             namespace: String::new(),
             workloads: Vec::new(),
+            watch: true,
             setting,
         };
         rollouts.namespace = rollouts.cluster()?.namespace().to_string();
@@ -105,7 +110,7 @@ impl<'a> Rollouts<'a> {
             let facts = rollouts.read_one(&wanted).await?;
             rollouts.workloads.push((wanted, facts));
         }
-        rollouts.check_permissions().await?;
+        rollouts.watch = rollouts.check_permissions().await?;
         Ok(rollouts)
     }
 
@@ -117,7 +122,7 @@ impl<'a> Rollouts<'a> {
             .ok_or_else(|| Error::new(ExitCode::Cluster, "no connection to the cluster"))
     }
 
-    async fn read_one(&self, wanted: &Wanted) -> Result<WorkloadFacts> {
+    async fn read_one(&self, wanted: &Wanted) -> Result<Workload> {
         let namespace = &self.namespace;
         let what = format!("{} {namespace}/{}", wanted.kind.singular(), wanted.name);
         match self
@@ -140,27 +145,53 @@ impl<'a> Rollouts<'a> {
         }
     }
 
-    /// Every permission the rollout needs, asked before the push.
-    async fn check_permissions(&self) -> Result<()> {
+    /// Every permission the rollout needs, asked before the push (all at once): get, list,
+    /// watch and patch on each workload's kind, get, list and watch on pods, get on pods/log.
+    /// True when watches are allowed too; without them the wait reads once a second.
+    async fn check_permissions(&self) -> Result<bool> {
         let cluster = self.cluster()?;
-        let mut asked: Vec<(&str, &str, String)> = vec![
-            ("list", "", "pods".to_string()),
-            ("get", "", "pods/log".to_string()),
-        ];
-        for (wanted, _) in &self.workloads {
-            asked.push(("patch", "apps", wanted.kind.plural().to_string()));
-        }
-        for (verb, group, resource) in asked {
-            if !cluster.may(verb, group, &resource, &self.namespace).await? {
-                let named = if group.is_empty() {
-                    resource
-                } else {
-                    format!("{resource}.{group}")
-                };
-                return Err(self.not_allowed(verb, &named));
+        let mut kinds: Vec<WorkloadKind> = self.workloads.iter().map(|(w, _)| w.kind).collect();
+        kinds.dedup();
+        let mut needed: Vec<(&str, &str, &str)> = Vec::new();
+        for kind in &kinds {
+            for verb in ["get", "list", "patch"] {
+                needed.push((verb, "apps", kind.plural()));
             }
         }
-        Ok(())
+        needed.extend([
+            ("get", "", "pods"),
+            ("list", "", "pods"),
+            ("get", "", "pods/log"),
+        ]);
+        let mut watched: Vec<(&str, &str, &str)> = kinds
+            .iter()
+            .map(|kind| ("watch", "apps", kind.plural()))
+            .collect();
+        watched.push(("watch", "", "pods"));
+        let asks = needed
+            .iter()
+            .chain(&watched)
+            .map(|(verb, group, resource)| cluster.may(verb, group, resource, &self.namespace));
+        let answers = futures_util::future::try_join_all(asks).await?;
+        let (must, may_watch) = answers.split_at(needed.len());
+        if let Some(((verb, group, resource), _)) =
+            needed.iter().zip(must).find(|(_, allowed)| !**allowed)
+        {
+            let named = if group.is_empty() {
+                resource.to_string()
+            } else {
+                format!("{resource}.{group}")
+            };
+            return Err(self.not_allowed(verb, &named));
+        }
+        let watch = may_watch.iter().all(|allowed| *allowed);
+        if !watch {
+            self.setting.printer.debug(&format!(
+                "watching the workloads and their pods is not allowed in {}; the rollout is read once a second instead",
+                self.namespace
+            ));
+        }
+        Ok(watch)
     }
 
     fn not_allowed(&self, verb: &str, resource: &str) -> Error {
@@ -172,7 +203,7 @@ impl<'a> Rollouts<'a> {
             ),
         )
         .with_hint(format!(
-            "push --rollout needs get and patch on the workload, list on pods and get on pods/log in {namespace} (`kubectl auth can-i {verb} {resource} -n {namespace}`)"
+            "push --rollout needs get, list, watch and patch on the workload, get, list and watch on pods and get on pods/log in {namespace} (`kubectl auth can-i {verb} {resource} -n {namespace}`)"
         ))
     }
 
@@ -192,38 +223,52 @@ impl<'a> Rollouts<'a> {
         };
         let reference = report.reference.as_str();
         let mut changes = Vec::new();
-        for (wanted, facts) in &self.workloads {
-            let chosen = choose::containers(wanted, &self.namespace, facts, &landing)?;
+        for (wanted, workload) in &self.workloads {
+            let chosen = choose::containers(wanted, &self.namespace, workload, &landing)?;
             let patch: Vec<(String, String, bool)> = chosen
                 .iter()
                 .filter(|c| c.image != reference)
                 .map(|c| (c.name.clone(), reference.to_string(), c.init))
                 .collect();
-            changes.push((wanted, facts, chosen, patch));
+            changes.push((wanted, workload, chosen, patch));
         }
-        for dry_run in [true, false] {
-            for (wanted, _, _, patch) in changes.iter().filter(|change| !change.3.is_empty()) {
-                self.patch(wanted, patch, dry_run).await?;
+        for (wanted, _, _, patch) in changes.iter().filter(|change| !change.3.is_empty()) {
+            self.patch(wanted, patch, true).await?;
+        }
+        let mut patched = Vec::new();
+        for (wanted, workload, chosen, patch) in &changes {
+            let stored = match patch.is_empty() {
+                true => None,
+                false => Some(self.patch(wanted, patch, false).await?),
+            };
+            patched.push((*wanted, *workload, chosen, stored));
+        }
+        let waits = patched.iter().map(|(wanted, workload, chosen, stored)| {
+            settle::Settle {
+                rollouts: self,
+                wanted,
+                selector: workload.selector(),
+                containers: chosen.iter().map(|c| c.name.clone()).collect(),
+                reference,
             }
-        }
-        let waits = changes.iter().map(|(wanted, facts, chosen, patch)| {
-            self.settle(wanted, facts, chosen, patch, reference)
+            .run(stored.as_ref())
         });
         Ok(futures_util::future::join_all(waits).await)
     }
 
+    /// The patch, or its dry run; the object as the server stored it.
     async fn patch(
         &self,
         wanted: &Wanted,
         patch: &[(String, String, bool)],
         dry_run: bool,
-    ) -> Result<()> {
+    ) -> Result<Workload> {
         let cluster = self.cluster()?;
         match cluster
             .set_images(wanted.kind, &self.namespace, &wanted.name, patch, dry_run)
             .await?
         {
-            Lookup::Found(()) => Ok(()),
+            Lookup::Found(stored) => Ok(stored),
             Lookup::NotFound => Err(Error::new(
                 ExitCode::Cluster,
                 format!(
@@ -237,54 +282,5 @@ impl<'a> Rollouts<'a> {
                 Err(self.not_allowed("patch", &format!("{}.apps", wanted.kind.plural())))
             }
         }
-    }
-
-    /// One workload after its patch: said unchanged, or waited for.
-    async fn settle(
-        &self,
-        wanted: &Wanted,
-        facts: &WorkloadFacts,
-        chosen: &[TemplateContainer],
-        patch: &[(String, String, bool)],
-        reference: &str,
-    ) -> Outcome {
-        let containers: Vec<String> = chosen.iter().map(|c| c.name.clone()).collect();
-        let printer = self.setting.printer;
-        if patch.is_empty() {
-            let message = format!(
-                "{} already runs {reference} ({}); nothing patched",
-                wanted.label(),
-                containers.join(", ")
-            );
-            printer.note(&message);
-            return Outcome {
-                workload: wanted.label(),
-                namespace: self.namespace.clone(),
-                containers,
-                patched: false,
-                status: Ended::Unchanged,
-                message,
-                pod: None,
-                why: None,
-                log: Vec::new(),
-                seconds: 0.0,
-                error: None,
-            };
-        }
-        let set: Vec<String> = containers
-            .iter()
-            .map(|c| format!("{c}={reference}"))
-            .collect();
-        printer.note(&format!("{}: set {}", wanted.label(), set.join(" ")));
-        let watch = wait::Watch {
-            rollouts: self,
-            wanted,
-            selector: &facts.selector,
-            containers: &containers,
-            reference,
-        };
-        let mut outcome = watch.until_done().await;
-        outcome.containers = containers;
-        outcome
     }
 }

@@ -1,89 +1,205 @@
-//! The stand-in controllers' store: pods made from a workload's template, what the kubelet
-//! writes of them (running, crash-looping, a failed pull), their events, and each kind's status.
+//! The stand-in controllers' store: workloads and pods by namespace, every write given the next
+//! resourceVersion and kept in a history that watches replay (until compacted), pods made from
+//! a workload's template, what the kubelet writes of them (running, crash-looping, a failed
+//! pull) and their events.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::{RunFn, Runs, State};
+use super::Runs;
+
+/// (namespace, resource, name) of a workload.
+pub(super) type Key = (String, String, String);
+
+/// One write, as a watch streams it.
+pub(super) struct Written {
+    pub version: u64,
+    /// `pods`, `deployments`...
+    pub resource: String,
+    pub namespace: String,
+    /// `ADDED`, `MODIFIED`, `DELETED`
+    pub kind: &'static str,
+    pub object: Value,
+}
+
+#[derive(Default)]
+pub(super) struct State {
+    pub version: u64,
+    pub workloads: BTreeMap<Key, Value>,
+    /// (namespace, name) -> pod
+    pub pods: BTreeMap<(String, String), Value>,
+    pub events: Vec<Value>,
+    /// (namespace, pod, container) -> the previous run's log
+    pub logs: BTreeMap<(String, String, String), String>,
+    /// Patches stored (dry runs aside), as sent.
+    pub patches: Vec<Value>,
+    pub history: Vec<Written>,
+    /// Versions up to this one are gone: a watch from one of them is answered 410.
+    pub compacted: u64,
+    /// Bumped to end every open watch.
+    pub cut: u64,
+    /// When the controller next looks at a workload, and the kubelet at a pod.
+    pub due_workloads: BTreeMap<Key, Instant>,
+    pub due_pods: BTreeMap<(String, String), Instant>,
+    /// A Deployment's last progress (for progressDeadlineSeconds).
+    pub progress: BTreeMap<Key, Instant>,
+    pub serial: u64,
+}
 
 impl State {
-    pub(super) fn bump(&mut self) -> String {
+    fn bump(&mut self) -> u64 {
         self.version += 1;
-        self.version.to_string()
+        self.version
     }
 
-    pub(super) fn pods_of(&self, workload: &str) -> Vec<String> {
+    /// Stores `object` under the next resourceVersion and records the write.
+    pub(super) fn put_workload(&mut self, key: &Key, mut object: Value) {
+        let version = self.bump();
+        object["metadata"]["resourceVersion"] = json!(version.to_string());
+        let kind = if self.workloads.contains_key(key) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        self.history.push(Written {
+            version,
+            resource: key.1.clone(),
+            namespace: key.0.clone(),
+            kind,
+            object: object.clone(),
+        });
+        self.workloads.insert(key.clone(), object);
+    }
+
+    pub(super) fn put_pod(&mut self, namespace: &str, mut pod: Value) {
+        let version = self.bump();
+        pod["metadata"]["resourceVersion"] = json!(version.to_string());
+        let name = pod["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let key = (namespace.to_string(), name);
+        let kind = if self.pods.contains_key(&key) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        self.history.push(Written {
+            version,
+            resource: "pods".into(),
+            namespace: namespace.into(),
+            kind,
+            object: pod.clone(),
+        });
+        self.pods.insert(key, pod);
+    }
+
+    pub(super) fn delete_pod(&mut self, namespace: &str, name: &str) {
+        let key = (namespace.to_string(), name.to_string());
+        let Some(mut pod) = self.pods.remove(&key) else {
+            return;
+        };
+        self.due_pods.remove(&key);
+        let version = self.bump();
+        pod["metadata"]["resourceVersion"] = json!(version.to_string());
+        self.history.push(Written {
+            version,
+            resource: "pods".into(),
+            namespace: namespace.into(),
+            kind: "DELETED",
+            object: pod,
+        });
+    }
+
+    /// The pods of workload `key`, by name.
+    pub(super) fn pods_of(&self, key: &Key) -> Vec<(String, Value)> {
+        let owner = format!("{}/{}", key.1, key.2);
         self.pods
             .iter()
-            .filter(|(_, pod)| pod["metadata"]["labels"]["app"] == workload)
-            .map(|(name, _)| name.clone())
+            .filter(|((namespace, _), pod)| {
+                *namespace == key.0
+                    && pod["metadata"]["annotations"]["stand-in/owner"] == owner.as_str()
+            })
+            .map(|((_, name), pod)| (name.clone(), pod.clone()))
             .collect()
     }
 
-    pub(super) fn pod_images(&self, pod: &str) -> Vec<String> {
-        let spec = &self.pods[pod]["spec"];
-        ["initContainers", "containers"]
-            .iter()
-            .flat_map(|key| spec[key].as_array().cloned().unwrap_or_default())
-            .map(|c| c["image"].as_str().unwrap_or_default().to_string())
-            .collect()
-    }
-
-    /// A pod of the workload's template as it stands, Pending (or with no node).
+    /// A Pending pod of workload `key`'s template as it stands, labelled with `revision`, on
+    /// `node` (or with the scheduler's Unschedulable condition).
     pub(super) fn create_pod(
         &mut self,
-        resource: &str,
-        workload: &str,
-        unschedulable: Option<&str>,
+        key: &Key,
+        name: Option<String>,
+        revision: &str,
+        node: Result<&str, &str>,
     ) -> String {
-        let version = self.bump();
-        let object = &self.workloads[&(resource.to_string(), workload.to_string())];
-        let generation = object["metadata"]["generation"].as_i64().unwrap_or(1);
-        let hash = format!("{:x}", 0x5f00 + generation);
-        let name = match resource {
-            "statefulsets" => format!("{workload}-{}", self.pods_of(workload).len()),
-            "daemonsets" => format!("{workload}-{hash}{version}"),
-            _ => format!("{workload}-{hash}-{version}"),
-        };
+        self.serial += 1;
+        let object = &self.workloads[key];
+        let (namespace, resource, workload) = key;
+        let name =
+            name.unwrap_or_else(|| format!("{workload}-{revision}-{:05x}", self.serial * 7919));
         let mut labels = object["spec"]["template"]["metadata"]["labels"].clone();
-        labels["pod-template-hash"] = json!(hash);
+        let label = if resource == "deployments" {
+            "pod-template-hash"
+        } else {
+            "controller-revision-hash"
+        };
+        labels[label] = json!(revision);
         let mut pod = json!({
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
-                         "labels": labels, "resourceVersion": version,
-                         "creationTimestamp": format!("2025-01-01T00:{:02}:{:02}Z", (self.version / 60) % 60, self.version % 60)},
+            "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}-{}", self.serial),
+                         "labels": labels, "annotations": {"stand-in/owner": format!("{resource}/{workload}")},
+                         "creationTimestamp": format!("2025-01-01T{:02}:{:02}:{:02}Z", (self.serial / 3600) % 24, (self.serial / 60) % 60, self.serial % 60)},
             "spec": object["spec"]["template"]["spec"].clone(),
             "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]},
         });
-        match unschedulable {
-            Some(message) => {
+        match node {
+            Err(message) => {
                 pod["status"]["conditions"] = json!([{"type": "PodScheduled", "status": "False",
                     "reason": "Unschedulable", "message": message}]);
-                self.event(&name, "Warning", "FailedScheduling", message);
+                self.event(namespace, &name, "Warning", "FailedScheduling", message);
             }
-            None => {
-                pod["spec"]["nodeName"] = json!("stand-in-node");
+            Ok(node) => {
+                pod["spec"]["nodeName"] = json!(node);
                 self.event(
+                    namespace,
                     &name,
                     "Normal",
                     "Scheduled",
-                    &format!("Successfully assigned default/{name} to stand-in-node"),
+                    &format!("Successfully assigned {namespace}/{name} to {node}"),
                 );
             }
         }
-        self.pods.insert(name.clone(), pod);
+        let namespace = namespace.clone();
+        self.put_pod(&namespace, pod);
         name
     }
 
+    pub(super) fn pod_images(&self, namespace: &str, pod: &str) -> Vec<String> {
+        let spec = &self.pods[&(namespace.to_string(), pod.to_string())]["spec"];
+        let mut images: Vec<String> = ["initContainers", "containers"]
+            .iter()
+            .flat_map(|key| spec[key].as_array().cloned().unwrap_or_default())
+            .map(|c| c["image"].as_str().unwrap_or_default().to_string())
+            .collect();
+        images.dedup();
+        images
+    }
+
     /// The kubelet after its pulls: each container running (Ready) or crash-looping.
-    pub(super) fn run_pod(&mut self, name: &str, runs: &RunFn) -> bool {
-        let version = self.bump();
-        let Some(pod) = self.pods.get(name).cloned() else {
-            return false;
+    pub(super) fn run_pod(&mut self, namespace: &str, name: &str, runs: &dyn Fn(&str) -> Runs) {
+        let Some(mut pod) = self
+            .pods
+            .get(&(namespace.to_string(), name.to_string()))
+            .cloned()
+        else {
+            return;
         };
         let mut ready = true;
         let mut statuses = Vec::new();
-        let mut logs = Vec::new();
         for c in pod["spec"]["containers"]
             .as_array()
             .cloned()
@@ -98,7 +214,7 @@ impl State {
                                       "restartCount": 0, "state": {"running": {"startedAt": "2025-01-01T00:00:01Z"}}}),
                 Runs::Crashes { reason, exit_code, log } => {
                     ready = false;
-                    logs.push((container.to_string(), log));
+                    self.logs.insert((namespace.into(), name.into(), container.into()), log);
                     json!({"name": container, "image": image, "imageID": "", "ready": false, "started": false, "restartCount": 2,
                            "state": {"waiting": {"reason": "CrashLoopBackOff",
                                "message": format!("back-off 20s restarting failed container={container} pod={name}")}},
@@ -111,24 +227,19 @@ impl State {
             json!({"name": c["name"], "image": c["image"], "imageID": "", "ready": true, "restartCount": 0,
                    "state": {"terminated": {"reason": "Completed", "exitCode": 0}}})
         }).collect();
-        for (container, log) in logs {
-            self.logs.insert((name.to_string(), container), log);
-        }
         let condition = if ready { "True" } else { "False" };
-        let stored = self.pods.get_mut(name).expect("the pod");
-        stored["metadata"]["resourceVersion"] = json!(version);
-        stored["status"] = json!({
+        pod["status"] = json!({
             "phase": "Running",
             "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": condition},
                            {"type": "ContainersReady", "status": condition}],
             "containerStatuses": statuses,
             "initContainerStatuses": init,
         });
-        ready
+        self.put_pod(namespace, pod);
     }
 
     /// The kubelet's pull failed: ErrImagePull with the runtime's last words, and its events.
-    pub(super) fn pull_failed(&mut self, name: &str, image: &str, said: &str) {
+    pub(super) fn pull_failed(&mut self, namespace: &str, name: &str, image: &str, said: &str) {
         let said = said
             .lines()
             .rev()
@@ -138,21 +249,28 @@ impl State {
             .trim_start_matches("ctr: ")
             .to_string();
         self.event(
+            namespace,
             name,
             "Normal",
             "Pulling",
             &format!("Pulling image {image:?}"),
         );
         self.event(
+            namespace,
             name,
             "Warning",
             "Failed",
             &format!("Failed to pull image {image:?}: {said}"),
         );
-        self.event(name, "Warning", "Failed", "Error: ErrImagePull");
-        let version = self.bump();
-        let stored = self.pods.get_mut(name).expect("the pod");
-        let spec = stored["spec"].clone();
+        self.event(namespace, name, "Warning", "Failed", "Error: ErrImagePull");
+        let Some(mut pod) = self
+            .pods
+            .get(&(namespace.to_string(), name.to_string()))
+            .cloned()
+        else {
+            return;
+        };
+        let spec = pod["spec"].clone();
         let statuses: Vec<Value> = ["initContainers", "containers"]
             .iter()
             .flat_map(|key| spec[key].as_array().cloned().unwrap_or_default())
@@ -165,98 +283,29 @@ impl State {
                 json!({"name": c["name"], "image": c["image"], "imageID": "", "ready": false, "restartCount": 0, "state": state})
             })
             .collect();
-        stored["metadata"]["resourceVersion"] = json!(version);
-        stored["status"]["phase"] = json!("Pending");
-        stored["status"]["containerStatuses"] = json!(statuses);
+        pod["status"]["phase"] = json!("Pending");
+        pod["status"]["containerStatuses"] = json!(statuses);
+        self.put_pod(namespace, pod);
     }
 
-    pub(super) fn event(&mut self, pod: &str, kind: &str, reason: &str, message: &str) {
-        let version = self.bump();
+    pub(super) fn event(
+        &mut self,
+        namespace: &str,
+        pod: &str,
+        kind: &str,
+        reason: &str,
+        message: &str,
+    ) {
+        self.serial += 1;
+        let serial = self.serial;
         self.events.push(json!({
             "kind": "Event", "apiVersion": "v1",
-            "metadata": {"name": format!("{pod}.{version}"), "namespace": "default", "resourceVersion": version},
-            "involvedObject": {"kind": "Pod", "namespace": "default", "name": pod, "apiVersion": "v1"},
+            "metadata": {"name": format!("{pod}.{serial}"), "namespace": namespace, "resourceVersion": serial.to_string()},
+            "involvedObject": {"kind": "Pod", "namespace": namespace, "name": pod, "apiVersion": "v1"},
             "reason": reason, "message": message, "type": kind, "count": 1,
             "source": {"component": if reason == "FailedScheduling" || reason == "Scheduled" { "default-scheduler" } else { "kubelet" }},
             "firstTimestamp": "2025-01-01T00:00:00Z", "lastTimestamp": "2025-01-01T00:00:00Z",
         }));
-    }
-
-    /// The controller saw the new generation: old pods still counted, none updated yet.
-    pub(super) fn observe(&mut self, resource: &str, name: &str, old: &[String], new: &[String]) {
-        let version = self.bump();
-        let object = self
-            .workloads
-            .get_mut(&(resource.to_string(), name.to_string()))
-            .expect("the workload");
-        let generation = object["metadata"]["generation"].clone();
-        let total = (old.len() + new.len()) as i64;
-        let status = &mut object["status"];
-        status["observedGeneration"] = generation.clone();
-        match resource {
-            "deployments" => {
-                status["replicas"] = json!(total);
-                status["updatedReplicas"] = json!(new.len());
-                status["unavailableReplicas"] = json!(new.len());
-            }
-            "statefulsets" => {
-                status["updateRevision"] = json!(format!("{name}-{generation}"));
-                status["updatedReplicas"] = json!(0);
-            }
-            _ => {
-                status["updatedNumberScheduled"] = json!(0);
-            }
-        }
-        object["metadata"]["resourceVersion"] = json!(version);
-    }
-
-    /// The status once the pods are as they will stay: all Ready (rolled out) or not.
-    pub(super) fn settle(&mut self, resource: &str, name: &str, pods: &[String], rolled: bool) {
-        let version = self.bump();
-        let ready_count = pods
-            .iter()
-            .filter(|pod| self.pods.get(*pod).is_some_and(ready))
-            .count() as i64;
-        let object = self
-            .workloads
-            .get_mut(&(resource.to_string(), name.to_string()))
-            .expect("the workload");
-        let generation = object["metadata"]["generation"].clone();
-        let count = pods.len() as i64;
-        let revision = format!("{name}-{generation}");
-        let status = &mut object["status"];
-        status["observedGeneration"] = generation;
-        match resource {
-            "deployments" => {
-                status["replicas"] = json!(count);
-                status["readyReplicas"] = json!(ready_count);
-                status["availableReplicas"] = json!(ready_count);
-                status["unavailableReplicas"] = json!(count - ready_count);
-                if rolled {
-                    status["updatedReplicas"] = json!(count);
-                }
-            }
-            "statefulsets" => {
-                status["replicas"] = json!(count);
-                status["readyReplicas"] = json!(ready_count);
-                status["updateRevision"] = json!(revision);
-                if rolled {
-                    status["currentRevision"] = json!(revision);
-                    status["currentReplicas"] = json!(count);
-                    status["updatedReplicas"] = json!(count);
-                }
-            }
-            _ => {
-                status["desiredNumberScheduled"] = json!(1);
-                status["currentNumberScheduled"] = json!(1);
-                status["numberReady"] = json!(ready_count.min(1));
-                if rolled {
-                    status["updatedNumberScheduled"] = json!(1);
-                    status["numberAvailable"] = json!(1);
-                }
-            }
-        }
-        object["metadata"]["resourceVersion"] = json!(version);
     }
 }
 
@@ -266,4 +315,9 @@ pub(super) fn ready(pod: &Value) -> bool {
         .into_iter()
         .flatten()
         .any(|c| c["type"] == "Ready" && c["status"] == "True")
+}
+
+/// The kubelet has not written the pod yet: scheduled, no container status.
+pub(super) fn waiting_for_kubelet(pod: &Value) -> bool {
+    pod["spec"]["nodeName"].is_string() && pod["status"]["containerStatuses"].is_null()
 }

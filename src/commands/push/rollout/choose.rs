@@ -3,7 +3,7 @@
 //! registry the repository the nodes get; `=CONTAINER` names one. None, or several running
 //! different images, stops the push before anything is sent. Pure.
 
-use crate::cluster::client::{TemplateContainer, WorkloadFacts, WorkloadKind};
+use crate::cluster::rollout::{TemplateContainer, Workload, WorkloadKind};
 use crate::commands::why::on_registry;
 use crate::delivery::push::Landing;
 use crate::error::{Error, ExitCode, Result};
@@ -45,12 +45,14 @@ fn version(image: &str) -> Option<(String, Option<String>)> {
 pub(crate) fn containers(
     wanted: &Wanted,
     namespace: &str,
-    facts: &WorkloadFacts,
+    workload: &Workload,
     landing: &Landing<'_>,
 ) -> Result<Vec<TemplateContainer>> {
+    let containers = workload.containers();
+    let facts = containers.as_slice();
     let whose = || format!("{} {namespace}/{}", wanted.kind.singular(), wanted.name);
     if let Some(named) = &wanted.container {
-        return match facts.containers.iter().find(|c| &c.name == named) {
+        return match facts.iter().find(|c| &c.name == named) {
             Some(container) => Ok(vec![container.clone()]),
             None => Err(refusal(
                 format!("{} has no container {named:?}", whose()),
@@ -60,7 +62,6 @@ pub(crate) fn containers(
         };
     }
     let matching: Vec<TemplateContainer> = facts
-        .containers
         .iter()
         .filter(|container| runs(&container.image, landing))
         .cloned()
@@ -95,9 +96,8 @@ pub(crate) fn containers(
 }
 
 /// Exit 2: what was found, every container with its image, and the `=CONTAINER` form.
-fn refusal(message: String, wanted: &Wanted, facts: &WorkloadFacts) -> Error {
+fn refusal(message: String, wanted: &Wanted, facts: &[TemplateContainer]) -> Error {
     let listed: Vec<String> = facts
-        .containers
         .iter()
         .map(|c| {
             let init = if c.init { " (init)" } else { "" };
@@ -105,10 +105,9 @@ fn refusal(message: String, wanted: &Wanted, facts: &WorkloadFacts) -> Error {
         })
         .collect();
     let example = facts
-        .containers
         .iter()
         .find(|c| !c.init)
-        .or(facts.containers.first())
+        .or(facts.first())
         .map_or("CONTAINER", |c| c.name.as_str());
     Error::new(ExitCode::Usage, format!("{message}; nothing was pushed"))
         .with_hint(format!("its containers: {}", listed.join(", ")))
@@ -145,7 +144,7 @@ mod tests {
     use super::*;
     use crate::cluster::hosting::{LocalRegistry, RegistrySource};
     use crate::image::reference::RegistryHost;
-    use serde_json::Value;
+    use serde_json::json;
 
     fn registry() -> LocalRegistry {
         LocalRegistry {
@@ -159,19 +158,20 @@ mod tests {
         }
     }
 
-    fn facts(containers: &[(&str, &str, bool)]) -> WorkloadFacts {
-        WorkloadFacts {
-            containers: containers
+    fn facts(containers: &[(&str, &str, bool)]) -> Workload {
+        let list = |init: bool| -> Vec<serde_json::Value> {
+            containers
                 .iter()
-                .map(|(name, image, init)| TemplateContainer {
-                    name: name.to_string(),
-                    image: image.to_string(),
-                    init: *init,
-                })
-                .collect(),
-            selector: "app=web".into(),
-            object: Value::Null,
-        }
+                .filter(|c| c.2 == init)
+                .map(|(name, image, _)| json!({"name": name, "image": image}))
+                .collect()
+        };
+        Workload::Deployment(
+            serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"spec": {"initContainers": list(true), "containers": list(false)}}}}))
+            .unwrap(),
+        )
     }
 
     fn names(chosen: &[TemplateContainer]) -> Vec<&str> {

@@ -1,0 +1,241 @@
+//! Waiting for one workload's rollout as `kubectl rollout status` waits: the workload and its
+//! pods listed then watched (or, where watch is not allowed, read once a second), kubectl's
+//! rules applied to each new state of the workload, never before the controller observed the
+//! PATCH's generation; meanwhile the new pods (those whose set containers run the ref)
+//! looked at: a pull that fails or a crash loop ends the wait with the facts, a pod no node
+//! takes is said once. Bounded by the timeout. What it found is plain data for the caller.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures_util::stream::{BoxStream, StreamExt};
+
+use super::rules::{Status, status};
+use super::workload::{Workload, WorkloadKind};
+use crate::cluster::client::{Change, Cluster, Crash, Lookup, PodFacts, RolloutPod};
+use crate::error::Result;
+
+/// Between two reads where watch is not allowed.
+const POLL: Duration = Duration::from_secs(1);
+/// Lines of a crashed container's previous log read.
+const LOG_LINES: i64 = 20;
+
+/// The workload waited for, and what tells its new pods.
+#[derive(Debug, Clone)]
+pub struct Target<'a> {
+    pub kind: WorkloadKind,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// `app=web`: its pods.
+    pub selector: &'a str,
+    /// The containers set: a pod whose containers of these names all run `reference` is new.
+    pub containers: &'a [String],
+    pub reference: &'a str,
+    /// The generation the PATCH answered: the controller must observe at least this one.
+    pub generation: i64,
+}
+
+/// How to follow it.
+#[derive(Debug, Clone, Copy)]
+pub struct Follow {
+    pub timeout: Duration,
+    /// Watches are allowed; else one read a second.
+    pub watch: bool,
+}
+
+/// What the wait saw on its way, for the caller to say.
+#[derive(Debug, Clone, Copy)]
+pub enum Seen<'a> {
+    /// kubectl's words for what the rollout waits for now (said when they change).
+    Status(&'a str),
+    /// A new pod no node takes: the scheduler's message (said once).
+    Unscheduled { pod: &'a str, message: &'a str },
+    /// A watch or read failed and is tried again (for `-v`).
+    Trouble(&'a str),
+}
+
+/// How the wait ended.
+#[derive(Debug, Clone)]
+pub enum Ended {
+    /// kubectl's words for a finished rollout.
+    Done(String),
+    /// It will not finish by waiting (a progress deadline, an OnDelete strategy): kubectl's words.
+    Failed(String),
+    /// A paused Deployment.
+    Paused(String),
+    /// The workload was deleted.
+    Gone,
+    /// A new pod cannot pull its image: the pod as `why` reads it.
+    PullFailed(PodFacts),
+    /// A container of a new pod crash-loops: how its last run ended and that run's log.
+    CrashLoop {
+        pod: String,
+        crash: Crash,
+        log: Lookup<String>,
+    },
+    /// The time ran out: kubectl's last words of what it waited for, and a new pod no node took.
+    TimedOut {
+        said: String,
+        unscheduled: Option<(String, String)>,
+    },
+}
+
+/// Waits for `target` within `follow.timeout`, telling `seen` what it sees.
+pub async fn wait(
+    cluster: &Cluster,
+    target: &Target<'_>,
+    follow: Follow,
+    mut seen: impl FnMut(Seen<'_>),
+) -> Result<Ended> {
+    let deadline = tokio::time::Instant::now() + follow.timeout;
+    let (mut workloads, mut pods): (BoxStream<'_, _>, BoxStream<'_, _>) = if follow.watch {
+        (
+            cluster.follow_workload(target.kind, target.namespace, target.name),
+            cluster.follow_pods(target.namespace, target.selector),
+        )
+    } else {
+        (poll_workload(cluster, target), poll_pods(cluster, target))
+    };
+    let mut workload: Option<Workload> = None;
+    let mut listed: BTreeMap<String, RolloutPod> = BTreeMap::new();
+    let mut said = String::new();
+    let mut unscheduled: Option<(String, String)> = None;
+    loop {
+        tokio::select! {
+            change = workloads.next() => match change {
+                Some(Change::All(list)) => match list.into_iter().next() {
+                    Some(found) => workload = Some(found),
+                    None => return Ok(Ended::Gone),
+                },
+                Some(Change::Applied(found)) => workload = Some(found),
+                Some(Change::Deleted(_)) => return Ok(Ended::Gone),
+                Some(Change::Trouble(trouble)) => {
+                    seen(Seen::Trouble(&trouble));
+                    continue;
+                }
+                None => {}
+            },
+            change = pods.next() => match change {
+                Some(Change::All(list)) => {
+                    listed = list.into_iter().map(|pod| (pod.facts.name.clone(), pod)).collect();
+                }
+                Some(Change::Applied(pod)) => {
+                    listed.insert(pod.facts.name.clone(), pod);
+                }
+                Some(Change::Deleted(pod)) => {
+                    listed.remove(&pod.facts.name);
+                }
+                Some(Change::Trouble(trouble)) => {
+                    seen(Seen::Trouble(&trouble));
+                    continue;
+                }
+                None => {}
+            },
+            () = tokio::time::sleep_until(deadline) => {
+                return Ok(Ended::TimedOut { said, unscheduled });
+            }
+        }
+        if let Some(workload) = &workload {
+            match status(workload, target.generation) {
+                Status::Done(done) => return Ok(Ended::Done(done)),
+                Status::Failed(failed) => return Ok(Ended::Failed(failed)),
+                Status::Paused(paused) => return Ok(Ended::Paused(paused)),
+                Status::Waiting(line) => {
+                    if line != said {
+                        seen(Seen::Status(&line));
+                        said = line;
+                    }
+                }
+            }
+        }
+        for pod in listed.values().filter(|pod| is_new(pod, target)) {
+            if pod.facts.failing() {
+                return Ok(Ended::PullFailed(pod.facts.clone()));
+            }
+            if let Some(crash) = pod.crashing.first() {
+                let name = pod.facts.name.clone();
+                let log = cluster
+                    .previous_log(target.namespace, &name, &crash.container, LOG_LINES)
+                    .await?;
+                return Ok(Ended::CrashLoop {
+                    pod: name,
+                    crash: crash.clone(),
+                    log,
+                });
+            }
+            if let Some(message) = &pod.facts.unscheduled
+                && unscheduled.is_none()
+            {
+                seen(Seen::Unscheduled {
+                    pod: &pod.facts.name,
+                    message,
+                });
+                unscheduled = Some((pod.facts.name.clone(), message.clone()));
+            }
+        }
+    }
+}
+
+/// A pod whose set containers all run the ref.
+fn is_new(pod: &RolloutPod, target: &Target<'_>) -> bool {
+    target.containers.iter().all(|name| {
+        pod.facts
+            .containers
+            .iter()
+            .any(|c| &c.name == name && c.image == target.reference)
+    })
+}
+
+/// The workload read at once, then once a second.
+fn poll_workload<'a>(
+    cluster: &'a Cluster,
+    target: &'a Target<'a>,
+) -> BoxStream<'a, Change<Workload>> {
+    futures_util::stream::unfold(true, move |first| async move {
+        if !first {
+            tokio::time::sleep(POLL).await;
+        }
+        let change = match cluster
+            .workload(target.kind, target.namespace, target.name)
+            .await
+        {
+            Ok(Lookup::Found(found)) => Change::Applied(found),
+            Ok(Lookup::NotFound) => Change::All(Vec::new()),
+            Ok(Lookup::Forbidden) => Change::Trouble(format!(
+                "reading {} {}/{} is forbidden",
+                target.kind.singular(),
+                target.namespace,
+                target.name
+            )),
+            Err(error) => Change::Trouble(error.message().to_string()),
+        };
+        Some((change, false))
+    })
+    .boxed()
+}
+
+/// The pods listed at once, then once a second.
+fn poll_pods<'a>(
+    cluster: &'a Cluster,
+    target: &'a Target<'a>,
+) -> BoxStream<'a, Change<RolloutPod>> {
+    futures_util::stream::unfold(true, move |first| async move {
+        if !first {
+            tokio::time::sleep(POLL).await;
+        }
+        let change = match cluster
+            .rollout_pods(target.namespace, target.selector)
+            .await
+        {
+            Ok(Lookup::Found(pods)) => Change::All(pods),
+            Ok(Lookup::NotFound) => Change::All(Vec::new()),
+            Ok(Lookup::Forbidden) => Change::Trouble(format!(
+                "listing the pods {} in {} is forbidden",
+                target.selector, target.namespace
+            )),
+            Err(error) => Change::Trouble(error.message().to_string()),
+        };
+        Some((change, false))
+    })
+    .boxed()
+}

@@ -1,0 +1,306 @@
+//! One workload after its patch: said unchanged, said paused at once, or waited for in the
+//! Kubernetes layer (`cluster::rollout::wait`) and what the wait found told: kubectl's words
+//! as the status moves, `why`'s diagnosis of a new pod that cannot pull, a crash loop's
+//! previous run, the scheduler's message for a pod no node takes, what was not reached at the
+//! timeout.
+
+use std::time::Instant;
+
+use super::{Ended, Outcome, Rollouts, Wanted};
+use crate::cluster::client::{Crash, Lookup, PodFacts};
+use crate::cluster::rollout::{self, Follow, Seen, Target, Workload};
+use crate::commands::why;
+use crate::error::{Error, ExitCode};
+use crate::limits::seconds_text;
+
+pub(super) struct Settle<'a> {
+    pub rollouts: &'a Rollouts<'a>,
+    pub wanted: &'a Wanted,
+    pub selector: String,
+    pub containers: Vec<String>,
+    pub reference: &'a str,
+}
+
+/// What the outcome says besides its status and message.
+#[derive(Default)]
+struct Found {
+    pod: Option<String>,
+    why: Option<serde_json::Value>,
+    log: Vec<String>,
+    error: Option<Error>,
+}
+
+impl Settle<'_> {
+    /// `stored` is the workload as the patch left it; `None` when nothing needed patching.
+    pub(super) async fn run(self, stored: Option<&Workload>) -> Outcome {
+        let started = Instant::now();
+        let printer = self.rollouts.setting.printer;
+        let label = self.wanted.label();
+        let Some(stored) = stored else {
+            let message = format!(
+                "{label} already runs {} ({}); nothing patched",
+                self.reference,
+                self.containers.join(", ")
+            );
+            printer.note(&message);
+            return self.outcome(Ended::Unchanged, message, Found::default(), started, false);
+        };
+        let set: Vec<String> = self
+            .containers
+            .iter()
+            .map(|c| format!("{c}={}", self.reference))
+            .collect();
+        printer.note(&format!("{label}: set {}", set.join(" ")));
+        if stored.paused() {
+            return self.paused(started);
+        }
+        let target = Target {
+            kind: self.wanted.kind,
+            namespace: &self.rollouts.namespace,
+            name: &self.wanted.name,
+            selector: &self.selector,
+            containers: &self.containers,
+            reference: self.reference,
+            generation: stored.generation(),
+        };
+        let follow = Follow {
+            timeout: self.rollouts.setting.timeout,
+            watch: self.rollouts.watch,
+        };
+        let cluster = match self.rollouts.cluster() {
+            Ok(cluster) => cluster,
+            Err(error) => return self.failed(Ended::Failed, error, started),
+        };
+        let said = |seen: Seen<'_>| match seen {
+            Seen::Status(line) => printer.note(&format!("{label}: {line}")),
+            Seen::Unscheduled { pod, message } => {
+                printer.note(&format!("{label}: pod {pod} is not scheduled: {message}"));
+            }
+            Seen::Trouble(trouble) => printer.debug(&format!("{label}: {trouble}; trying again")),
+        };
+        let ended = match rollout::wait(cluster, &target, follow, said).await {
+            Ok(ended) => ended,
+            Err(error) => return self.failed(Ended::Failed, error, started),
+        };
+        match ended {
+            rollout::Ended::Done(done) => {
+                printer.note(&format!(
+                    "{label}: {done} in {:.1}s",
+                    started.elapsed().as_secs_f64()
+                ));
+                self.outcome(Ended::RolledOut, done, Found::default(), started, true)
+            }
+            rollout::Ended::Failed(why) => {
+                let error = Error::new(ExitCode::Failure, format!("{label}: {why}"));
+                self.failed(Ended::Failed, error, started)
+            }
+            rollout::Ended::Paused(_) => self.paused(started),
+            rollout::Ended::Gone => {
+                let error = Error::new(
+                    ExitCode::Cluster,
+                    format!(
+                        "{} {}/{} was deleted during its rollout",
+                        self.wanted.kind.singular(),
+                        self.rollouts.namespace,
+                        self.wanted.name
+                    ),
+                );
+                self.failed(Ended::Failed, error, started)
+            }
+            rollout::Ended::PullFailed(pod) => self.pull_failed(pod, started).await,
+            rollout::Ended::CrashLoop { pod, crash, log } => {
+                self.crashed(&pod, &crash, log, started)
+            }
+            rollout::Ended::TimedOut { said, unscheduled } => {
+                self.timed_out(&said, unscheduled, started)
+            }
+        }
+    }
+
+    fn outcome(
+        &self,
+        status: Ended,
+        message: String,
+        found: Found,
+        started: Instant,
+        patched: bool,
+    ) -> Outcome {
+        Outcome {
+            workload: self.wanted.label(),
+            namespace: self.rollouts.namespace.clone(),
+            containers: self.containers.clone(),
+            patched,
+            status,
+            message,
+            pod: found.pod,
+            why: found.why,
+            log: found.log,
+            seconds: started.elapsed().as_secs_f64(),
+            error: found.error,
+        }
+    }
+
+    fn failed(&self, status: Ended, error: Error, started: Instant) -> Outcome {
+        let message = error.message().to_string();
+        let found = Found {
+            error: Some(error),
+            ..Found::default()
+        };
+        self.outcome(status, message, found, started, true)
+    }
+
+    /// Patched, so that a resume rolls it; said at once, as waiting would change nothing.
+    fn paused(&self, started: Instant) -> Outcome {
+        let label = self.wanted.label();
+        let error = Error::new(
+            ExitCode::Failure,
+            format!(
+                "{label}: deployment {:?} is paused: the new template rolls out once it is resumed",
+                self.wanted.name
+            ),
+        )
+        .with_hint(format!(
+            "`kubectl rollout resume {label} -n {}` resumes it",
+            self.rollouts.namespace
+        ));
+        self.failed(Ended::Paused, error, started)
+    }
+
+    /// `why` on the pod: its text on stderr, its exit code.
+    async fn pull_failed(&self, pod: PodFacts, started: Instant) -> Outcome {
+        let rollouts = self.rollouts;
+        let setting = &rollouts.setting;
+        let name = pod.name.clone();
+        let explained = match rollouts.cluster() {
+            Ok(cluster) => {
+                why::explain(
+                    &rollouts.discovered,
+                    cluster,
+                    pod,
+                    setting.access,
+                    setting.settings,
+                    setting.printer,
+                )
+                .await
+            }
+            Err(err) => Err(err),
+        };
+        let headline = format!(
+            "{}: the new pod {name} cannot pull its image",
+            self.wanted.label()
+        );
+        let found = match explained {
+            Ok(explained) => {
+                for line in explained.text.lines() {
+                    setting.printer.note(line);
+                }
+                let error = explained
+                    .verdict
+                    .unwrap_or_else(|| Error::new(ExitCode::Failure, headline.clone()));
+                Found {
+                    pod: Some(name),
+                    why: Some(explained.json),
+                    log: Vec::new(),
+                    error: Some(Error::new(
+                        error.exit_code(),
+                        format!("{headline}: {}", error.message()),
+                    )),
+                }
+            }
+            Err(error) => Found {
+                pod: Some(name),
+                error: Some(error),
+                ..Found::default()
+            },
+        };
+        let message = found
+            .error
+            .as_ref()
+            .map(|e| e.message().to_string())
+            .unwrap_or_default();
+        self.outcome(Ended::ImagePull, message, found, started, true)
+    }
+
+    /// The previous run's last lines and how it ended.
+    fn crashed(&self, name: &str, crash: &Crash, log: Lookup<String>, started: Instant) -> Outcome {
+        let printer = self.rollouts.setting.printer;
+        let label = self.wanted.label();
+        let log = match log {
+            Lookup::Found(text) => text,
+            Lookup::NotFound => String::new(),
+            Lookup::Forbidden => {
+                let error = self.rollouts.not_allowed("get", "pods/log");
+                let mut outcome = self.failed(Ended::CrashLoop, error, started);
+                outcome.pod = Some(name.to_string());
+                return outcome;
+            }
+        };
+        let lines: Vec<String> = log.lines().map(str::to_string).collect();
+        let ended = format!("{} {}", crash.reason, crash.exit_code);
+        printer.note(&format!(
+            "{label}: container {} of the new pod {name} crashes ({ended}, restarted {} times); its previous run's last lines:",
+            crash.container, crash.restarts
+        ));
+        for line in &lines {
+            printer.note(&format!("    {line}"));
+        }
+        let error = Error::new(
+            ExitCode::Failure,
+            format!(
+                "{label}: the new pod {name} crash-loops: container {} ended {ended}",
+                crash.container
+            ),
+        )
+        .with_hint(format!(
+            "`kubectl logs {name} -c {} --previous` shows its whole log",
+            crash.container
+        ));
+        let found = Found {
+            pod: Some(name.to_string()),
+            why: None,
+            log: lines,
+            error: Some(error),
+        };
+        let message = found
+            .error
+            .as_ref()
+            .map(|e| e.message().to_string())
+            .unwrap_or_default();
+        self.outcome(Ended::CrashLoop, message, found, started, true)
+    }
+
+    /// kubectl's last words of what was not reached, and the pod no node took.
+    fn timed_out(
+        &self,
+        said: &str,
+        unscheduled: Option<(String, String)>,
+        started: Instant,
+    ) -> Outcome {
+        let timeout = seconds_text(self.rollouts.setting.timeout);
+        let said = if said.is_empty() {
+            "no status of it was read"
+        } else {
+            said
+        };
+        let mut error = Error::new(
+            ExitCode::Failure,
+            format!(
+                "{}: the rollout did not finish in {timeout}: {said}",
+                self.wanted.label()
+            ),
+        );
+        let pod = unscheduled.as_ref().map(|(pod, _)| pod.clone());
+        if let Some((pod, message)) = unscheduled {
+            error = error.with_hint(format!("the new pod {pod} was never scheduled: {message}"));
+        } else {
+            error = error.with_hint(format!(
+                "`kubectl rollout status {} -n {}` goes on waiting; --timeout gives it longer",
+                self.wanted.label(),
+                self.rollouts.namespace
+            ));
+        }
+        let mut outcome = self.failed(Ended::TimedOut, error, started);
+        outcome.pod = pod;
+        outcome
+    }
+}

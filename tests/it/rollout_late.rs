@@ -1,0 +1,237 @@
+//! `push --rollout` against controllers as late and forgetful as a real cluster's: a patch
+//! noticed seconds later, a paused Deployment, a progress deadline, watches the server ends and
+//! a history it compacts (410 Gone), and what a whole push costs the API server, side by side
+//! with `kubectl set image` + `kubectl rollout status`.
+
+use std::time::Duration;
+
+use crate::rollout::{Node, OLD, RolloutBench, Run, web};
+use crate::support::apiserver::redact_ports;
+use crate::support::controllers::Container;
+use crate::support::fixtures::Image;
+
+/// The requests the stand-in served from `from` on, as `METHOD /path?query`.
+fn served_since(bench: &RolloutBench, from: usize) -> Vec<String> {
+    bench._api.targets()[from..].to_vec()
+}
+
+fn finished(child: std::process::Child) -> Run {
+    let output = child.wait_with_output().unwrap();
+    Run {
+        code: output.status.code().expect("killed by a signal"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
+    }
+}
+
+fn all_new_and_ready(bench: &RolloutBench, old: &[(String, bool)], count: usize) {
+    let pods = bench.controllers.pods();
+    assert_eq!(pods.len(), count, "{pods:?}");
+    assert!(
+        pods.iter()
+            .all(|(name, ready)| *ready && !old.iter().any(|(o, _)| o == name)),
+        "{pods:?}"
+    );
+}
+
+#[test]
+fn a_patch_noticed_two_seconds_late_is_waited_for_within_forty_requests() {
+    let bench = RolloutBench::new(Node::Mapped, |c| {
+        web(c).notices_after(Duration::from_secs(2))
+    });
+    let old = bench.controllers.pods();
+    let from = bench._api.targets().len();
+    let run = bench.push(
+        &bench.archive(&Image::sample(341)),
+        &["--rollout", "deploy/web", "-v"],
+    );
+    run.reference();
+    assert!(
+        run.stderr
+            .contains("deployment/web: waiting for deployment spec update to be observed\n")
+            && run
+                .stderr
+                .contains("deployment/web: deployment \"web\" successfully rolled out in "),
+        "{run:?}"
+    );
+    all_new_and_ready(&bench, &old, 2);
+    let served = served_since(&bench, from);
+    assert!(served.len() <= 40, "{} requests: {served:#?}", served.len());
+    assert!(
+        served
+            .iter()
+            .any(|r| r.contains("/deployments?") && r.contains("watch=true")),
+        "the workload is watched: {served:#?}"
+    );
+}
+
+#[test]
+fn a_paused_deployment_is_patched_then_said_paused_at_once_exit_1() {
+    let bench = RolloutBench::new(Node::Mapped, |c| {
+        c.workload_in(
+            "default",
+            "Deployment",
+            "web",
+            &[Container("web", OLD, false)],
+            2,
+            |spec| {
+                spec["paused"] = serde_json::json!(true);
+            },
+        )
+    });
+    let run = bench.push(
+        &bench.archive(&Image::sample(342)),
+        &["--rollout", "deploy/web", "--timeout", "10m", "-o", "json"],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = run.json();
+    let reference = report["ref"].as_str().unwrap();
+    assert_eq!(
+        bench.controllers.images("deployment", "web")["web"],
+        reference
+    );
+    assert!(
+        run.stderr.contains("error: deployment/web: deployment \"web\" is paused: the new template rolls out once it is resumed")
+            && run.stderr.contains("`kubectl rollout resume deployment/web -n default` resumes it"),
+        "{run:?}"
+    );
+    assert_eq!(report["rollout"][0]["status"], "paused");
+    assert_eq!(report["rollout"][0]["patched"], true);
+}
+
+#[test]
+fn a_deployment_past_its_progress_deadline_fails_in_kubectls_words() {
+    let bench = RolloutBench::new(Node::Mapped, |c| {
+        c.unschedulable("0/1 nodes are available: 1 Insufficient cpu.")
+            .workload_in(
+                "default",
+                "Deployment",
+                "web",
+                &[Container("web", OLD, false)],
+                2,
+                |spec| {
+                    spec["progressDeadlineSeconds"] = serde_json::json!(1);
+                },
+            )
+    });
+    let run = bench.push(
+        &bench.archive(&Image::sample(343)),
+        &["--rollout", "deploy/web", "--timeout", "10m", "-o", "json"],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("error: deployment/web: deployment \"web\" exceeded its progress deadline"),
+        "{run:?}"
+    );
+    assert_eq!(run.json()["rollout"][0]["status"], "failed");
+}
+
+#[test]
+fn watches_the_server_ends_are_reopened_until_the_rollout_is_done() {
+    let bench = RolloutBench::new(Node::Mapped, |c| {
+        web(c).watch_cap(Duration::from_millis(300))
+    });
+    let old = bench.controllers.pods();
+    let from = bench._api.targets().len();
+    let run = bench.push(
+        &bench.archive(&Image::sample(344)),
+        &["--rollout", "deploy/web", "--timeout", "30s"],
+    );
+    run.reference();
+    all_new_and_ready(&bench, &old, 2);
+    let served = served_since(&bench, from);
+    let watches = served
+        .iter()
+        .filter(|r| r.contains("/deployments?") && r.contains("watch=true"))
+        .count();
+    assert!(watches >= 2, "the ended watch was reopened: {served:#?}");
+}
+
+#[test]
+fn a_watch_answered_410_gone_relists_and_the_wait_goes_on() {
+    let bench = RolloutBench::new(Node::Mapped, web);
+    let old = bench.controllers.pods();
+    let from = bench._api.targets().len();
+    let child = bench.spawn_push(
+        &bench.archive(&Image::sample(345)),
+        &["--rollout", "deploy/web", "--timeout", "60s", "-v"],
+    );
+    // The first new pod is made: the rollout is under way and its watches open.
+    assert!(bench.controllers.wait_for_pods(|pods| pods.len() > 2));
+    bench.controllers.compact();
+    let run = finished(child);
+    run.reference();
+    all_new_and_ready(&bench, &old, 2);
+    let served = served_since(&bench, from);
+    let lists = served
+        .iter()
+        .filter(|r| r.contains("/deployments?") && !r.contains("watch=true"))
+        .count();
+    assert!(lists >= 2, "relisted after the 410: {served:#?}");
+    assert!(run.stderr.contains("too old resource version"), "{run:?}");
+}
+
+/// The figures of the report: one multi-second rollout, ours against the script users write.
+#[test]
+fn a_rollout_costs_the_api_server_about_what_kubectl_set_image_and_rollout_status_cost() {
+    let bench = RolloutBench::new(Node::Mapped, |c| {
+        web(c).notices_after(Duration::from_secs(2))
+    });
+    let from = bench._api.targets().len();
+    let ours = bench.push(
+        &bench.archive(&Image::sample(346)),
+        &["--rollout", "deploy/web"],
+    );
+    ours.reference();
+    let ours = served_since(&bench, from);
+    eprintln!(
+        "API requests of one rollout, push --rollout: {}:\n{ours:#?}",
+        ours.len()
+    );
+    let ours = ours.len();
+    let from = bench._api.targets().len();
+    let pushed = bench.push(&bench.archive(&Image::sample(347)), &[]);
+    let reference = pushed.reference().to_string();
+    let kubectl = |args: &[&str]| {
+        let output = std::process::Command::new("kubectl")
+            .env("KUBECONFIG", &bench.kubeconfig)
+            .env("HOME", bench.dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+    };
+    kubectl(&["set", "image", "deploy/web", &format!("web={reference}")]);
+    kubectl(&["rollout", "status", "deploy/web", "--timeout=60s"]);
+    let theirs = served_since(&bench, from);
+    eprintln!(
+        "API requests of one rollout: push --rollout {ours}; push + kubectl set image + kubectl rollout status {}:\n{theirs:#?}",
+        theirs.len()
+    );
+    assert!(ours <= 40, "{ours}");
+}
+
+#[test]
+fn where_watch_is_forbidden_the_rollout_is_read_once_a_second_and_said_with_v() {
+    let bench = RolloutBench::new(Node::Mapped, |c| web(c).forbid("watch", "deployments"));
+    let old = bench.controllers.pods();
+    let from = bench._api.targets().len();
+    let run = bench.push(
+        &bench.archive(&Image::sample(348)),
+        &["--rollout", "deploy/web", "-v"],
+    );
+    run.reference();
+    all_new_and_ready(&bench, &old, 2);
+    assert!(
+        run.stderr.contains(
+            "watching the workloads and their pods is not allowed in default; the rollout is read once a second instead"
+        ),
+        "{run:?}"
+    );
+    let served = served_since(&bench, from);
+    assert!(
+        !served.iter().any(|r| r.contains("watch=true")),
+        "{served:#?}"
+    );
+}

@@ -81,7 +81,8 @@ class Cluster:
             status = self.deployment["status"]
             status.update(observedGeneration=generation, replicas=2, updatedReplicas=1, availableReplicas=1)
             self.pods[name] = {"apiVersion": "v1", "kind": "Pod",
-                               "metadata": {"name": name, "namespace": "default", "labels": {"app": "app"}},
+                               "metadata": {"name": name, "namespace": "default", "labels": {"app": "app"},
+                                            "resourceVersion": self.bump()},
                                "spec": {"nodeName": "node", "containers": [{"name": "app", "image": image}]},
                                "status": {"phase": "Pending"}}
             self.deployment["metadata"]["resourceVersion"] = self.bump()
@@ -90,6 +91,7 @@ class Cluster:
         with self.lock:
             self.ready_at[image] = time.monotonic()
             self.pods = {name: self.pods[name]}
+            self.pods[name]["metadata"]["resourceVersion"] = self.bump()
             self.pods[name]["status"] = {
                 "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
                 "containerStatuses": [{"name": "app", "image": image, "ready": True, "restartCount": 0,
@@ -141,45 +143,64 @@ class Cluster:
                 if path == "/api/v1":
                     return self.send(200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
                         {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
-                         "verbs": ["get", "list"]}]})
+                         "verbs": ["get", "list", "watch"]}]})
                 if path.startswith("/api/v1/namespaces/kube-public/configmaps/local-registry-hosting"):
                     return self.send(200, cluster.configmap)
                 if path == "/apis/apps/v1/namespaces/default/deployments/app":
                     with cluster.lock:
                         return self.send(200, cluster.deployment)
+                watching = "watch=true" in query or "watch=1" in query
                 if path == "/apis/apps/v1/namespaces/default/deployments":
-                    if "watch=true" in query or "watch=1" in query:
-                        return self.watch()
+                    if watching:
+                        return self.watch(query, lambda: {"app": cluster.deployment})
                     with cluster.lock:
                         return self.send(200, {"kind": "DeploymentList", "apiVersion": "apps/v1",
                                                "metadata": {"resourceVersion": str(cluster.version)},
                                                "items": [cluster.deployment]})
                 if path == "/api/v1/namespaces/default/pods":
+                    if watching:
+                        return self.watch(query, lambda: dict(cluster.pods))
                     with cluster.lock:
-                        return self.send(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {},
+                        return self.send(200, {"kind": "PodList", "apiVersion": "v1",
+                                               "metadata": {"resourceVersion": str(cluster.version)},
                                                "items": list(cluster.pods.values())})
                 self.send(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
                                 "code": 404})
 
-            def watch(self):
+            def watch(self, query, objects):
+                """ADDED/MODIFIED/DELETED from the resourceVersion asked (all ADDED from none), until
+                timeoutSeconds, as a real API server streams a watch."""
+                params = dict(pair.partition("=")[::2] for pair in query.split("&") if pair)
+                since = int(params.get("resourceVersion") or 0)
+                deadline = time.monotonic() + min(int(params.get("timeoutSeconds") or 60), 60)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                sent, deadline = None, time.monotonic() + 60
                 with cluster.lock:
+                    sent = {name: obj["metadata"]["resourceVersion"] for name, obj in objects().items()
+                            if since and int(obj["metadata"]["resourceVersion"]) <= since}
                     while time.monotonic() < deadline:
-                        version = cluster.deployment["metadata"]["resourceVersion"]
-                        if version != sent:
-                            kind = "ADDED" if sent is None else "MODIFIED"
-                            event = (json.dumps({"type": kind, "object": cluster.deployment}) + "\n").encode()
+                        now = objects()
+                        events = []
+                        for name in [n for n in sent if n not in now]:
+                            sent.pop(name)
+                            events.append(("DELETED", {"apiVersion": "v1", "kind": "Pod",
+                                                       "metadata": {"name": name, "namespace": "default",
+                                                                    "resourceVersion": str(cluster.version)}}))
+                        for name, obj in now.items():
+                            version = obj["metadata"]["resourceVersion"]
+                            if sent.get(name) != version:
+                                events.append(("MODIFIED" if name in sent else "ADDED", obj))
+                                sent[name] = version
+                        for kind, obj in events:
+                            event = (json.dumps({"type": kind, "object": obj}) + "\n").encode()
                             try:
                                 self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
                                 self.wfile.flush()
                             except OSError:
                                 return
-                            sent = version
-                        cluster.lock.wait(1)
+                        cluster.lock.wait(max(0.0, min(1.0, deadline - time.monotonic())))
                 self.wfile.write(b"0\r\n\r\n")
 
             def do_PATCH(self):

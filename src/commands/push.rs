@@ -71,6 +71,8 @@ async fn round(
         scratch: scratch.path(),
         printer,
         before_push: Some(&gate),
+        // The rollouts read the cluster first; the push takes what they found.
+        discovered: rollouts.as_ref().map(rollout::Rollouts::discovered),
     };
     let report = match Source::classify(&args.source) {
         Source::EngineImage(image) => from_engine(&run, &image).await?,

@@ -59,6 +59,8 @@ pub(crate) struct Run<'a> {
     /// error stops the push with nothing sent (`push --rollout` refusing an image no
     /// container of the workload runs).
     pub(crate) before_push: Option<&'a BeforePush<'a>>,
+    /// The cluster as this round already read it (`push --rollout` reads it first): not read again.
+    pub(crate) discovered: Option<&'a Discovered>,
 }
 
 /// [`Run::before_push`]'s check.
@@ -73,6 +75,16 @@ pub(crate) struct Landing<'a> {
 }
 
 impl Run<'_> {
+    /// The round's discovery, or a new one.
+    async fn discovered(&self) -> Result<Found<'_>> {
+        Ok(match self.discovered {
+            Some(discovered) => Found::Shared(discovered),
+            None => Found::Own(Box::new(
+                discovery::discover(self.cluster_args, self.settings, self.printer).await?,
+            )),
+        })
+    }
+
     fn landing(&self, registry: Option<&LocalRegistry>, repository: &str) -> Result<()> {
         self.before_push.map_or(Ok(()), |check| {
             check(Landing {
@@ -83,19 +95,32 @@ impl Run<'_> {
     }
 }
 
+/// A discovery made for this push, or the round's.
+enum Found<'a> {
+    Shared(&'a Discovered),
+    Own(Box<Discovered>),
+}
+
+impl std::ops::Deref for Found<'_> {
+    type Target = Discovered;
+
+    fn deref(&self) -> &Discovered {
+        match self {
+            Self::Shared(discovered) => discovered,
+            Self::Own(discovered) => discovered,
+        }
+    }
+}
+
 /// An archive file or stdin: open it and read the cluster at once.
 pub(crate) async fn from_archive(run: &Run<'_>, source: archive::Source) -> Result<PushReport> {
     let Run {
         args,
-        cluster_args,
         settings,
         printer,
         ..
     } = *run;
-    let (archive, discovered) = tokio::try_join!(
-        open_archive(source),
-        discovery::discover(cluster_args, settings, printer),
-    )?;
+    let (archive, discovered) = tokio::try_join!(open_archive(source), run.discovered())?;
     let image = archive
         .select(args.image.as_deref(), args.platform.as_deref())
         .map_err(Error::from)?;
@@ -127,14 +152,13 @@ pub(crate) async fn from_archive(run: &Run<'_>, source: archive::Source) -> Resu
 pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport> {
     let Run {
         args,
-        cluster_args,
         settings,
         printer,
         ..
     } = *run;
     let (found, discovered) = tokio::try_join!(
         engine::find(image, settings.engine_lookup(), printer),
-        discovery::discover(cluster_args, settings, printer),
+        run.discovered(),
     )?;
     let Some(registry) = &discovered.registry else {
         return load_engine_image(run, &discovered, &found)

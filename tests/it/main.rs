@@ -39,6 +39,7 @@ mod registry_attached;
 mod registry_client;
 mod rollout;
 mod rollout_late;
+mod rollout_shapes;
 mod tunnel;
 mod watch;
 mod why;

@@ -189,6 +189,13 @@ fn a_rollout_costs_the_api_server_about_what_kubectl_set_image_and_rollout_statu
         "API requests of one rollout, push --rollout: {}:\n{ours:#?}",
         ours.len()
     );
+    assert_eq!(
+        ours.iter()
+            .filter(|r| r.contains("configmaps/local-registry-hosting"))
+            .count(),
+        1,
+        "the round reads the cluster once: {ours:#?}"
+    );
     let ours = ours.len();
     let from = bench._api.targets().len();
     let pushed = bench.push(&bench.archive(&Image::sample(347)), &[]);

@@ -30,6 +30,8 @@ type RunFn = dyn Fn(&str) -> Runs + Send + Sync;
 #[derive(Debug, Clone)]
 pub(crate) enum Runs {
     Ready,
+    /// Runs, but its readiness probe never passes.
+    NeverReady,
     /// Exits at once, over and over: the kubelet's CrashLoopBackOff, this reason and code last,
     /// and this log from the previous run.
     Crashes {
@@ -117,6 +119,23 @@ impl Controllers {
     pub(crate) fn runs(self, runs: impl Fn(&str) -> Runs + Send + Sync + 'static) -> Self {
         *self.0.runs.lock().unwrap() = Box::new(runs);
         self
+    }
+
+    /// The controller does not notice patches until [`Controllers::release`].
+    pub(crate) fn hold(self) -> Self {
+        self.notices_after(Duration::from_secs(3600))
+    }
+
+    /// The controller notices the patches held so far, now.
+    pub(crate) fn release(&self) {
+        self.0.timing.lock().unwrap().fixed = None;
+        let mut state = self.0.state.lock().unwrap();
+        let now = Instant::now();
+        for due in state.due_workloads.values_mut() {
+            *due = now;
+        }
+        drop(state);
+        self.0.changed.notify_all();
     }
 
     /// The controller notices a patch `delay` after it (its later steps as late as ever).

@@ -114,6 +114,11 @@ impl<'a> Rollouts<'a> {
         Ok(rollouts)
     }
 
+    /// The cluster as this round read it.
+    pub(crate) fn discovered(&self) -> &Discovered {
+        &self.discovered
+    }
+
     fn cluster(&self) -> Result<&Cluster> {
         self.discovered
             .cluster

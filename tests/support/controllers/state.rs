@@ -212,6 +212,11 @@ impl State {
             statuses.push(match runs(image) {
                 Runs::Ready => json!({"name": container, "image": image, "imageID": "", "ready": true, "started": true,
                                       "restartCount": 0, "state": {"running": {"startedAt": "2025-01-01T00:00:01Z"}}}),
+                Runs::NeverReady => {
+                    ready = false;
+                    json!({"name": container, "image": image, "imageID": "", "ready": false, "started": true,
+                           "restartCount": 0, "state": {"running": {"startedAt": "2025-01-01T00:00:01Z"}}})
+                }
                 Runs::Crashes { reason, exit_code, log } => {
                     ready = false;
                     self.logs.insert((namespace.into(), name.into(), container.into()), log);

@@ -167,6 +167,11 @@ impl Cluster {
         })
     }
 
+    /// The node list is read again when next asked (a client kept across `--watch` rounds).
+    pub fn forget_nodes(&mut self) {
+        self.nodes = OnceCell::new();
+    }
+
     pub fn facts(&self) -> &KubeconfigFacts {
         &self.facts
     }

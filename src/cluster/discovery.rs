@@ -35,6 +35,17 @@ pub async fn discover(
     settings: &Settings,
     printer: &Printer,
 ) -> Result<Discovered> {
+    discover_with(args, settings, printer, &mut None).await
+}
+
+/// [`discover`], through `kept`'s client when it holds one (taken from it; a `push --watch`
+/// keeps its client across rounds) rather than a new connection. Its node list is read again.
+pub async fn discover_with(
+    args: &ClusterOptions,
+    settings: &Settings,
+    printer: &Printer,
+    kept: &mut Option<Cluster>,
+) -> Result<Discovered> {
     let mut notes = Vec::new();
     let env = |name: &str| env_value(settings, name);
     let overridden = registry_from_flags_or_env(args, &env, &mut notes);
@@ -53,7 +64,13 @@ pub async fn discover(
             vantage: Vantage::choose(args.network, None),
         });
     }
-    let cluster = Cluster::connect(args, settings, printer).await?;
+    let cluster = match kept.take() {
+        Some(mut cluster) => {
+            cluster.forget_nodes();
+            cluster
+        }
+        None => Cluster::connect(args, settings, printer).await?,
+    };
     let (registry, help) = registry_from_cluster(&cluster, printer).await?;
     Ok(Discovered {
         kubeconfig: cluster.facts().clone(),

@@ -9,6 +9,8 @@ use std::time::Instant;
 
 use crate::cli::PushArgs;
 use crate::cluster::ClusterOptions;
+use crate::cluster::client::Cluster;
+use crate::cluster::discovery;
 use crate::delivery::push::{Landing, PushOptions, PushReport, Run, from_archive, from_engine};
 use crate::error::{Context, ExitCode, Result};
 use crate::image::archive;
@@ -28,15 +30,17 @@ pub async fn run(
     if args.watch {
         return watch::run(args, cluster_args, settings, printer).await;
     }
-    round(args, cluster_args, settings, printer).await
+    round(args, cluster_args, settings, printer, &mut None).await
 }
 
-/// One push (and its rollouts): the whole command, or one round of `--watch`.
+/// One push (and its rollouts): the whole command, or one round of `--watch`, which keeps its
+/// cluster client in `kept` from one round to the next.
 async fn round(
     args: &PushArgs,
     cluster_args: &ClusterOptions,
     settings: &Settings,
     printer: &Printer,
+    kept: &mut Option<Cluster>,
 ) -> Result<()> {
     let started = Instant::now();
     if let Some(template) = &args.load_command {
@@ -53,8 +57,15 @@ async fn round(
                 printer,
                 timeout: args.timeout,
             };
-            Some(rollout::Rollouts::read(&args.rollout, cluster_args, setting).await?)
+            Some(rollout::Rollouts::read(&args.rollout, cluster_args, setting, kept).await?)
         }
+    };
+    // A --watch round without rollouts reads the cluster here, to keep the client.
+    let watched = match (&rollouts, args.watch) {
+        (None, true) => {
+            Some(discovery::discover_with(cluster_args, settings, printer, kept).await?)
+        }
+        _ => None,
     };
     let gate = |landing: Landing<'_>| rollouts.as_ref().map_or(Ok(()), |r| r.check(landing));
     interrupt::doing("reading the image and the cluster", "nothing was pushed");
@@ -72,7 +83,10 @@ async fn round(
         printer,
         before_push: Some(&gate),
         // The rollouts read the cluster first; the push takes what they found.
-        discovered: rollouts.as_ref().map(rollout::Rollouts::discovered),
+        discovered: rollouts
+            .as_ref()
+            .map(rollout::Rollouts::discovered)
+            .or(watched.as_ref()),
     };
     let report = match Source::classify(&args.source) {
         Source::EngineImage(image) => from_engine(&run, &image).await?,
@@ -80,10 +94,16 @@ async fn round(
         Source::Path(path) => from_archive(&run, archive::Source::Path(path)).await?,
     };
     let seconds = started.elapsed().as_secs_f64();
-    match &rollouts {
+    let done = match &rollouts {
         None => report.print(args.output.output, printer, seconds),
         Some(rollouts) => roll(rollouts, &report, args.output.output, printer, seconds).await,
-    }
+    };
+    *kept = match (rollouts, watched) {
+        (Some(rollouts), _) => rollouts.into_cluster(),
+        (None, Some(discovered)) => discovered.cluster,
+        (None, None) => None,
+    };
+    done
 }
 
 /// The ref first (text), then the rollouts; `-o json` prints the push with their outcomes.

@@ -267,3 +267,23 @@ fn entries(dir: &Path) -> Vec<String> {
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .collect()
 }
+
+#[test]
+fn the_rounds_of_a_watch_share_one_cluster_client() {
+    let bench = RolloutBench::new(Node::Mapped, web_on("kind-registry:5000/myimg:old"));
+    let archive = bench.archive(&Image::sample(403));
+    let mut watching = Watching::start(watch_command(&bench, &[archive.to_str().unwrap()]));
+    let first = watching.next_ref();
+    watching.until_said("successfully rolled out");
+    // The kubeconfig is gone: a round that connected again could not read the cluster.
+    std::fs::remove_file(&bench.kubeconfig).unwrap();
+    let next = bench.dir.path().join("img.next.tar");
+    Image::sample(404).write(Format::DockerLegacy, &next, &["myimg:dev"]);
+    std::fs::rename(&next, &archive).unwrap();
+    let second = watching.next_ref();
+    assert_ne!(second, first);
+    watching.until_said("successfully rolled out");
+    assert_eq!(bench.controllers.images("deployment", "web")["web"], second);
+    let (code, rest) = watching.interrupt();
+    assert_eq!((code, rest), (130, Vec::<String>::new()));
+}

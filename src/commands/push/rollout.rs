@@ -82,20 +82,24 @@ pub(crate) enum Ended {
 impl<'a> Rollouts<'a> {
     /// Parses `--rollout`s, reads each workload and asks whether these credentials may patch
     /// it and read its pods and their logs. Nothing is pushed yet.
+    /// `kept` is the client of the round before (`--watch`), taken when there is one.
     pub(crate) async fn read(
         texts: &[String],
         cluster_args: &ClusterOptions,
         setting: Setting<'a>,
+        kept: &mut Option<Cluster>,
     ) -> Result<Self> {
         let wanted: Vec<Wanted> = texts
             .iter()
             .map(|text| choose::parse(text))
             .collect::<Result<_>>()?;
         let printer = setting.printer;
-        let discovered = discovery::discover(cluster_args, setting.settings, printer).await?;
-        let connected = match discovered.cluster {
-            Some(_) => None,
-            None => Some(Cluster::connect(cluster_args, setting.settings, printer).await?),
+        let discovered =
+            discovery::discover_with(cluster_args, setting.settings, printer, kept).await?;
+        let connected = match (&discovered.cluster, kept.take()) {
+            (Some(_), _) => None,
+            (None, Some(cluster)) => Some(cluster),
+            (None, None) => Some(Cluster::connect(cluster_args, setting.settings, printer).await?),
         };
         let mut rollouts = Self {
             discovered,
@@ -117,6 +121,11 @@ impl<'a> Rollouts<'a> {
     /// The cluster as this round read it.
     pub(crate) fn discovered(&self) -> &Discovered {
         &self.discovered
+    }
+
+    /// The round's client, for the next round to keep.
+    pub(crate) fn into_cluster(self) -> Option<Cluster> {
+        self.discovered.cluster.or(self.connected)
     }
 
     fn cluster(&self) -> Result<&Cluster> {

@@ -21,8 +21,11 @@ pub(super) async fn run(
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
+    // One cluster client for every round.
+    let kept = tokio::sync::Mutex::new(None);
     let round = || async {
-        if let Err(err) = super::round(args, cluster_args, settings, printer).await {
+        let mut kept = kept.lock().await;
+        if let Err(err) = super::round(args, cluster_args, settings, printer, &mut kept).await {
             printer.error(&err);
             printer.note("push --watch: waiting for the next change");
         }

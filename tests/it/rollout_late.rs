@@ -242,3 +242,63 @@ fn where_watch_is_forbidden_the_rollout_is_read_once_a_second_and_said_with_v() 
         "{served:#?}"
     );
 }
+
+/// The stand-in's StatefulSet and DaemonSet steps, as the real kubectl reads them, then ours.
+#[test]
+fn statefulsets_and_daemonsets_roll_in_steps_as_kubectl_rollout_status_reads_them() {
+    let bench = RolloutBench::new(Node::Mapped, |c| {
+        c.nodes(3)
+            .workload("StatefulSet", "db", &[Container("db", OLD, false)], 3)
+            .workload("DaemonSet", "agent", &[Container("agent", OLD, false)], 1)
+    });
+    let reference = bench
+        .push(&bench.archive(&Image::sample(349)), &[])
+        .reference()
+        .to_string();
+    let kubectl = |args: &[&str]| {
+        let output = std::process::Command::new("kubectl")
+            .env("KUBECONFIG", &bench.kubeconfig)
+            .env("HOME", bench.dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).to_string()
+    };
+    kubectl(&["set", "image", "sts/db", &format!("db={reference}")]);
+    kubectl(&["set", "image", "ds/agent", &format!("agent={reference}")]);
+    let sts = kubectl(&["rollout", "status", "sts/db", "--timeout=60s"]);
+    assert!(
+        sts.ends_with("statefulset rolling update complete 3 pods at revision db-2...\n"),
+        "{sts}"
+    );
+    let ds = kubectl(&["rollout", "status", "ds/agent", "--timeout=60s"]);
+    assert!(
+        ds.ends_with("daemon set \"agent\" successfully rolled out\n"),
+        "{ds}"
+    );
+    let pods = bench.controllers.pods();
+    assert_eq!(pods.len(), 6, "{pods:?}");
+    // Ours, on the next image.
+    let run = bench.push(
+        &bench.archive(&Image::sample(350)),
+        &["--rollout", "sts/db", "--rollout", "ds/agent", "-o", "json"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let report = run.json();
+    let reference = report["ref"].as_str().unwrap();
+    for (kind, name) in [("statefulset", "db"), ("daemonset", "agent")] {
+        assert_eq!(bench.controllers.images(kind, name)[name], reference);
+    }
+    assert!(
+        run.stderr
+            .contains("statefulset rolling update complete 3 pods at revision db-3")
+            && run
+                .stderr
+                .contains("daemon set \"agent\" successfully rolled out"),
+        "{run:?}"
+    );
+    let pods = bench.controllers.pods();
+    assert!(pods.iter().all(|(_, ready)| *ready), "{pods:?}");
+    assert_eq!(pods.len(), 6, "{pods:?}");
+}

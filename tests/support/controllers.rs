@@ -200,6 +200,18 @@ impl Controllers {
         self
     }
 
+    /// `count` nodes for DaemonSets (`stand-in-node`, `stand-in-node-2`, ...), before any
+    /// workload is added.
+    pub(crate) fn nodes(self, count: usize) -> Self {
+        self.0.state.lock().unwrap().nodes = (1..=count)
+            .map(|n| match n {
+                1 => "stand-in-node".to_string(),
+                n => format!("stand-in-node-{n}"),
+            })
+            .collect();
+        self
+    }
+
     /// New pods get no node: the scheduler's `Unschedulable` condition with `message`.
     pub(crate) fn unschedulable(self, message: &str) -> Self {
         *self.0.unschedulable.lock().unwrap() = Some(message.to_string());
@@ -302,10 +314,19 @@ impl Controllers {
             let mut state = self.0.state.lock().unwrap();
             state.put_workload(&key, object);
             let revision = steps::revision(&key, 1);
-            let count = if api_kind == "DaemonSet" { 1 } else { replicas };
+            let nodes = state.node_names();
+            let count = if api_kind == "DaemonSet" {
+                nodes.len() as i64
+            } else {
+                replicas
+            };
             for ordinal in 0..count {
                 let pod_name = (api_kind == "StatefulSet").then(|| format!("{name}-{ordinal}"));
-                let pod = state.create_pod(&key, pod_name, &revision, Ok("stand-in-node"));
+                let node = match api_kind {
+                    "DaemonSet" => nodes[ordinal as usize].as_str(),
+                    _ => "stand-in-node",
+                };
+                let pod = state.create_pod(&key, pod_name, &revision, Ok(node));
                 state.run_pod(namespace, &pod, &|_| Runs::Ready);
             }
             let now = Instant::now();

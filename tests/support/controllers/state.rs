@@ -46,9 +46,19 @@ pub(super) struct State {
     /// A Deployment's last progress (for progressDeadlineSeconds).
     pub progress: BTreeMap<Key, Instant>,
     pub serial: u64,
+    /// The nodes a DaemonSet runs on (one, `stand-in-node`, unless the test says more).
+    pub nodes: Vec<String>,
 }
 
 impl State {
+    pub(super) fn node_names(&self) -> Vec<String> {
+        if self.nodes.is_empty() {
+            vec!["stand-in-node".to_string()]
+        } else {
+            self.nodes.clone()
+        }
+    }
+
     fn bump(&mut self) -> u64 {
         self.version += 1;
         self.version

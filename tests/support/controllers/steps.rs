@@ -266,9 +266,14 @@ fn step(
         }
         _ => {
             let all_ready = pods.iter().all(|(_, pod)| ready(pod));
-            if all_ready && let Some((name, _)) = pods.iter().find(|(_, pod)| !is_new(pod)) {
+            // Node by node: the next node's old pod once every pod is Ready.
+            if all_ready && let Some((name, pod)) = pods.iter().find(|(_, pod)| !is_new(pod)) {
+                let node = pod["spec"]["nodeName"]
+                    .as_str()
+                    .unwrap_or("stand-in-node")
+                    .to_string();
                 state.delete_pod(&key.0, name);
-                created = Some(state.create_pod(key, None, &current, Ok("stand-in-node")));
+                created = Some(state.create_pod(key, None, &current, Ok(&node)));
                 acted = true;
             }
         }
@@ -292,6 +297,7 @@ fn step(
 /// The status the pods make now; (rolled out, counts moved).
 fn write_status(state: &mut State, key: &Key, current: &str, observed: bool) -> (bool, bool) {
     let pods = state.pods_of(key);
+    let nodes = state.node_names().len() as i64;
     let mut object = state.workloads[key].clone();
     let before = object["status"].clone();
     let label = if key.1 == "deployments" {
@@ -347,14 +353,15 @@ fn write_status(state: &mut State, key: &Key, current: &str, observed: bool) -> 
             }
         }
         _ => {
-            status["desiredNumberScheduled"] = json!(1);
-            status["currentNumberScheduled"] = json!(count.min(1));
+            let desired = nodes;
+            status["desiredNumberScheduled"] = json!(desired);
+            status["currentNumberScheduled"] = json!(count.min(desired));
             status["numberMisscheduled"] = json!(0);
             status["numberReady"] = json!(ready_count);
             status["numberAvailable"] = json!(ready_count);
-            status["numberUnavailable"] = json!((1 - ready_count).max(0));
+            status["numberUnavailable"] = json!((desired - ready_count).max(0));
             status["updatedNumberScheduled"] = json!(new);
-            new == 1 && ready_count == 1 && count == 1
+            new == desired && ready_count == desired && count == desired
         }
     };
     let moved = object["status"] != before;

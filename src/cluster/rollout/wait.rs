@@ -100,6 +100,8 @@ pub async fn wait(
     let mut listed: BTreeMap<String, RolloutPod> = BTreeMap::new();
     let mut said = String::new();
     let mut unscheduled: Option<(String, String)> = None;
+    // Both streams are endless (the watcher reopens and relists; a poll reads again): the
+    // deadline is what ends the loop when nothing else does.
     loop {
         tokio::select! {
             change = workloads.next() => match change {

@@ -302,3 +302,30 @@ fn statefulsets_and_daemonsets_roll_in_steps_as_kubectl_rollout_status_reads_the
     assert!(pods.iter().all(|(_, ready)| *ready), "{pods:?}");
     assert_eq!(pods.len(), 6, "{pods:?}");
 }
+
+#[test]
+fn a_watch_refused_though_the_access_review_allowed_it_falls_back_to_reads_once_a_second() {
+    let bench = RolloutBench::new(Node::Mapped, |c| web(c).refuse("watch", "deployments"));
+    let old = bench.controllers.pods();
+    let from = bench._api.targets().len();
+    let run = bench.push(
+        &bench.archive(&Image::sample(360)),
+        &["--rollout", "deploy/web", "-v", "--timeout", "60s"],
+    );
+    run.reference();
+    all_new_and_ready(&bench, &old, 2);
+    assert!(
+        run.stderr
+            .contains("reading the workload and its pods once a second instead"),
+        "{run:?}"
+    );
+    let served = served_since(&bench, from);
+    let watches = served
+        .iter()
+        .filter(|r| r.contains("/deployments?") && r.contains("watch=true"))
+        .count();
+    assert_eq!(
+        watches, 1,
+        "a refused watch is not asked again: {served:#?}"
+    );
+}

@@ -53,6 +53,8 @@ struct Shared {
     pull: Box<PullFn>,
     runs: Mutex<Box<RunFn>>,
     forbidden: Mutex<BTreeSet<(String, String)>>,
+    /// Refused with 403 though the access review says yes (an authorizer SSAR does not reflect).
+    refused: Mutex<BTreeSet<(String, String)>>,
     unschedulable: Mutex<Option<String>>,
     timing: Mutex<Timing>,
     /// Every watch ends after this, whatever its timeoutSeconds.
@@ -101,6 +103,7 @@ impl Controllers {
             pull: Box::new(pull),
             runs: Mutex::new(Box::new(|_| Runs::Ready)),
             forbidden: Mutex::new(BTreeSet::new()),
+            refused: Mutex::new(BTreeSet::new()),
             unschedulable: Mutex::new(None),
             timing: Mutex::new(Timing {
                 min: Duration::from_millis(20),
@@ -209,6 +212,16 @@ impl Controllers {
                 n => format!("stand-in-node-{n}"),
             })
             .collect();
+        self
+    }
+
+    /// `verb` on `resource` is answered 403, though the access review says it is allowed.
+    pub(crate) fn refuse(self, verb: &str, resource: &str) -> Self {
+        self.0
+            .refused
+            .lock()
+            .unwrap()
+            .insert((verb.to_string(), resource.to_string()));
         self
     }
 

@@ -51,6 +51,8 @@ pub enum Change<T> {
     Deleted(T),
     /// The watch failed; the watcher tries again after its backoff. What went wrong, for `-v`.
     Trouble(String),
+    /// The API server refused the watch (403): trying again will not help.
+    Forbidden(String),
 }
 
 impl Cluster {
@@ -243,10 +245,22 @@ where
             Ok(watcher::Event::InitDone) => Some(Change::All(std::mem::take(&mut listing))),
             Ok(watcher::Event::Apply(object)) => Some(Change::Applied(make(object))),
             Ok(watcher::Event::Delete(object)) => Some(Change::Deleted(make(object))),
-            Err(err) => Some(Change::Trouble(err.to_string())),
+            Err(err) if forbidden(&err) => Some(Change::Forbidden(err.to_string())),
+            Err(err) => Some(Change::Trouble(format!("{err}; trying again"))),
         })
         .filter_map(futures_util::future::ready)
         .boxed()
+}
+
+/// A 403: RBAC refuses the list or the watch, whatever an access review said.
+fn forbidden(err: &watcher::Error) -> bool {
+    match err {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.is_forbidden(),
+        watcher::Error::WatchError(status) => status.code == 403,
+        _ => false,
+    }
 }
 
 /// `{"spec":{"template":{"spec":{"containers":[{"name":..,"image":..}],"initContainers":[..]}}}}`

@@ -115,6 +115,10 @@ pub async fn wait(
                     seen(Seen::Trouble(&trouble));
                     continue;
                 }
+                Some(Change::Forbidden(refused)) => {
+                    (workloads, pods) = polled(cluster, target, &refused, &mut seen);
+                    continue;
+                }
                 None => {}
             },
             change = pods.next() => match change {
@@ -129,6 +133,10 @@ pub async fn wait(
                 }
                 Some(Change::Trouble(trouble)) => {
                     seen(Seen::Trouble(&trouble));
+                    continue;
+                }
+                Some(Change::Forbidden(refused)) => {
+                    (workloads, pods) = polled(cluster, target, &refused, &mut seen);
                     continue;
                 }
                 None => {}
@@ -188,6 +196,22 @@ fn is_new(pod: &RolloutPod, target: &Target<'_>) -> bool {
     })
 }
 
+/// The reads once a second that replace watches the API server refused, said with `-v`.
+fn polled<'a>(
+    cluster: &'a Cluster,
+    target: &'a Target<'a>,
+    refused: &str,
+    seen: &mut impl FnMut(Seen<'_>),
+) -> (
+    BoxStream<'a, Change<Workload>>,
+    BoxStream<'a, Change<RolloutPod>>,
+) {
+    seen(Seen::Trouble(&format!(
+        "{refused}; reading the workload and its pods once a second instead"
+    )));
+    (poll_workload(cluster, target), poll_pods(cluster, target))
+}
+
 /// The workload read at once, then once a second.
 fn poll_workload<'a>(
     cluster: &'a Cluster,
@@ -204,12 +228,12 @@ fn poll_workload<'a>(
             Ok(Lookup::Found(found)) => Change::Applied(found),
             Ok(Lookup::NotFound) => Change::All(Vec::new()),
             Ok(Lookup::Forbidden) => Change::Trouble(format!(
-                "reading {} {}/{} is forbidden",
+                "reading {} {}/{} is forbidden; trying again",
                 target.kind.singular(),
                 target.namespace,
                 target.name
             )),
-            Err(error) => Change::Trouble(error.message().to_string()),
+            Err(error) => Change::Trouble(format!("{}; trying again", error.message())),
         };
         Some((change, false))
     })
@@ -232,10 +256,10 @@ fn poll_pods<'a>(
             Ok(Lookup::Found(pods)) => Change::All(pods),
             Ok(Lookup::NotFound) => Change::All(Vec::new()),
             Ok(Lookup::Forbidden) => Change::Trouble(format!(
-                "listing the pods {} in {} is forbidden",
+                "listing the pods {} in {} is forbidden; trying again",
                 target.selector, target.namespace
             )),
-            Err(error) => Change::Trouble(error.message().to_string()),
+            Err(error) => Change::Trouble(format!("{}; trying again", error.message())),
         };
         Some((change, false))
     })

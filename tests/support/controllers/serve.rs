@@ -183,8 +183,10 @@ impl Controllers {
     }
 
     fn refused(&self, verb: &str, resource: &str) -> Option<(u16, Value)> {
-        let forbidden = self.0.forbidden.lock().unwrap();
-        forbidden.contains(&(verb.to_string(), resource.to_string())).then(|| {
+        let asked = (verb.to_string(), resource.to_string());
+        let forbidden = self.0.forbidden.lock().unwrap().contains(&asked)
+            || self.0.refused.lock().unwrap().contains(&asked);
+        forbidden.then(|| {
             let message = format!(
                 "{resource} is forbidden: User \"system:serviceaccount:default:dev\" cannot {verb} resource {resource:?} in the namespace \"default\""
             );

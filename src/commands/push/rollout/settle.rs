@@ -76,7 +76,7 @@ impl Settle<'_> {
             Seen::Unscheduled { pod, message } => {
                 printer.note(&format!("{label}: pod {pod} is not scheduled: {message}"));
             }
-            Seen::Trouble(trouble) => printer.debug(&format!("{label}: {trouble}; trying again")),
+            Seen::Trouble(trouble) => printer.debug(&format!("{label}: {trouble}")),
         };
         let ended = match rollout::wait(cluster, &target, follow, said).await {
             Ok(ended) => ended,

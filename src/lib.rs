@@ -80,6 +80,14 @@ pub fn run(cli: Cli, settings: &Settings, printer: &Printer) -> Result<()> {
                 _ = interrupt::signalled() => {}
             }
         }
+        // Reap here, not in a drop: the runtime is shut down in the background below, so a
+        // drop still pending then may never run.
+        for stuck in process::reap_all().await {
+            printer.warn(&format!(
+                "{stuck} did not end within {} of SIGKILL (stuck in the kernel?); it is left to the system",
+                limits::seconds_text(process::REAP_BOUND)
+            ));
+        }
         outcome
     });
     // A failed push must not wait for a blocking read it abandoned (stdin still being spooled).

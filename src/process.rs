@@ -6,6 +6,7 @@
 //! naming the program and the last line it said.
 
 mod argv;
+mod reap;
 mod running;
 #[cfg(test)]
 mod tests;
@@ -19,6 +20,7 @@ use crate::limits::seconds_text;
 
 pub use argv::Argv;
 pub(crate) use argv::shell_quote;
+pub use reap::BOUND as REAP_BOUND;
 pub use running::Running;
 
 /// Bytes of a stream kept by default: ctr prints a line per image, a digest per blob; one
@@ -188,6 +190,7 @@ pub struct Run<'a> {
     stdout: Out,
     stderr: Out,
     bound: Bound,
+    kept: Vec<reap::Kept>,
 }
 
 impl<'a> Run<'a> {
@@ -200,7 +203,15 @@ impl<'a> Run<'a> {
             stdout: Out::KEEP,
             stderr: Out::KEEP,
             bound,
+            kept: Vec::new(),
         }
+    }
+
+    /// Keeps `thing` until the program is gone, however the run ends: a scratch folder the
+    /// program writes into is removed only once nothing writes there any more.
+    pub fn keep_until_gone(mut self, thing: impl Send + 'static) -> Self {
+        self.kept.push(Box::new(thing));
+        self
     }
 
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
@@ -256,6 +267,13 @@ impl<'a> Run<'a> {
             Err(failed(command, output))
         }
     }
+}
+
+/// Kills whatever we started and have not waited for (a run dropped mid-way: a signal, a failure
+/// elsewhere) and waits until it is gone, a few seconds at most: when the tool exits, nothing it
+/// started still runs. Returns the programs that outlived that (stuck in the kernel), named.
+pub async fn reap_all() -> Vec<String> {
+    reap::all().await
 }
 
 /// Runs `argv` with no stdin, outside any async runtime (completion at a prompt): its output, or

@@ -148,7 +148,7 @@ impl Found {
         let joined = match running.bound(&mut reading).await {
             Ok(joined) => joined,
             Err(Stalled(limit)) => {
-                running.stop();
+                running.stop().await;
                 let joined = reading.await;
                 let out = joined.context(ExitCode::Failure, || "reading the export")?;
                 let stalled = EngineFailure {

@@ -1,7 +1,7 @@
 //! A started [`Run`]: its stdin fed and its output read in tasks of their own (so the pipes
 //! drain while the input streams, and a grandchild holding a pipe open cannot keep us past the
-//! bound), driven to its end under its [`Bound`], killed when the bound is over or when it is
-//! dropped.
+//! bound), driven to its end under its [`Bound`], stopped (its process group killed, then waited
+//! for) when the bound is over, and killed when it is dropped (reaped at exit by [`super::reap`]).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -15,19 +15,21 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::reap::{self, Started};
 use super::{
     Bound, MAX_LINE_BYTES, Out, Output, ProcessError, Run, Stdin, StdinWriter, TAIL_LINES,
 };
 
 /// Pipe buffer for a streamed stdin.
 const STREAM_BUFFER: usize = 1 << 20;
-/// How long a killed program is given to be gone, when we wait for it to be.
-const REAP_BOUND: Duration = Duration::from_secs(5);
 
-/// A program that runs. Dropping it kills the program.
+/// A program that runs. Dropping it kills the program (and its process group); the tool reaps
+/// it before it exits ([`super::reap_all`]).
 pub struct Running {
     command: String,
     child: Child,
+    /// Its entry in the table of started programs; `None` once it is reaped.
+    started: Option<Started>,
     bound: Bound,
     clock: Arc<Clock>,
     feeding: Option<JoinHandle<Fed>>,
@@ -41,6 +43,15 @@ pub(super) fn spawn(run: Run<'_>) -> Result<Running, ProcessError> {
     let command = run.argv.to_string();
     let mut spawning = tokio::process::Command::new(run.argv.program());
     spawning.args(run.argv.args()).kill_on_drop(true);
+    // A program of ours that starts its own (a shell script plugin, a loader's `docker exec`)
+    // is stopped with everything it started: it leads a process group of its own. A program a
+    // person may answer (our stdin inherited: an exec plugin in interactiveMode) stays in the
+    // terminal's foreground group, where it can read the terminal.
+    let own_group = !matches!(run.stdin, Stdin::Inherit);
+    #[cfg(unix)]
+    if own_group {
+        spawning.process_group(0);
+    }
     for (key, value) in &run.env {
         match value {
             Some(value) => spawning.env(key, value),
@@ -68,6 +79,9 @@ pub(super) fn spawn(run: Run<'_>) -> Result<Running, ProcessError> {
             }
         }
     })?;
+    let started = child
+        .id()
+        .map(|pid| reap::started(pid, own_group, &command, run.kept));
     let clock = Arc::new(Clock::new());
     let (sender, lines) = mpsc::unbounded_channel();
     let stdout_pipe = child.stdout.take();
@@ -93,6 +107,7 @@ pub(super) fn spawn(run: Run<'_>) -> Result<Running, ProcessError> {
     Ok(Running {
         command,
         child,
+        started,
         bound: run.bound,
         clock,
         feeding,
@@ -122,8 +137,20 @@ impl Running {
     }
 
     /// Waits for the program's end under its bound; `on_line` is handed each line of an
-    /// [`Out::Lines`] stream as it comes. Past its bound the program is killed and named.
+    /// [`Out::Lines`] stream as it comes. Past its bound the program is stopped (killed and
+    /// waited for) and named.
     pub async fn wait(mut self, on_line: &(dyn Fn(&str) + Sync)) -> Result<Output, ProcessError> {
+        let waited = self.drive(on_line).await;
+        match waited {
+            Ok(_) => self.reaped(),
+            // Whatever ended the wait, the program (and what it started) is gone before we go
+            // on.
+            Err(_) => self.stop().await,
+        }
+        waited
+    }
+
+    async fn drive(&mut self, on_line: &(dyn Fn(&str) + Sync)) -> Result<Output, ProcessError> {
         let waited = Instant::now();
         let mut fed = match self.feeding {
             Some(_) => None,
@@ -230,13 +257,34 @@ impl Running {
         }
     }
 
-    /// Kills the program now and waits (a few seconds at most) until it is gone: what it wrote
-    /// may then be removed.
-    pub fn stop(&mut self) {
-        let _ = self.child.start_kill();
-        let started = Instant::now();
-        while matches!(self.child.try_wait(), Ok(None)) && started.elapsed() < REAP_BOUND {
-            std::thread::sleep(Duration::from_millis(1));
+    /// Kills the program now, with every process of its group, and waits (a few seconds at
+    /// most) until it is gone. One that outlives the bound (stuck in the kernel) is left to the
+    /// reaping at exit, which names it.
+    pub async fn stop(&mut self) {
+        let Some(started) = &self.started else {
+            return;
+        };
+        started.kill();
+        if let Ok(Ok(_)) = tokio::time::timeout(reap::BOUND, self.child.wait()).await {
+            self.reaped();
+        }
+    }
+
+    /// It has been waited for: its pid is no longer ours to signal, and what the run kept goes.
+    fn reaped(&mut self) {
+        if let Some(started) = self.started.take() {
+            started.reaped();
+        }
+    }
+}
+
+impl Drop for Running {
+    /// A run dropped mid-way (a signal, a failure elsewhere): killed now, reaped at exit.
+    fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            self.reaped();
+        } else if let Some(started) = &self.started {
+            started.kill();
         }
     }
 }

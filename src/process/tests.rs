@@ -323,3 +323,72 @@ fn blocking_runs_outside_a_runtime() {
     let ran = output_blocking(Run::new(&argv, within(10.0))).unwrap();
     assert_eq!(ran.stdout, b"hi\n");
 }
+
+#[tokio::test]
+async fn a_run_past_its_bound_is_reaped_and_what_it_started_stopped_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pid_file, child_file) = (dir.path().join("pid"), dir.path().join("child"));
+    // A shell script plugin: it waits on a program of its own.
+    let argv = sh(&format!(
+        "sleep 30 & echo $! > {child}; echo $$ > {pid}; wait",
+        child = child_file.display(),
+        pid = pid_file.display()
+    ));
+    let running = Run::new(&argv, within(0.5)).spawn().unwrap();
+    bounded(async {
+        while std::fs::read_to_string(&pid_file).map_or(true, |pid| !pid.ends_with('\n')) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    let err = bounded(running.wait(&|_| {})).await.unwrap_err();
+    assert!(matches!(err, ProcessError::TimedOut { .. }), "{err}");
+    // Waited for before the error came back: not even a zombie is left of it.
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", pid.trim())).exists(),
+        "the stopped program was not reaped"
+    );
+    // Its own child was in its process group, so it was killed too; it is the system's to reap.
+    let child = std::fs::read_to_string(&child_file).unwrap();
+    bounded(async {
+        while alive(child.trim()) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_program_on_our_terminal_stays_in_our_process_group() {
+    let ours = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let group_of = |stat: &str| {
+        stat.rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .to_string()
+    };
+    let argv = sh("cat /proc/$$/stat");
+    let attended = bounded(
+        Run::new(&argv, within(10.0))
+            .stdin(Stdin::Inherit)
+            .succeed(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(group_of(&attended.stdout_text()), group_of(&ours));
+    let unattended = bounded(Run::new(&argv, within(10.0)).succeed())
+        .await
+        .unwrap();
+    let (group, pid) = {
+        let stat = unattended.stdout_text();
+        (
+            group_of(&stat),
+            stat.split_whitespace().next().unwrap().to_string(),
+        )
+    };
+    assert_eq!(group, pid, "an unattended program leads a group of its own");
+}

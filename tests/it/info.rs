@@ -1333,12 +1333,14 @@ hint: log in again with that plugin's tool, then try `kubectl --context eks-dev 
 fn an_exec_credential_plugin_that_never_answers_is_stopped_at_its_bound() {
     let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
     let dir = TempDir::new().unwrap();
-    let pid_file = dir.path().join("plugin.pid");
+    let (pid_file, child_file) = (dir.path().join("plugin.pid"), dir.path().join("child.pid"));
+    // A shell script, as many plugins are, waiting on a program of its own.
     let kubeconfig = exec_kubeconfig(
         dir.path(),
         &server,
         &format!(
-            "#!/bin/sh\necho $$ > '{}'\nexec sleep 600\n",
+            "#!/bin/sh\nsleep 600 &\necho $! > '{}'\necho $$ > '{}'\nwait\n",
+            child_file.display(),
             pid_file.display()
         ),
     );
@@ -1362,13 +1364,31 @@ hint: run \"$PLUGIN\" yourself to see what it waits for (a login, a prompt, the 
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
     assert!(took < std::time::Duration::from_secs(40), "took {took:?}");
     assert_eq!(server.requests(), Vec::<String>::new());
+    // The plugin was waited for before the command returned: not even a zombie is left.
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-    let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
-    assert!(
-        stat.is_empty() || state.starts_with('Z'),
-        "the plugin was left running: {stat}"
-    );
+    assert_eq!(stat, "", "the plugin outlived the command");
+    // What it started was in its process group, killed with it; the system reaps it.
+    let child = std::fs::read_to_string(&child_file).unwrap();
+    wait_until_dead(child.trim());
+}
+
+/// Waits, bounded, until `pid` has died (gone, or a zombie awaiting init): a killed grandchild
+/// of ours is the system's to reap, a moment after its SIGKILL.
+fn wait_until_dead(pid: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
+        if stat.is_empty() || state.starts_with('Z') {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pid {pid} is still running: {stat}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 #[test]

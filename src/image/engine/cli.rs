@@ -67,11 +67,12 @@ pub(super) fn export(
     // The export is bounded by the watchdog while it streams; its exit, by as much after.
     let running = Run::new(&argv, Bound::AfterStream(watchdog.limit()))
         .env("TMPDIR", scratch.path())
+        .keep_until_gone(scratch)
         .stdout(Out::Stream)
         .stderr(Out::Keep { cap: STDERR_LIMIT })
         .spawn()
         .map_err(io::Error::other)?;
-    Export::from_cli(program, running, scratch, watchdog)
+    Export::from_cli(program, running, watchdog)
 }
 
 /// How a `PROGRAM push` goes: credentials in a containers auth file, TLS checked or not, the
@@ -104,10 +105,13 @@ pub(super) async fn push(
 ) -> Result<Option<Digest>, EnginePushFailure> {
     let failed =
         |err: io::Error| EnginePushFailure::Failed(format!("running `{program} push`: {err}"));
-    let scratch = tempfile::Builder::new()
-        .prefix("kubectl-registry-push-")
-        .tempdir_in(big_files_dir)
-        .map_err(failed)?;
+    // Shared with the run: removed once both we and the program are done with it.
+    let scratch = std::sync::Arc::new(
+        tempfile::Builder::new()
+            .prefix("kubectl-registry-push-")
+            .tempdir_in(big_files_dir)
+            .map_err(failed)?,
+    );
     let digest_file = scratch.path().join("digest");
     let mut args: Vec<OsString> = vec![
         "push".into(),
@@ -126,6 +130,7 @@ pub(super) async fn push(
     let bound = stall_timeout * PUSH_FACTOR;
     let output = Run::new(&argv, Bound::Within(bound))
         .env("TMPDIR", scratch.path())
+        .keep_until_gone(std::sync::Arc::clone(&scratch))
         .stdout(Out::Null)
         .stderr(Out::Keep { cap: STDERR_LIMIT })
         .output()

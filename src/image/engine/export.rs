@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::{Buf, Bytes};
-use tempfile::TempDir;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -59,8 +58,6 @@ pub(super) struct Running {
     waiting: Arc<AtomicBool>,
     process: Option<SaveProcess>,
     body: Option<JoinHandle<()>>,
-    /// The CLI's TMPDIR; removed after the CLI is gone (fields drop after `Drop::drop`).
-    _scratch: Option<TempDir>,
 }
 
 /// `ENGINE image save NAME` writing to our pipe.
@@ -83,7 +80,6 @@ impl Export {
                 waiting,
                 process: None,
                 body: Some(body),
-                _scratch: None,
             },
         }
     }
@@ -91,11 +87,9 @@ impl Export {
     pub(super) fn from_cli(
         program: &str,
         mut running: process::Running,
-        scratch: TempDir,
         watchdog: Watchdog,
     ) -> io::Result<Self> {
         let Some(stdout) = running.take_stdout()? else {
-            running.stop();
             return Err(io::Error::other("the engine's stdout was not captured"));
         };
         let waiting = Arc::new(AtomicBool::new(false));
@@ -113,7 +107,6 @@ impl Export {
                     running,
                 }),
                 body: None,
-                _scratch: Some(scratch),
             },
         })
     }
@@ -136,13 +129,14 @@ impl Running {
         }
     }
 
-    /// Stops the engine now: the reader then meets the end of its input.
-    pub(super) fn stop(&mut self) {
+    /// Stops the engine now, and waits until it is gone: the reader then meets the end of its
+    /// input.
+    pub(super) async fn stop(&mut self) {
         if let Some(body) = self.body.take() {
             body.abort();
         }
         if let Some(mut process) = self.process.take() {
-            process.running.stop();
+            process.running.stop().await;
         }
     }
 
@@ -198,8 +192,12 @@ fn died_of_sigpipe(_: &std::process::ExitStatus) -> bool {
 }
 
 impl Drop for Running {
+    /// Dropped mid-way (a signal): the body stops, and the CLI is killed as its run drops
+    /// (reaped at exit, its scratch folder removed once it is gone).
     fn drop(&mut self) {
-        self.stop();
+        if let Some(body) = self.body.take() {
+            body.abort();
+        }
     }
 }
 

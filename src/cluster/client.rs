@@ -37,7 +37,7 @@ pub use hosting_write::Written;
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub(crate) use pods::PULL_FAILURES;
 pub use pods::{ProbePod, PullState};
-pub use portforward::{Forwarder, Stream};
+pub use portforward::Forwarder;
 pub use rollout::{Change, Crash, RolloutPod, WATCH_SECONDS};
 pub use services::Backend;
 pub use workloads::{ImageUse, ImageUses, usage_forbidden};
@@ -96,7 +96,9 @@ impl<T> Lookup<T> {
     }
 }
 
-/// A connected client for the chosen context, with the node list read at most once.
+/// A connected client for the chosen context, with the node list read at most once. Cheap to
+/// clone (the tunnel keeps one to find a registry's pod again).
+#[derive(Clone)]
 pub struct Cluster {
     client: kube::Client,
     facts: KubeconfigFacts,
@@ -383,6 +385,7 @@ impl Cluster {
 }
 
 /// Which API server we talk to, and how, for messages.
+#[derive(Clone)]
 struct Target {
     context: Option<String>,
     server: String,

@@ -37,6 +37,28 @@ impl Reach {
             None => error,
         }
     }
+
+    /// How many times the tunnel's streams moved to another pod (0 straight to a host).
+    pub fn moves(&self) -> u64 {
+        self.tunnel.as_ref().map_or(0, Tunnel::moves)
+    }
+
+    /// A push failed after the tunnel moved to another pod since `moves`: the registry's pod
+    /// was replaced mid-push, and one without a volume comes back empty, so the push is worth
+    /// once more: every blob asked for again, what the new pod lacks sent, the manifest last.
+    pub fn moved_since(&self, moves: u64, failure: &Error, printer: &Printer) -> bool {
+        let moved = self.moves() != moves;
+        if moved {
+            printer.note(&format!(
+                "the registry's pod was replaced mid-push ({}); pushing again to {}",
+                failure.message(),
+                self.tunnel
+                    .as_ref()
+                    .map_or_else(String::new, Tunnel::describe)
+            ));
+        }
+        moved
+    }
 }
 
 /// The way for this run, probing an advertised host that a tunnel could replace.

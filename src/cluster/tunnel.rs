@@ -1,9 +1,16 @@
 //! A tunnel through the API server to a registry only the cluster reaches: a loopback listener
 //! here, each connection accepted bridged to a new port-forward stream to a ready pod of the
 //! registry's Service. The registry client talks to `127.0.0.1:PORT` as to any registry; a
-//! connection that drops is simply reopened by its retry, as a new stream.
+//! connection that drops is simply reopened by its retry, as a new stream. When the pod is
+//! replaced (a rollout, a drain), the Service is resolved again to a ready pod, and the pod
+//! change is counted so that the push checks its blobs again before the manifest.
 
+mod bridge;
+mod frames;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
 
@@ -13,12 +20,14 @@ use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 use crate::output::Printer;
 
+/// How long a resolved pod is used for new streams before the Service is asked again: a pod
+/// that turns not-ready stops getting new streams within this.
+const RESOLVE_AGAIN: Duration = Duration::from_secs(1);
+
 /// An open tunnel; it closes (listener and streams) when dropped.
 pub struct Tunnel {
     host: RegistryHost,
-    service: ServiceRef,
-    forwarder: Forwarder,
-    last_failure: Arc<Mutex<Option<String>>>,
+    route: Arc<Route>,
     accept: tokio::task::JoinHandle<()>,
 }
 
@@ -26,6 +35,25 @@ impl Drop for Tunnel {
     fn drop(&mut self) {
         self.accept.abort();
     }
+}
+
+/// Which pod new streams go to, found again when it is stale or failed.
+struct Route {
+    cluster: Cluster,
+    service: ServiceRef,
+    current: tokio::sync::Mutex<Resolved>,
+    /// Times a new stream went to a different pod than the one before.
+    moves: AtomicU64,
+    /// What new streams go to, for messages.
+    described: Mutex<String>,
+    last_failure: Mutex<Option<String>>,
+    printer: Printer,
+}
+
+struct Resolved {
+    forwarder: Forwarder,
+    /// `None`: ask the Service before the next stream (a stream to this pod failed).
+    at: Option<Instant>,
 }
 
 impl Tunnel {
@@ -45,22 +73,26 @@ impl Tunnel {
             .context(ExitCode::Failure, || "reading the tunnel's loopback port")?
             .port();
         let host = RegistryHost::parse(&format!("127.0.0.1:{port}")).expect("a loopback host");
-        let last_failure = Arc::new(Mutex::new(None));
         printer.debug(&format!(
             "tunnel: {host} -> {} of {service}, through the API server",
             forwarder.describe()
         ));
-        let accept = tokio::spawn(accept_loop(
-            listener,
-            forwarder.clone(),
-            Arc::clone(&last_failure),
-            printer.clone(),
-        ));
+        let route = Arc::new(Route {
+            cluster: cluster.clone(),
+            service: service.clone(),
+            described: Mutex::new(forwarder.describe()),
+            current: tokio::sync::Mutex::new(Resolved {
+                forwarder,
+                at: Some(Instant::now()),
+            }),
+            moves: AtomicU64::new(0),
+            last_failure: Mutex::new(None),
+            printer: printer.clone(),
+        });
+        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&route)));
         Ok(Self {
             host,
-            service: service.clone(),
-            forwarder,
-            last_failure,
+            route,
             accept,
         })
     }
@@ -70,18 +102,21 @@ impl Tunnel {
         &self.host
     }
 
+    /// How many times new streams moved to another pod: a registry pod without a volume
+    /// comes back empty, so a push whose streams moved checks its blobs again.
+    pub fn moves(&self) -> u64 {
+        self.route.moves.load(Ordering::Relaxed)
+    }
+
     /// `a port-forward to pod kube-system/registry-x port 5000 of Service kube-system/registry`.
     pub fn describe(&self) -> String {
-        format!("{} of {}", self.forwarder.describe(), self.service)
+        let forwarder = locked(&self.route.described).clone();
+        format!("{forwarder} of {}", self.route.service)
     }
 
     /// A failure of the registry reached through the tunnel, with what the tunnel saw.
     pub fn explain(&self, error: Error) -> Error {
-        let last = self
-            .last_failure
-            .lock()
-            .expect("the tunnel's record")
-            .clone();
+        let last = locked(&self.route.last_failure).clone();
         let said = match last {
             Some(failure) => format!("; its last failure: {failure}"),
             None => String::new(),
@@ -93,45 +128,96 @@ impl Tunnel {
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    forwarder: Forwarder,
-    last_failure: Arc<Mutex<Option<String>>>,
-    printer: Printer,
-) {
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Route {
+    fn failed(&self, failure: String) {
+        self.printer.debug(&format!("tunnel: {failure}"));
+        *locked(&self.last_failure) = Some(failure);
+    }
+
+    /// A new stream to a ready pod: the one resolved last while it is fresh, else the
+    /// Service's ready pod now. A stream that will not open to it is tried once more on the
+    /// pod the Service names then (the one it had may just have been replaced).
+    async fn open(&self) -> Result<(kube::client::Connection, Forwarder)> {
+        let forwarder = self.forwarder(false).await?;
+        match forwarder.open().await {
+            Ok(connection) => Ok((connection, forwarder)),
+            Err(first) => {
+                self.failed(first.message().to_string());
+                let again = self.forwarder(true).await?;
+                if again.backend == forwarder.backend {
+                    return Err(first);
+                }
+                Ok((again.open().await?, again))
+            }
+        }
+    }
+
+    async fn forwarder(&self, stale: bool) -> Result<Forwarder> {
+        let mut current = self.current.lock().await;
+        let fresh = current.at.is_some_and(|at| at.elapsed() < RESOLVE_AGAIN);
+        if fresh && !stale {
+            return Ok(current.forwarder.clone());
+        }
+        let backend = self.cluster.service_backend(&self.service).await?;
+        if backend != current.forwarder.backend {
+            self.printer.debug(&format!(
+                "tunnel: {} now goes to pod {}/{} port {}",
+                self.service, backend.namespace, backend.pod, backend.port
+            ));
+            self.moves.fetch_add(1, Ordering::Relaxed);
+            current.forwarder = self.cluster.forwarder(&backend);
+            *locked(&self.described) = current.forwarder.describe();
+        }
+        current.at = Some(Instant::now());
+        Ok(current.forwarder.clone())
+    }
+
+    /// A stream to this pod broke: the next one asks the Service first.
+    async fn distrust(&self, forwarder: &Forwarder) {
+        let mut current = self.current.lock().await;
+        if current.forwarder.backend == forwarder.backend {
+            current.at = None;
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, route: Arc<Route>) {
     loop {
         let Ok((connection, _)) = listener.accept().await else {
             continue;
         };
-        let forwarder = forwarder.clone();
-        let last_failure = Arc::clone(&last_failure);
-        let printer = printer.clone();
+        let route = Arc::clone(&route);
         tokio::spawn(async move {
-            if let Err(failure) = bridge(connection, &forwarder).await {
-                printer.debug(&format!("tunnel: {failure}"));
-                *last_failure.lock().expect("the tunnel's record") = Some(failure);
+            if let Err(failure) = bridge(connection, &route).await {
+                route.failed(failure);
             }
         });
     }
 }
 
 /// One accepted connection, over one new stream, until either side ends.
-async fn bridge(mut connection: TcpStream, forwarder: &Forwarder) -> Result<(), String> {
-    let _ = connection.set_nodelay(true);
-    let mut stream = forwarder
+async fn bridge(connection: TcpStream, route: &Route) -> Result<(), String> {
+    let (opened, forwarder) = route
         .open()
         .await
         .map_err(|err| err.message().to_string())?;
-    let error = stream.error.take();
-    let copied = tokio::io::copy_bidirectional(&mut connection, &mut stream.io);
-    let kubelet_said = async move {
-        match error {
-            Some(error) => error.await.ok(),
-            None => std::future::pending().await,
+    let ended = bridge::pump(connection, opened.into_stream(), forwarder.backend.port).await;
+    match ended {
+        Ok(()) => Ok(()),
+        Err(broke) => {
+            route.distrust(&forwarder).await;
+            Err(match broke {
+                bridge::Broke::KubeletSaid(said) => {
+                    format!("the kubelet said of {}: {said}", forwarder.describe())
+                }
+                bridge::Broke::Failed(why) => format!("{} broke off: {why}", forwarder.describe()),
+            })
         }
-    };
-    tokio::select! {
-        copied = copied => copied.map(drop).map_err(|err| format!("{} broke off: {err}", forwarder.describe())),
-        Some(said) = kubelet_said => Err(format!("the kubelet said of {}: {said}", forwarder.describe())),
     }
 }

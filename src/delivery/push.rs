@@ -138,9 +138,24 @@ pub(crate) async fn from_archive(run: &Run<'_>, source: archive::Source) -> Resu
                 printer,
             )?;
             run.landing(Some(registry), &target.repository)?;
-            push_to_registry(args, settings, &plan, &target, archive, image, printer)
-                .await
-                .map_err(|err| reach.explain(err))
+            let moves = reach.moves();
+            let pushed = push_to_registry(
+                args,
+                settings,
+                &plan,
+                &target,
+                Arc::clone(&archive),
+                image.clone(),
+                printer,
+            )
+            .await;
+            match pushed {
+                Err(err) if reach.moved_since(moves, &err, printer) => {
+                    push_to_registry(args, settings, &plan, &target, archive, image, printer).await
+                }
+                pushed => pushed,
+            }
+            .map_err(|err| reach.explain(err))
         }
         None => load_into_nodes(run, &discovered, &name, archive, image)
             .await
@@ -181,9 +196,14 @@ pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport
         image: args.image.as_deref(),
         platform: args.platform.as_deref(),
     };
-    let pushed = route::push(&push, &found, &selection, args.compression, printer)
-        .await
-        .map_err(|err| reach.explain(with_ingress_hint(err, registry)))?;
+    let moves = reach.moves();
+    let pushed = match route::push(&push, &found, &selection, args.compression, printer).await {
+        Err(err) if reach.moved_since(moves, &err, printer) => {
+            route::push(&push, &found, &selection, args.compression, printer).await
+        }
+        pushed => pushed,
+    }
+    .map_err(|err| reach.explain(with_ingress_hint(err, registry)))?;
     Ok(registry_report(
         &plan,
         &target,

@@ -1,7 +1,8 @@
 //! Registries only the cluster reaches: minikube's registry addon found from its objects, and
 //! a push through a tunnel through the (stand-in) API server's pod `portforward` subresource,
 //! as kube-rs speaks it, to the real registry; the failures: no permission, no ready pod, a
-//! tunnel that drops mid-push, an API server that does not upgrade. A `minikube` on PATH fails
+//! tunnel that drops mid-push, the registry's pod replaced mid-push, an API server that does not
+//! upgrade. A `minikube` on PATH fails
 //! the test if called: the addon is reached without minikube's CLI.
 
 use std::net::SocketAddr;
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use crate::support::apiserver::{ApiServer, ApiServerBuilder};
 use crate::support::cluster_objects::running_pod;
 use crate::support::fixtures::{Format, Image};
-use crate::support::portforward::Faults;
+use crate::support::portforward::{Faults, Replacement};
 use crate::support::push::{Bench, Outcome};
 use crate::support::registry::TestRegistry;
 
@@ -243,6 +244,53 @@ fn a_tunnel_dropped_mid_push_is_reopened_and_the_blob_resent() {
         "{:?}",
         cluster.bench.api.requests()
     );
+}
+
+#[test]
+fn a_registry_pod_replaced_mid_push_is_followed_and_what_the_new_one_lacks_is_sent() {
+    // The new pod's registry starts empty, as minikube's addon (no volume) comes back.
+    let successor = TestRegistry::start();
+    let labels = json!({"actual-registry": "true", "kubernetes.io/minikube-addons": "registry",
+                        "addonmanager.kubernetes.io/mode": "Reconcile"});
+    let containers = json!([{"name": "registry", "image": "docker.io/registry:2.8.3",
+                             "ports": [{"containerPort": 5000, "protocol": "TCP"}]}]);
+    let new_pod = running_pod("registry-6c86875c6f-q9w4z", labels, containers);
+    let replacement = Replacement::new(
+        5 << 19,
+        "registry-6c86875c6f-x7k2p",
+        new_pod,
+        registry_addr(&successor),
+    );
+    let cluster = tunnelled(|api, registry| {
+        api.minikube_registry_addon(registry)
+            .portforward_faults(Faults {
+                replace: Some(replacement),
+                ..Faults::default()
+            })
+    });
+    // Small layers land on the old pod before it goes; the big ones are cut mid-way.
+    let image = Image::with_layers(68, "linux/amd64", &[3 << 20, 2 << 20, 64 << 10, 32 << 10]);
+    let path = cluster.archive(&image);
+    let run = cluster.run(&["push", &path, "-v"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("tunnel: Service kube-system/registry port 80 now goes to pod kube-system/registry-6c86875c6f-q9w4z port 5000"),
+        "{}",
+        run.stderr
+    );
+    // What the printed ref names is whole in the new pod's registry, read back by skopeo.
+    let manifest: Value = serde_json::from_slice(&successor.skopeo_raw_manifest("app:v1")).unwrap();
+    let digest = run.stdout.trim().rsplit_once('@').unwrap().1;
+    assert_eq!(
+        crate::support::fixtures::sha256(&successor.skopeo_raw_manifest("app:v1")),
+        digest
+    );
+    let blobs = std::iter::once(&manifest["config"])
+        .chain(manifest["layers"].as_array().unwrap())
+        .map(|blob| blob["digest"].as_str().unwrap());
+    for blob in blobs {
+        assert_eq!(successor.blob_status("app", blob), 200, "{blob} missing");
+    }
 }
 
 #[test]

@@ -15,12 +15,24 @@ pub(crate) type Refusal<'a> = dyn Fn(&str, &str, &str, Option<&str>) -> Option<(
 /// What the stand-in holds besides its own fixed objects.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Extra {
-    /// Objects with `apiVersion`, `kind`, `metadata.name` and `metadata.namespace`.
+    /// Objects with `apiVersion`, `kind`, `metadata.name` and `metadata.namespace` (see
+    /// [`Extra::current`]).
     pub(crate) objects: Vec<Value>,
     /// `(namespace, pod, port)` -> where the pod's kubelet connects for a port-forward.
     pub(crate) forwards: Vec<((String, String, u16), SocketAddr)>,
     /// How the port-forward subresource misbehaves (see `portforward.rs`).
     pub(crate) faults: super::portforward::Faults,
+}
+
+impl Extra {
+    /// The objects as they stand now: a pod replaced mid-way gone, its replacement there.
+    fn current(&self) -> impl Iterator<Item = &Value> {
+        let replace = self.faults.replace.as_ref();
+        self.objects
+            .iter()
+            .filter(move |object| !replace.is_some_and(|replace| replace.hides(object)))
+            .chain(replace.and_then(super::portforward::Replacement::added))
+    }
 }
 
 impl ApiServerBuilder {
@@ -161,8 +173,7 @@ pub(crate) fn respond(
     let verb = if name.is_some() { "get" } else { "list" };
     let refused = refusal(&resource, verb, &namespace, name.as_deref());
     let of_kind: Vec<&Value> = extra
-        .objects
-        .iter()
+        .current()
         .filter(|object| {
             object["apiVersion"] == api_version.as_str()
                 && object["metadata"]["namespace"] == namespace.as_str()
@@ -235,16 +246,18 @@ pub(crate) fn forward_target(
     pod: &str,
     port: u16,
 ) -> Option<SocketAddr> {
+    let replaced = extra.faults.replace.as_ref();
     extra
         .forwards
         .iter()
         .find(|((ns, name, p), _)| ns == namespace && name == pod && *p == port)
         .map(|(_, to)| *to)
+        .or_else(|| replaced.and_then(|replace| replace.forward(pod)))
 }
 
 /// Whether a pod of that name is in the stand-in.
 pub(crate) fn has_pod(extra: &Extra, namespace: &str, pod: &str) -> bool {
-    extra.objects.iter().any(|object| {
+    extra.current().any(|object| {
         object["kind"] == "Pod"
             && object["metadata"]["namespace"] == namespace
             && object["metadata"]["name"] == pod
@@ -254,11 +267,13 @@ pub(crate) fn has_pod(extra: &Extra, namespace: &str, pod: &str) -> bool {
 /// Where a port-forward to the pod's one forwarded port connects (kubectl names its port in
 /// stream headers, which the stand-in does not decompress: see `spdy.rs`).
 pub(crate) fn pod_forward(extra: &Extra, namespace: &str, pod: &str) -> Option<SocketAddr> {
+    let replaced = extra.faults.replace.as_ref();
     extra
         .forwards
         .iter()
         .find(|((ns, name, _), _)| ns == namespace && name == pod)
         .map(|(_, to)| *to)
+        .or_else(|| replaced.and_then(|replace| replace.forward(pod)))
 }
 
 /// A SelfSubjectAccessReview answered from the stand-in's RBAC, as the authorizer answers it.

@@ -28,6 +28,57 @@ pub(crate) struct Faults {
     pub(crate) no_upgrade: bool,
     /// Streams opened so far (each a WebSocket connection).
     pub(crate) opened: Arc<AtomicUsize>,
+    /// The pod replaced mid-way, as a registry Deployment's rollout or a drain replaces it.
+    pub(crate) replace: Option<Replacement>,
+}
+
+/// Once this many bytes came from clients through port-forwards to pod `old` in all, the pod
+/// is deleted: its open streams are cut, a new port-forward to it answers 404, and `new` (with
+/// its port forwarding to `to`) takes its place in the lists.
+#[derive(Debug, Clone)]
+pub(crate) struct Replacement {
+    pub(crate) after: u64,
+    pub(crate) old: String,
+    pub(crate) new: Value,
+    pub(crate) to: SocketAddr,
+    forwarded: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Replacement {
+    pub(crate) fn new(after: u64, old: &str, new: Value, to: SocketAddr) -> Self {
+        Self {
+            after,
+            old: old.to_string(),
+            new,
+            to,
+            forwarded: Arc::default(),
+        }
+    }
+
+    pub(crate) fn happened(&self) -> bool {
+        self.forwarded.load(Ordering::SeqCst) >= self.after
+    }
+
+    fn new_name(&self) -> &str {
+        self.new["metadata"]["name"].as_str().unwrap_or_default()
+    }
+
+    /// `object` is the pod it replaced, and that has happened.
+    pub(crate) fn hides(&self, object: &Value) -> bool {
+        self.happened()
+            && object["kind"] == "Pod"
+            && object["metadata"]["name"] == self.old.as_str()
+    }
+
+    /// The new pod, once it is there.
+    pub(crate) fn added(&self) -> Option<&Value> {
+        self.happened().then_some(&self.new)
+    }
+
+    /// Where a port-forward to `pod` connects, once the new pod is there.
+    pub(crate) fn forward(&self, pod: &str) -> Option<SocketAddr> {
+        (self.happened() && pod == self.new_name()).then_some(self.to)
+    }
 }
 
 /// `GUID` of RFC 6455, appended to the key for `Sec-WebSocket-Accept`.
@@ -148,7 +199,19 @@ pub(crate) fn serve(
     }
     let number = extra.faults.opened.fetch_add(1, Ordering::SeqCst);
     let cut_after = (number < extra.faults.cut_streams).then_some(extra.faults.cut_after);
-    relay(extra, client, &writer, &request, &ports, cut_after);
+    let replaced = extra
+        .faults
+        .replace
+        .as_ref()
+        .filter(|replace| replace.old == request.pod);
+    relay(
+        extra,
+        client,
+        &writer,
+        &request,
+        &ports,
+        (cut_after, replaced),
+    );
 }
 
 /// Each port's first frames, the kubelet's dial, then data both ways until one side ends.
@@ -158,7 +221,7 @@ fn relay(
     writer: &Arc<Mutex<TcpStream>>,
     request: &Upgrade,
     ports: &[u16],
-    cut_after: Option<u64>,
+    cuts: (Option<u64>, Option<&Replacement>),
 ) {
     let mut targets = Vec::new();
     for (i, port) in ports.iter().enumerate() {
@@ -207,7 +270,7 @@ fn relay(
             let _ = send(&writer, 8, &[]);
         }));
     }
-    from_client(client, writer, &targets, cut_after);
+    from_client(client, writer, &targets, cuts);
     for target in targets.iter().flatten() {
         let _ = target.shutdown(Shutdown::Both);
     }
@@ -221,7 +284,7 @@ fn from_client(
     client: &TcpStream,
     writer: &Arc<Mutex<TcpStream>>,
     targets: &[Option<TcpStream>],
-    cut_after: Option<u64>,
+    (cut_after, replaced): (Option<u64>, Option<&Replacement>),
 ) {
     let mut reader = client.try_clone().expect("cloning the connection");
     let _ = reader.set_read_timeout(None);
@@ -245,7 +308,13 @@ fn from_client(
                     break;
                 }
                 forwarded += payload.len() as u64 - 1;
-                if cut_after.is_some_and(|limit| forwarded >= limit) {
+                if let Some(replace) = replaced {
+                    replace
+                        .forwarded
+                        .fetch_add(payload.len() as u64 - 1, Ordering::SeqCst);
+                }
+                let deleted = replaced.is_some_and(Replacement::happened);
+                if deleted || cut_after.is_some_and(|limit| forwarded >= limit) {
                     // Cut: no close frame, the connection simply ends.
                     let _ = client.shutdown(Shutdown::Both);
                     break;

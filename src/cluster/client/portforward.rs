@@ -1,11 +1,10 @@
 //! The pod `portforward` subresource over WebSocket (what `kubectl port-forward` asks for):
-//! one stream to one pod port per call, and the failures told as what to do.
+//! one upgraded connection to one pod port per call (its frames are the tunnel's), and the
+//! failures told as what to do.
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::Api;
-use tokio::io::DuplexStream;
+use kube::client::Connection;
 
 use super::Cluster;
 use super::services::{Backend, forbidden};
@@ -18,23 +17,16 @@ pub(super) const OPEN_TIMEOUT: Duration = Duration::from_secs(15);
 /// Opens streams to one pod port; cheap to clone, one per connection bridged.
 #[derive(Clone)]
 pub struct Forwarder {
-    pods: Api<Pod>,
+    client: kube::Client,
     pub backend: Backend,
     server: String,
-}
-
-/// One open stream: its bytes, and the kubelet's error message for it (when it sends one).
-pub struct Stream {
-    pub io: DuplexStream,
-    pub error: Option<tokio::sync::oneshot::Receiver<String>>,
-    pub forwarder: kube::api::Portforwarder,
 }
 
 impl Cluster {
     /// A forwarder to `backend`'s pod and port.
     pub fn forwarder(&self, backend: &Backend) -> Forwarder {
         Forwarder {
-            pods: Api::namespaced(self.client.clone(), &backend.namespace),
+            client: self.client.clone(),
             backend: backend.clone(),
             server: self.target.describe(),
         }
@@ -50,36 +42,27 @@ impl Cluster {
 }
 
 impl Forwarder {
-    /// One new stream, opened within [`OPEN_TIMEOUT`].
-    pub async fn open(&self) -> Result<Stream, Error> {
-        let Backend { pod, port, .. } = &self.backend;
-        let opened = tokio::time::timeout(OPEN_TIMEOUT, self.pods.portforward(pod, &[*port])).await;
-        let mut forwarder = match opened {
-            Err(_) => {
-                return Err(self.failure(format!(
-                    "the API server of {} did not open it within {}",
-                    self.server,
-                    seconds_text(OPEN_TIMEOUT)
-                )));
-            }
-            Ok(Err(err)) => return Err(self.error(err)),
-            Ok(Ok(forwarder)) => forwarder,
-        };
-        let io = forwarder.take_stream(*port).expect("the port asked for");
-        let error = forwarder.take_error(*port).map(|error| {
-            let (sender, receiver) = tokio::sync::oneshot::channel();
-            tokio::spawn(async move {
-                if let Some(message) = error.await {
-                    let _ = sender.send(message);
-                }
-            });
-            receiver
-        });
-        Ok(Stream {
-            io,
-            error,
-            forwarder,
-        })
+    /// One new stream, opened within [`OPEN_TIMEOUT`]: the upgraded WebSocket, whose frames
+    /// are the caller's to speak.
+    pub async fn open(&self) -> Result<Connection, Error> {
+        let Backend {
+            namespace,
+            pod,
+            port,
+        } = &self.backend;
+        let request = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
+            .portforward(pod, &[*port])
+            .map_err(|err| self.failure(err.to_string()))?;
+        let opened = tokio::time::timeout(OPEN_TIMEOUT, self.client.connect(request)).await;
+        match opened {
+            Err(_) => Err(self.failure(format!(
+                "the API server of {} did not open it within {}",
+                self.server,
+                seconds_text(OPEN_TIMEOUT)
+            ))),
+            Ok(Err(err)) => Err(self.error(err)),
+            Ok(Ok(connection)) => Ok(connection),
+        }
     }
 
     /// `a port-forward to pod kube-system/registry-x port 5000`.

@@ -1,0 +1,127 @@
+//! One accepted connection pumped through one port-forward WebSocket, both ways. Out: what the
+//! connection has, up to [`FRAME`] bytes, as one message, in a buffer that is reused (no
+//! allocation per message), flushed when the connection has nothing more for now. In: each
+//! message's bytes written through as they come.
+
+use bytes::{BufMut, BytesMut};
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+use super::frames::{self, Frame};
+
+/// The most bytes one message carries: kubectl's SPDY streams copy 32 KiB at a time, and a
+/// layer's bytes come faster than that.
+pub(super) const FRAME: usize = 64 << 10;
+/// The most of the kubelet's error text kept.
+const ERROR_TEXT: usize = 4 << 10;
+
+/// How a bridged connection ended, when not cleanly.
+#[derive(Debug)]
+pub(super) enum Broke {
+    /// The kubelet's words on the error channel (the pod's port refused, the pod is gone).
+    KubeletSaid(String),
+    /// The WebSocket or the connection failed, or the API server broke the protocol.
+    Failed(String),
+}
+
+/// Pumps `connection` through `socket` (a port-forward to `port`) until the pod's side ends, or
+/// until ours ends and the API server has closed.
+pub(super) async fn pump<S>(connection: TcpStream, socket: S, port: u16) -> Result<(), Broke>
+where
+    S: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
+{
+    let _ = connection.set_nodelay(true);
+    let (from_us, to_us) = connection.into_split();
+    let (sink, stream) = socket.split();
+    let upstream = upstream(from_us, sink);
+    let downstream = downstream(stream, to_us, port);
+    tokio::pin!(upstream, downstream);
+    tokio::select! {
+        ended = &mut downstream => ended,
+        ended = &mut upstream => match ended {
+            // Our side is done sending: what the pod still says comes through, until it closes.
+            Ok(()) => downstream.await,
+            Err(failed) => Err(failed),
+        },
+    }
+}
+
+/// Our connection's bytes to the pod, as large messages on the data channel.
+async fn upstream(
+    mut from_us: OwnedReadHalf,
+    mut sink: impl Sink<Message, Error = WsError> + Unpin,
+) -> Result<(), Broke> {
+    let failed = |err: std::io::Error| Broke::Failed(format!("reading the connection: {err}"));
+    let sent = |err: WsError| Broke::Failed(format!("sending through the API server: {err}"));
+    let mut buffer = BytesMut::with_capacity(FRAME + 1);
+    loop {
+        buffer.reserve(FRAME + 1);
+        buffer.put_u8(frames::DATA);
+        let read = from_us
+            .read_buf(&mut (&mut buffer).limit(FRAME))
+            .await
+            .map_err(failed)?;
+        if read == 0 {
+            break;
+        }
+        // Take what else has already come, up to a whole frame, without waiting for more.
+        let mut idle = false;
+        while buffer.len() <= FRAME {
+            let room = FRAME + 1 - buffer.len();
+            match from_us.try_read_buf(&mut (&mut buffer).limit(room)) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+                    idle = true;
+                    break;
+                }
+                Err(err) => return Err(failed(err)),
+            }
+        }
+        sink.feed(Message::Binary(buffer.split().freeze()))
+            .await
+            .map_err(sent)?;
+        if idle {
+            sink.flush().await.map_err(sent)?;
+        }
+    }
+    sink.close().await.map_err(sent)
+}
+
+/// The pod's bytes to our connection; the kubelet's error text ends it.
+async fn downstream(
+    mut stream: impl Stream<Item = Result<Message, WsError>> + Unpin,
+    mut to_us: OwnedWriteHalf,
+    port: u16,
+) -> Result<(), Broke> {
+    let mut reader = frames::Reader::new(port);
+    while let Some(message) = stream.next().await {
+        let message = message
+            .map_err(|err| Broke::Failed(format!("receiving through the API server: {err}")))?;
+        let bytes = match message {
+            Message::Binary(bytes) => bytes,
+            Message::Close(_) => break,
+            // Pings are answered by the WebSocket itself.
+            _ => continue,
+        };
+        match reader.read(&bytes) {
+            Ok(Frame::Data(data)) => to_us
+                .write_all(data)
+                .await
+                .map_err(|err| Broke::Failed(format!("writing the connection: {err}")))?,
+            Ok(Frame::Opened) => {}
+            Ok(Frame::Error(text)) => {
+                let text = &text[..text.len().min(ERROR_TEXT)];
+                return Err(Broke::KubeletSaid(
+                    String::from_utf8_lossy(text).trim().to_string(),
+                ));
+            }
+            Err(broke) => return Err(Broke::Failed(broke.to_string())),
+        }
+    }
+    let _ = to_us.shutdown().await;
+    Ok(())
+}

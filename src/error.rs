@@ -36,6 +36,8 @@ pub struct Error {
     source: Option<Cause>,
     hints: Vec<String>,
     exit: ExitCode,
+    /// Nothing to say: the exit code says it all (Ctrl-C while `push --watch` waits).
+    quiet: bool,
 }
 
 impl Error {
@@ -45,7 +47,18 @@ impl Error {
             source: None,
             hints: Vec::new(),
             exit,
+            quiet: false,
         }
+    }
+
+    /// An error printed as nothing: the exit code says it all.
+    pub fn quiet(mut self) -> Self {
+        self.quiet = true;
+        self
+    }
+
+    pub fn is_quiet(&self) -> bool {
+        self.quiet
     }
 
     pub fn with_source(mut self, source: impl Into<Cause>) -> Self {

@@ -38,6 +38,15 @@ struct Doing {
     if_stopped: &'static str,
 }
 
+/// Notes that the command is between pieces of work (`push --watch` waiting for a change): a
+/// signal now stops nothing, and ends the run without a word.
+pub fn idle() {
+    *lock() = Some(Doing {
+        what: String::new(),
+        if_stopped: "",
+    });
+}
+
 /// Notes what the command is doing now, and what stopping now would leave.
 pub fn doing(what: impl Into<String>, if_stopped: &'static str) {
     *lock() = Some(Doing {
@@ -76,6 +85,7 @@ pub async fn signalled() -> Signal {
 /// The error for a run stopped by `signal`: what was interrupted and what that leaves.
 pub fn stopped_by(signal: Signal) -> Error {
     let message = match lock().clone() {
+        Some(doing) if doing.what.is_empty() => return Error::new(signal.exit_code(), "").quiet(),
         Some(doing) => format!(
             "interrupted by {} while {}; {}",
             signal.name(),

@@ -116,6 +116,9 @@ impl Printer {
     }
 
     pub fn error(&self, err: &Error) {
+        if err.is_quiet() {
+            return;
+        }
         self.labelled("error", "31", err.message());
         for cause in err.causes() {
             self.labelled("caused by", "2", &cause);

@@ -42,5 +42,6 @@ mod rollout_late;
 mod rollout_shapes;
 mod tunnel;
 mod watch;
+mod watch_rewrites;
 mod why;
 mod why_status;

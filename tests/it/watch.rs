@@ -19,10 +19,10 @@ use crate::support::push::{Bench, clean_std_cmd};
 use crate::support::registry::TestRegistry;
 
 /// A bound on each wait, not a timing assertion: a round here takes well under a second.
-const BOUND: Duration = Duration::from_secs(60);
+pub(crate) const BOUND: Duration = Duration::from_secs(60);
 
 /// The binary running `push --watch`, its stdout and stderr read line by line as they come.
-struct Watching {
+pub(crate) struct Watching {
     child: Child,
     stdout: Receiver<String>,
     stderr: Receiver<String>,
@@ -30,7 +30,7 @@ struct Watching {
 }
 
 impl Watching {
-    fn start(mut command: Command) -> Self {
+    pub(crate) fn start(mut command: Command) -> Self {
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -59,14 +59,14 @@ impl Watching {
     }
 
     /// The next ref line on stdout.
-    fn next_ref(&mut self) -> String {
+    pub(crate) fn next_ref(&mut self) -> String {
         self.stdout
             .recv_timeout(BOUND)
             .unwrap_or_else(|_| panic!("no ref line; stderr so far: {:?}", self.drain()))
     }
 
     /// Reads stderr until a line contains `text`.
-    fn until_said(&mut self, text: &str) {
+    pub(crate) fn until_said(&mut self, text: &str) {
         let deadline = Instant::now() + BOUND;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -83,13 +83,21 @@ impl Watching {
         }
     }
 
-    fn drain(&mut self) -> Vec<String> {
+    /// Everything said on stderr, to its end (after the program exited).
+    pub(crate) fn said_to_the_end(&mut self) -> Vec<String> {
+        while let Ok(line) = self.stderr.recv_timeout(BOUND) {
+            self.said.push(line);
+        }
+        self.said.clone()
+    }
+
+    pub(crate) fn drain(&mut self) -> Vec<String> {
         self.said.extend(self.stderr.try_iter());
         self.said.clone()
     }
 
     /// Ctrl-C, then the exit code and what stdout still had (stderr kept in `said`).
-    fn interrupt(&mut self) -> (i32, Vec<String>) {
+    pub(crate) fn interrupt(&mut self) -> (i32, Vec<String>) {
         let sent = Command::new("kill")
             .args(["-INT", &self.child.id().to_string()])
             .status()

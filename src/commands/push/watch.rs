@@ -2,16 +2,18 @@
 //! archive at that path written or replaced (inotify on its directory), or the engine's image by
 //! that name given a new image ID (its event stream) — each round printing its own ref line
 //! (and rolling out). A round that fails is reported and the next change awaited; a change
-//! during a round is taken up right after it. Ctrl-C ends it (lib.rs: exit 130, the round in
-//! flight dropped as any push is).
+//! during a round is taken up right after it, once the file has settled. Ctrl-C ends it (lib.rs:
+//! exit 130, the round in flight dropped as any push is; between rounds, without a word).
 
 use std::path::Path;
+use std::time::Duration;
 
 use crate::cli::PushArgs;
 use crate::cluster::ClusterOptions;
 use crate::error::{Error, ExitCode, Result};
-use crate::image::archive::changes::{FileWatch, identity};
+use crate::image::archive::changes::{FileWatch, Identity, identity};
 use crate::image::engine::{self, Source};
+use crate::interrupt;
 use crate::output::Printer;
 use crate::settings::Settings;
 
@@ -25,9 +27,14 @@ pub(super) async fn run(
     let kept = tokio::sync::Mutex::new(None);
     let round = || async {
         let mut kept = kept.lock().await;
-        if let Err(err) = super::round(args, cluster_args, settings, printer, &mut kept).await {
-            printer.error(&err);
-            printer.note("push --watch: waiting for the next change");
+        let round = super::round(args, cluster_args, settings, printer, &mut kept).await;
+        interrupt::idle();
+        match round {
+            Ok(()) => printer.debug("push --watch: waiting for the next change"),
+            Err(err) => {
+                printer.error(&err);
+                printer.note("push --watch: waiting for the next change");
+            }
         }
     };
     match Source::classify(&args.source) {
@@ -39,9 +46,21 @@ pub(super) async fn run(
             let path = Path::new(&path);
             let mut watch = FileWatch::new(path);
             printer.debug(&format!("watching {}: {}", path.display(), watch.how));
+            if identity(path).is_none() {
+                // A typo must not look like a hang.
+                printer.warn(&format!(
+                    "{} does not exist yet; push --watch waits for it to be written",
+                    path.display()
+                ));
+            }
             let mut pushed = None;
+            let mut first = true;
             loop {
-                let now = identity(path);
+                let mut now = identity(path);
+                if !first {
+                    now = settled(path, now).await;
+                }
+                first = false;
                 if now.is_some() && now != pushed {
                     pushed = now;
                     round().await;
@@ -66,5 +85,21 @@ pub(super) async fn run(
                 events.next().await;
             }
         }
+    }
+}
+
+/// How long a changed archive must stay the same before it is pushed: a writer still at it
+/// (an archive rewritten in place, in several writes) is waited for, not pushed half-written.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// The file's identity once it has stopped changing for [`SETTLE`].
+async fn settled(path: &Path, mut now: Option<Identity>) -> Option<Identity> {
+    loop {
+        tokio::time::sleep(SETTLE).await;
+        let again = identity(path);
+        if again == now {
+            return now;
+        }
+        now = again;
     }
 }

@@ -899,7 +899,22 @@ async fn an_upload_cut_off_by_the_registry_dying_is_retryable() {
                     .status()
                     .unwrap();
                 assert!(killed.success());
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                // SIGKILL lands a moment later on a loaded machine: wait until it has (a
+                // zombie is dead), not a fixed while.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+                loop {
+                    let stat =
+                        std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                    let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
+                    if stat.is_empty() || state.starts_with('Z') {
+                        break;
+                    }
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "the registry outlived SIGKILL"
+                    );
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
             }
             Ok(chunk)
         }

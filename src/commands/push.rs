@@ -127,7 +127,9 @@ async fn roll(
             .context(ExitCode::Failure, || "writing the report as JSON")?;
         json["rollout"] = serde_json::to_value(&outcomes)
             .context(ExitCode::Failure, || "writing the report as JSON")?;
-        printer.result(&serde_json::to_string_pretty(&json).unwrap_or_default())?;
+        let text = serde_json::to_string_pretty(&json)
+            .context(ExitCode::Failure, || "writing the report as JSON")?;
+        printer.result(&text)?;
     }
     match outcomes.into_iter().find_map(|outcome| outcome.error) {
         Some(error) => Err(error),

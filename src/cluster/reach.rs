@@ -1,6 +1,7 @@
 //! The host this run talks to the registry at: the one the route picks, or a tunnel through the
 //! API server opened to its Service (said with -v, and why).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::cluster::discovery::Discovered;
@@ -22,11 +23,21 @@ pub enum Decided {
     Tunnel(ServiceRef, TunnelWhy),
 }
 
-/// Where this run reaches the registry; holds the tunnel open while it lives.
+/// Where this run reaches the registry, and the tunnel it goes through.
 pub struct Reach {
     pub host: RegistryHost,
     pub field: Option<&'static str>,
-    pub tunnel: Option<Tunnel>,
+    pub tunnel: Option<Arc<Tunnel>>,
+}
+
+/// The tunnels this process opened, by Service: a `push --watch` run opens its tunnel once and
+/// sends every round through it (its loopback port stays the same; a replaced pod is followed).
+static OPENED: Mutex<Vec<(ServiceRef, Arc<Tunnel>)>> = Mutex::new(Vec::new());
+
+fn opened() -> std::sync::MutexGuard<'static, Vec<(ServiceRef, Arc<Tunnel>)>> {
+    OPENED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Reach {
@@ -40,7 +51,7 @@ impl Reach {
 
     /// How many times the tunnel's streams moved to another pod (0 straight to a host).
     pub fn moves(&self) -> u64 {
-        self.tunnel.as_ref().map_or(0, Tunnel::moves)
+        self.tunnel.as_ref().map_or(0, |tunnel| tunnel.moves())
     }
 
     /// A push failed after the tunnel moved to another pod since `moves`: the registry's pod
@@ -54,7 +65,7 @@ impl Reach {
                 failure.message(),
                 self.tunnel
                     .as_ref()
-                    .map_or_else(String::new, Tunnel::describe)
+                    .map_or_else(String::new, |tunnel| tunnel.describe())
             ));
         }
         moved
@@ -107,7 +118,21 @@ pub async fn reach(
                     "a tunnel needs the cluster, which was not asked (--registry or KUBECTL_REGISTRY_HOST named the registry)",
                 ));
             };
-            let tunnel = Tunnel::open(cluster, &service, printer).await?;
+            let kept = opened()
+                .iter()
+                .find(|(open, _)| *open == service)
+                .map(|(_, tunnel)| Arc::clone(tunnel));
+            let tunnel = match kept {
+                Some(tunnel) => {
+                    printer.debug(&format!("tunnel: {} again", tunnel.host()));
+                    tunnel
+                }
+                None => {
+                    let tunnel = Arc::new(Tunnel::open(cluster, &service, printer).await?);
+                    opened().push((service, Arc::clone(&tunnel)));
+                    tunnel
+                }
+            };
             Ok(Reach {
                 host: tunnel.host().clone(),
                 field: None,

@@ -14,8 +14,10 @@ use crate::support::apiserver::{ApiServer, ApiServerBuilder};
 use crate::support::cluster_objects::running_pod;
 use crate::support::fixtures::{Format, Image};
 use crate::support::portforward::{Faults, Replacement};
+use crate::support::push::clean_std_cmd;
 use crate::support::push::{Bench, Outcome};
 use crate::support::registry::TestRegistry;
+use crate::watch::Watching;
 
 /// A bench whose cluster is built by `cluster` around the real registry's address, with a
 /// `minikube` on PATH that records being called.
@@ -291,6 +293,36 @@ fn a_registry_pod_replaced_mid_push_is_followed_and_what_the_new_one_lacks_is_se
     for blob in blobs {
         assert_eq!(successor.blob_status("app", blob), 200, "{blob} missing");
     }
+}
+
+#[test]
+fn a_watch_opens_its_tunnel_once_for_every_round() {
+    let cluster = tunnelled(|api, registry| api.minikube_registry_addon(registry));
+    let path = cluster.archive(&Image::sample(69));
+    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
+    let mut command = clean_std_cmd(binary.as_os_str(), cluster.bench.dir.path());
+    command
+        .env("KUBECONFIG", &cluster.bench.kubeconfig)
+        .args(["push", &path, "--watch", "-v"]);
+    let mut watching = Watching::start(command);
+    let first = watching.next_ref();
+    let next = cluster.bench.path("next.tar");
+    Image::sample(70).write(Format::OciArchive, &next, &["app:v1"]);
+    std::fs::rename(&next, &path).unwrap();
+    let second = watching.next_ref();
+    assert_ne!(first, second);
+    assert_eq!(watching.interrupt().0, 130);
+    let said = watching.said_to_the_end();
+    let opened: Vec<&String> = said
+        .iter()
+        .filter(|line| line.starts_with("tunnel: 127.0.0.1:") && line.contains(" -> "))
+        .collect();
+    assert_eq!(opened.len(), 1, "{said:#?}");
+    assert!(
+        said.iter()
+            .any(|line| line.starts_with("tunnel: 127.0.0.1:") && line.ends_with(" again")),
+        "{said:#?}"
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 mod access;
 mod answers;
 mod config;
+mod follow;
 mod health;
 mod hosting_write;
 mod pod_status;
@@ -33,12 +34,13 @@ use crate::settings::Settings;
 
 pub use crate::cluster::rollout::WorkloadKind;
 use config::ClientSettings;
+pub use follow::{Change, WATCH_SECONDS};
 pub use hosting_write::Written;
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub(crate) use pods::PULL_FAILURES;
 pub use pods::{ProbePod, PullState};
 pub use portforward::Forwarder;
-pub use rollout::{Change, Crash, RolloutPod, WATCH_SECONDS};
+pub use rollout::{Crash, RolloutPod};
 pub use services::Backend;
 pub use workloads::{ImageUse, ImageUses, usage_forbidden};
 

@@ -370,6 +370,21 @@ fn a_pod_pulls_the_probe_through_the_nodes_runtime_mapping_and_is_removed() {
         pods.last().map(String::as_str),
         Some("DELETE /api/v1/namespaces/default/pods/kubectl-registry-doctor-00002")
     );
+    // Followed as a rollout's pods are (listed, then watched while pending), not read in a loop.
+    let targets = server.targets();
+    assert!(
+        targets
+            .iter()
+            .any(|t| t.starts_with("GET /api/v1/namespaces/default/pods?")
+                && t.contains("fieldSelector=metadata.name%3Dkubectl-registry-doctor-00002")),
+        "{targets:?}"
+    );
+    assert!(
+        !targets
+            .iter()
+            .any(|t| t.starts_with("GET /api/v1/namespaces/default/pods/")),
+        "{targets:?}"
+    );
 }
 
 #[test]

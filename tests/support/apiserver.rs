@@ -645,6 +645,15 @@ fn serve_connection(
         };
         return super::portforward::serve(&state.spec.extra, raw, request, refusal);
     }
+    if authorized
+        && method == "GET"
+        && path == "/api/v1/namespaces/default/pods"
+        && query
+            .split('&')
+            .any(|pair| pair == "watch=true" || pair == "watch=1")
+    {
+        return watch_pods(state, query, reader.get_mut());
+    }
     let (code, body) = if !authorized {
         (401, status(401, "Unauthorized", "Unauthorized", json!({})))
     } else if let Some(answer) = super::cluster_objects::respond(
@@ -690,6 +699,58 @@ fn serve_connection(
     let stream = reader.get_mut();
     let _ = stream.write_all(response.as_bytes());
     let _ = stream.flush();
+}
+
+/// A watch of pods in `default` (by `metadata.name=` field selector): each as ADDED, then held
+/// open until its timeoutSeconds as a real server holds it (these pods change no more once the
+/// kubelet's part is done at their creation).
+fn watch_pods(state: &Served, query: &str, stream: &mut dyn Write) {
+    let value = |key: &str| {
+        query.split('&').find_map(|pair| {
+            pair.strip_prefix(key)
+                .and_then(|rest| rest.strip_prefix('='))
+                .map(|value| value.replace("%3D", "=").replace("%2C", ","))
+        })
+    };
+    let name = value("fieldSelector").and_then(|selector| {
+        selector
+            .split(',')
+            .find_map(|term| term.strip_prefix("metadata.name=").map(str::to_string))
+    });
+    let seconds: u64 = value("timeoutSeconds")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10)
+        .min(60);
+    let events: Vec<String> = {
+        let store = state.store.lock().expect("store");
+        store
+            .pods
+            .values()
+            .filter(|pod| {
+                name.as_deref()
+                    .is_none_or(|name| pod["metadata"]["name"] == name)
+            })
+            .map(|pod| json!({"type": "ADDED", "object": pod}).to_string() + "\n")
+            .collect()
+    };
+    let header =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    if stream.write_all(header.as_bytes()).is_err() {
+        return;
+    }
+    for event in events {
+        let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+        if stream
+            .write_all(chunk.as_bytes())
+            .and_then(|()| stream.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+    // Held open until its time is up: the client goes long before.
+    std::thread::sleep(std::time::Duration::from_secs(seconds));
+    let _ = stream.write_all(b"0\r\n\r\n");
 }
 
 /// A rustls server config for the PEM chain and key.

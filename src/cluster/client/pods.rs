@@ -5,7 +5,10 @@ use k8s_openapi::api::core::v1::{Container, Event, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
+use futures_util::stream::BoxStream;
+
 use super::Cluster;
+use super::follow::{Change, follow, watch_config};
 use crate::error::{Error, ExitCode, Result};
 
 const POD_NAME_PREFIX: &str = "kubectl-registry-doctor-";
@@ -91,6 +94,12 @@ impl Cluster {
             .await
             .map_err(|err| self.pod_error("reading", &pod.namespace, err))?;
         Ok(pull_state(&current))
+    }
+
+    /// How the pod's pull goes, listed then watched.
+    pub fn follow_probe_pod(&self, pod: &ProbePod) -> BoxStream<'static, Change<PullState>> {
+        let config = watch_config().fields(&format!("metadata.name={}", pod.name));
+        follow(pod.api.clone(), config, |pod| pull_state(&pod))
     }
 
     /// The kubelet's events about the pod, oldest first, as `Reason: message`.

@@ -3,14 +3,42 @@
 
 use std::time::Duration;
 
+use futures_util::StreamExt;
+
 use super::report::{Check, CheckId};
-use crate::cluster::client::{Cluster, PullState};
+use crate::cluster::client::{Change, Cluster, ProbePod, PullState};
 use crate::cluster::hosting::LocalRegistry;
 use crate::error::ExitCode;
 
-const POLL_EVERY: Duration = Duration::from_millis(500);
 /// How long the node may take to pull a few hundred bytes before we call it stuck.
-const POLLS: u32 = 120;
+const WAIT: Duration = Duration::from_secs(60);
+/// Between two reads where watching the pod is refused.
+const POLL_EVERY: Duration = Duration::from_millis(500);
+
+/// The pod watched until its pull is done or failed (read twice a second where the watch is
+/// refused); unbounded: the caller bounds it.
+async fn pulled(cluster: &Cluster, pod: &ProbePod) -> crate::error::Result<PullState> {
+    let mut follow = cluster.follow_probe_pod(pod);
+    while let Some(change) = follow.next().await {
+        let now = match change {
+            Change::All(states) => states.into_iter().next(),
+            Change::Applied(state) => Some(state),
+            Change::Deleted(_) | Change::Trouble(_) => None,
+            Change::Forbidden(_) => break,
+        };
+        if let Some(state) = now.filter(|state| *state != PullState::Pending) {
+            return Ok(state);
+        }
+    }
+    drop(follow);
+    loop {
+        let state = cluster.probe_pull_state(pod).await?;
+        if state != PullState::Pending {
+            return Ok(state);
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
 
 /// Runs the pod, waits for its pull, and removes it whatever happened.
 pub(super) async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &str) -> Check {
@@ -18,14 +46,9 @@ pub(super) async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &s
         Ok(pod) => pod,
         Err(error) => return Check::from_error(CheckId::Pod, &error),
     };
-    let mut state = Ok(PullState::Pending);
-    for _ in 0..POLLS {
-        state = cluster.probe_pull_state(&pod).await;
-        if !matches!(state, Ok(PullState::Pending)) {
-            break;
-        }
-        tokio::time::sleep(POLL_EVERY).await;
-    }
+    let state = tokio::time::timeout(WAIT, pulled(cluster, &pod))
+        .await
+        .unwrap_or(Ok(PullState::Pending));
     let events = cluster.probe_events(&pod).await.unwrap_or_default();
     let removed = cluster.remove_probe_pod(&pod).await;
     let named = format!("pod {}/{}", pod.namespace, pod.name);
@@ -62,7 +85,7 @@ pub(super) async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &s
             ExitCode::Registry,
             format!(
                 "{named} had not pulled {image} after {} s{}",
-                (POLL_EVERY * POLLS).as_secs(),
+                WAIT.as_secs(),
                 kubelet_said(&events)
             ),
         ),

@@ -7,6 +7,8 @@ pub mod commands;
 pub mod delivery;
 pub mod environment;
 pub mod error;
+#[cfg(fuzzing)]
+pub mod fuzz_entry;
 pub mod image;
 pub mod interrupt;
 pub mod limits;

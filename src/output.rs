@@ -178,6 +178,44 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
     Cow::Owned(escaped)
 }
 
+/// The most characters of one value from outside that a message quotes.
+pub const SHOWN_CHARS: usize = 120;
+
+/// A value from outside (a host, a tag, a header, a ConfigMap field, a name in an archive) as a
+/// message quotes it: in double quotes, every character but printable ASCII escaped (`\u{43e}`,
+/// so a control, a look-alike letter or a bidi character is seen for what it is), and cut after
+/// [`SHOWN_CHARS`] characters, saying how many more there were. A 10 MB value is a line, not 10 MB.
+pub fn shown(text: &str) -> String {
+    let (escaped, more) = escaped_start(text);
+    format!("\"{escaped}\"{}", more_text(more))
+}
+
+/// [`shown`] without the quotes, for a value inside words of its own (`it has a path (/v2)`).
+pub fn shown_bare(text: &str) -> String {
+    let (escaped, more) = escaped_start(text);
+    format!("{escaped}{}", more_text(more))
+}
+
+/// The first [`SHOWN_CHARS`] characters escaped, and how many characters follow them.
+fn escaped_start(text: &str) -> (String, usize) {
+    let mut escaped = String::with_capacity(text.len().min(SHOWN_CHARS) + 8);
+    let mut chars = text.chars();
+    for c in chars.by_ref().take(SHOWN_CHARS) {
+        match c {
+            ' '..='~' if c != '"' && c != '\\' => escaped.push(c),
+            _ => escaped.extend(c.escape_default()),
+        }
+    }
+    (escaped, chars.count())
+}
+
+fn more_text(more: usize) -> String {
+    match more {
+        0 => String::new(),
+        more => format!("... ({more} more characters)"),
+    }
+}
+
 /// [`escape_control`], except that colour sequences (`ESC [` digits and `;`, then `m`) pass:
 /// they change only colours, never the cursor, the screen or the title.
 pub fn escape_keeping_colors(text: &str) -> Cow<'_, str> {
@@ -260,6 +298,23 @@ mod tests {
             escape_keeping_colors("\x1b[1;32mok\x1b[0m \x1b[2J\x1b]0;t\x07 \x1b[31"),
             "\x1b[1;32mok\x1b[0m \\u001b[2J\\u001b]0;t\\u0007 \\u001b[31"
         );
+    }
+
+    #[test]
+    fn shown_values_are_quoted_escaped_and_cut() {
+        assert_eq!(shown("kind-registry:5000"), r#""kind-registry:5000""#);
+        assert_eq!(
+            shown("a\"b\\c\x1b[2J\u{43e}"),
+            r#""a\"b\\c\u{1b}[2J\u{43e}""#
+        );
+        let long = "x".repeat(10_000_000);
+        let quoted = shown(&long);
+        assert!(quoted.len() < 200, "{} bytes", quoted.len());
+        assert!(quoted.ends_with(&format!(
+            "... ({} more characters)",
+            10_000_000 - SHOWN_CHARS
+        )));
+        assert_eq!(shown(&"y".repeat(SHOWN_CHARS)).len(), SHOWN_CHARS + 2);
     }
 
     #[test]

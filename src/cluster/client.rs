@@ -28,7 +28,7 @@ use crate::cluster::exec_plugin::{self, PluginFailure};
 use crate::cluster::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
 use crate::cluster::kubeconfig::KubeconfigFacts;
 use crate::error::{Error, ExitCode, Result};
-use crate::limits::seconds_text;
+use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
 use crate::output::Printer;
 use crate::settings::Settings;
 
@@ -157,6 +157,7 @@ impl Cluster {
         let client = builder
             .with_layer(&answers::Guard {
                 limit: answers::API_ANSWER_LIMIT,
+                within: settings.limits.request_timeout,
             })
             .build();
         Ok(Self {
@@ -348,6 +349,16 @@ impl Cluster {
             )
             .with_hint(format!(
                 "no answer we ask for is that large: check what answers at that address, then try {check}"
+            ));
+        }
+        if let Some(slow) = find_in_chain::<answers::AnswerTooSlow>(&err) {
+            return Error::new(
+                ExitCode::Cluster,
+                format!("{doing}: the API server of {target} answered too slowly: {slow}"),
+            )
+            .with_hint(format!(
+                "its answer kept coming, a little at a time: is the {through} overloaded or stuck? \
+                 {check} shows whether it answers; {REQUEST_TIMEOUT_ENV} sets how long to wait"
             ));
         }
         let connecting = find_in_chain::<hyper_util::client::legacy::Error>(&err)

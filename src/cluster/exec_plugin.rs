@@ -35,7 +35,7 @@ pub enum PluginFailure {
 }
 
 #[derive(Deserialize)]
-struct ExecCredential {
+pub(crate) struct ExecCredential {
     status: Option<Status>,
 }
 
@@ -139,7 +139,7 @@ async fn run(exec: &ExecConfig) -> Result<Status, PluginFailure> {
 
 /// The plugin's answer: JSON, or YAML, as client-go reads it. A broken answer is told by what
 /// JSON makes of it.
-fn parse_answer(stdout: &[u8]) -> Result<ExecCredential, String> {
+pub(crate) fn parse_answer(stdout: &[u8]) -> Result<ExecCredential, String> {
     let json = match serde_json::from_slice(stdout) {
         Ok(answer) => return Ok(answer),
         Err(err) => err,

@@ -34,7 +34,18 @@ use crate::image::digest::Digest;
 use crate::image::registry::{Stalled, Watchdog};
 use crate::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
 use crate::output::Printer;
-use export::{Ended, Export};
+use export::{Ended, Export, ExportBound};
+
+/// What the fuzz targets reach (`fuzz/`, `crate::fuzz_entry`): the decoders of engines' answers.
+#[cfg(fuzzing)]
+pub(crate) mod fuzzing {
+    pub(crate) use super::containerd::{
+        get_image_response, grpc_status, info_response, next_message, read_nerdctl_toml,
+        read_response,
+    };
+    pub(crate) use super::daemon::PushAnswer;
+    pub(crate) use super::store::{LayerReader, parse_storage_conf};
+}
 
 /// What may follow the end of an export's tar: its writer's padding (tar pads to 10 KiB records).
 const TRAILER_LIMIT: u64 = 1 << 20;
@@ -137,6 +148,7 @@ impl Found {
             mut reader,
             mut running,
         } = self.start_export().await?;
+        reader.bound(self.facts.size.map(ExportBound::of));
         let mut reading = tokio::task::spawn_blocking(move || {
             let out = pass(&mut reader);
             // A tar ends before its writer's last padding: read that too, or the engine dies of

@@ -36,7 +36,7 @@ pub struct ImageName {
 }
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-#[error("{raw:?} is not {what}: {why}")]
+#[error("{} is not {what}: {why}", crate::output::shown(raw))]
 pub struct NameError {
     raw: String,
     what: &'static str,

@@ -37,6 +37,20 @@ use self::transport::{
 use crate::error::{Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 
+/// What the fuzz targets reach (`fuzz/`, `crate::fuzz_entry`): the readers of registries' answers
+/// and of docker's credentials.
+#[cfg(fuzzing)]
+pub(crate) mod fuzzing {
+    pub(crate) use super::auth::{parse_challenge, token_of, unspoken_scheme};
+    pub(crate) use super::credentials::{
+        Wanted, find_entry, from_auths, helper_answer, helper_reason, parse_config,
+    };
+    pub(crate) use super::errors::retry_after_of;
+    pub(crate) use super::listing::next_page;
+    pub(crate) use super::manifest::check_answered_digest;
+    pub(crate) use super::upload::location_in;
+}
+
 /// A client for one registry host.
 #[derive(Debug, Clone)]
 pub struct RegistryClient {

@@ -9,6 +9,7 @@ mod cluster_answers;
 mod completion;
 mod doctor;
 mod help;
+mod hostile_peers;
 mod in_cluster;
 mod info;
 mod kubectl_plugin;

@@ -1,15 +1,20 @@
 //! What we take from the API server, as a layer over kube's HTTP service: each answer's body is
-//! capped (kube's client buffers whole bodies), and an answer that is not the Kubernetes API (a
-//! proxy's HTML login page, a redirect to one) is an error saying what came back instead.
+//! capped (kube's client buffers whole bodies), each answer must arrive whole within a bound of
+//! its own (a server that trickles a byte a second never times out a read), and an answer that
+//! is not the Kubernetes API (a proxy's HTML login page, a redirect to one) is an error saying
+//! what came back instead. Streams are not answers: a watch (`watch=true`), a followed log
+//! (`follow=true`) and an upgraded connection (port-forward, exec) keep only their own bounds.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
-use http_body::Body as HttpBody;
+use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::{BodyExt, Limited};
+use tokio::time::{Instant, Sleep};
 use tower::{BoxError, Layer, Service};
 
 /// The most we buffer of one API server answer. A list of 5000 nodes is about 100 MB with their
@@ -23,6 +28,8 @@ const PAGE_SAMPLE: usize = 16 << 10;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Guard {
     pub limit: usize,
+    /// The most time one answer may take, from the request to its last byte.
+    pub within: Duration,
 }
 
 impl<S> Layer<S> for Guard {
@@ -32,6 +39,7 @@ impl<S> Layer<S> for Guard {
         Guarded {
             inner,
             limit: self.limit,
+            within: self.within,
         }
     }
 }
@@ -40,9 +48,10 @@ impl<S> Layer<S> for Guard {
 pub(crate) struct Guarded<S> {
     inner: S,
     limit: usize,
+    within: Duration,
 }
 
-type Answer<B> = Response<Limited<B>>;
+type Answer<B> = Response<Bounded<Limited<B>>>;
 
 impl<S, ReqBody, B> Service<Request<ReqBody>> for Guarded<S>
 where
@@ -61,16 +70,97 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        let within = self.within;
+        let deadline = (!is_stream(&request)).then(|| Instant::now() + within);
         let answer = self.inner.call(request);
         let limit = self.limit;
         Box::pin(async move {
-            let response = answer.await.map_err(Into::into)?;
+            let response = match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline, answer)
+                    .await
+                    .map_err(|_| Box::new(AnswerTooSlow { within }) as BoxError)?,
+                None => answer.await,
+            }
+            .map_err(Into::into)?;
             if let Some(not_the_api) = NotTheApi::of(&response) {
                 let page = sample(response.into_body()).await;
                 return Err(Box::new(not_the_api.with_page(&page)) as BoxError);
             }
-            Ok(response.map(|body| Limited::new(body, limit)))
+            Ok(response.map(|body| Bounded {
+                body: Limited::new(body, limit),
+                deadline: deadline.map(|deadline| Box::pin(tokio::time::sleep_until(deadline))),
+                within,
+            }))
         })
+    }
+}
+
+/// A request whose answer is a stream that lasts as long as it is wanted: a watch, a followed
+/// log, an upgrade to a connection of its own (port-forward, exec). Its reads keep their own
+/// bound (kube's read timeout, the watch's own timeout), not the answer's.
+fn is_stream<B>(request: &Request<B>) -> bool {
+    let query = request.uri().query().unwrap_or_default();
+    let streams = query
+        .split('&')
+        .any(|pair| matches!(pair, "watch=true" | "watch=1" | "follow=true" | "follow=1"));
+    streams || request.headers().contains_key(header::UPGRADE)
+}
+
+/// An answer that did not arrive whole in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AnswerTooSlow {
+    pub within: Duration,
+}
+
+impl std::fmt::Display for AnswerTooSlow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the answer did not arrive whole within {}",
+            crate::limits::seconds_text(self.within)
+        )
+    }
+}
+
+impl std::error::Error for AnswerTooSlow {}
+
+/// An answer's body that fails once its deadline passes, however its bytes trickle in.
+pub(crate) struct Bounded<B> {
+    body: B,
+    deadline: Option<Pin<Box<Sleep>>>,
+    within: Duration,
+}
+
+impl<B> HttpBody for Bounded<B>
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        if let Some(deadline) = this.deadline.as_mut()
+            && deadline.as_mut().poll(cx).is_ready()
+        {
+            let within = this.within;
+            return Poll::Ready(Some(Err(Box::new(AnswerTooSlow { within }))));
+        }
+        Pin::new(&mut this.body)
+            .poll_frame(cx)
+            .map(|frame| frame.map(|frame| frame.map_err(Into::into)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 

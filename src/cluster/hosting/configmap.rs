@@ -90,7 +90,7 @@ fn parse_hosting_v1(
     value: &str,
     notes: &mut Vec<Note>,
 ) -> Result<HostingConfigMap, Error> {
-    let fields = read_v1_fields(key, value)?;
+    let fields = read_v1_fields(key, value, notes)?;
     let help = fields.help.clone();
     let field_error =
         |field: &str, problem: String| configmap_error(key, field, problem, help.as_deref());
@@ -135,7 +135,8 @@ fn parse_hosting_v1(
             .map_err(|bad| field_error(field, "is not a registry host".into()).with_source(bad))?;
         if let Some(scheme) = scheme {
             notes.push(Note::Warning(format!(
-                "ConfigMap {HOSTING_CONFIGMAP}, key {key}, field {field} {raw:?} has a scheme ({scheme}://); using {host}"
+                "ConfigMap {HOSTING_CONFIGMAP}, key {key}, field {field} {} has a scheme ({scheme}://); using {host}",
+                crate::output::shown(raw)
             )));
         }
         Ok::<_, Error>(host)
@@ -211,7 +212,7 @@ fn service_only(
     }))
 }
 
-fn read_v1_fields(key: &str, value: &str) -> Result<HostingV1Fields, Error> {
+fn read_v1_fields(key: &str, value: &str, notes: &mut Vec<Note>) -> Result<HostingV1Fields, Error> {
     // Parsed into a generic value first so a wrong type can be blamed on its field by name.
     let options = serde_saphyr::options! { with_snippet: false };
     let document: serde_json::Value =
@@ -237,19 +238,22 @@ fn read_v1_fields(key: &str, value: &str) -> Result<HostingV1Fields, Error> {
             .with_hint(fix_hint(None)));
         }
     };
-    // help first: later errors show it as their hint.
-    let help = string_field(key, &mapping, "help", None)?;
-    if help
-        .as_deref()
-        .is_some_and(|h| h.chars().any(char::is_control))
-    {
-        return Err(configmap_error(
-            key,
-            "help",
-            "contains a control character".into(),
-            None,
-        ));
-    }
+    // help first: later errors show it as their hint. It only informs: a bad one is dropped
+    // with a warning, and the rest of the ConfigMap is read.
+    let help = match string_field(key, &mapping, "help", None) {
+        Ok(Some(help)) if help.chars().any(char::is_control) => {
+            notes.push(Note::Warning(format!(
+                "ConfigMap {HOSTING_CONFIGMAP}, key {key}: field help {} contains a control character; ignoring it",
+                crate::output::shown(&help)
+            )));
+            None
+        }
+        Ok(help) => help,
+        Err(err) => {
+            notes.push(Note::Warning(format!("{}; ignoring it", err.message())));
+            None
+        }
+    };
     let help_hint = help.as_deref();
     Ok(HostingV1Fields {
         host: string_field(key, &mapping, "host", help_hint)?,

@@ -30,7 +30,8 @@ pub fn registry_from_override(
         })?;
         if let Some(scheme) = scheme {
             notes.push(Note::Warning(format!(
-                "{name} {raw:?} has a scheme ({scheme}://); using {host}"
+                "{name} {} has a scheme ({scheme}://); using {host}",
+                crate::output::shown(raw)
             )));
         }
         Ok::<_, Error>(host)
@@ -86,7 +87,8 @@ pub fn registry_from_node_annotations(
         })?;
         if let Some(scheme) = scheme {
             notes.push(Note::Warning(format!(
-                "node {node}, annotation {annotation} {raw:?} has a scheme ({scheme}://); using {host}"
+                "node {node}, annotation {annotation} {} has a scheme ({scheme}://); using {host}",
+                crate::output::shown(raw)
             )));
         }
         Ok::<_, Error>(host)

@@ -506,7 +506,7 @@ fn a_hostile_host_field_is_an_error_naming_the_field_with_the_cause() {
 }
 
 #[test]
-fn control_characters_in_a_host_or_help_are_errors() {
+fn a_control_character_in_the_host_is_an_error_and_in_help_drops_help_alone() {
     let err = read_err(&[("localRegistryHosting.v1", "host: \"localhost\\t:5000\"\n")]);
     assert_eq!(
         err.causes(),
@@ -514,13 +514,32 @@ fn control_characters_in_a_host_or_help_are_errors() {
             r#""localhost\t:5000" is not a registry host[:port]: it contains a control character"#
         ]
     );
-    let err = read_err(&[(
+    for help in ["\"see \\e[31mthis\"", "[not, text]"] {
+        let (registry, notes) = read_ok(&[(
+            "localRegistryHosting.v1",
+            &format!("host: localhost:5000\nhelp: {help}\n"),
+        )]);
+        let registry = registry.expect("the rest of the ConfigMap is read");
+        assert_eq!(registry.host, host("localhost:5000"));
+        assert_eq!(registry.help, None);
+        let warnings = warnings(&notes);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(
+                "ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field help "
+            ) && warnings[0].ends_with("; ignoring it"),
+            "{warnings:?}"
+        );
+    }
+    let (_, notes) = read_ok(&[(
         "localRegistryHosting.v1",
         "host: localhost:5000\nhelp: \"see \\e[31mthis\"\n",
     )]);
     assert_eq!(
-        err.message(),
-        "ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field help contains a control character"
+        warnings(&notes),
+        vec![
+            r#"ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field help "see \u{1b}[31mthis" contains a control character; ignoring it"#
+        ]
     );
 }
 

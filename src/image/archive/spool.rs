@@ -2,8 +2,10 @@
 //! archives (gzip, zstd, bzip2, xz: what `docker load` and `podman load` read) to an anonymous
 //! temporary file so the tar inside can be read at offsets.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
+use std::rc::Rc;
 
 use super::error::ArchiveError;
 
@@ -88,17 +90,37 @@ pub(crate) fn spool(
     magic: Magic,
     archive: &str,
 ) -> Result<(File, Magic), ArchiveError> {
+    spool_within(stream, magic, archive, BOMB_FLOOR)
+}
+
+/// [`spool`], refusing a stream that inflates past `floor` bytes and [`BOMB_RATIO`] times its
+/// compressed size.
+fn spool_within(
+    stream: impl Read,
+    magic: Magic,
+    archive: &str,
+    floor: u64,
+) -> Result<(File, Magic), ArchiveError> {
     let mut file = tempfile::tempfile().map_err(|source| ArchiveError::Spool {
         archive: archive.to_string(),
         source,
     })?;
+    let compressed_read = Rc::new(Cell::new(0u64));
+    let stream = Counted {
+        inner: stream,
+        read: Rc::clone(&compressed_read),
+    };
+    let read = &(compressed_read, floor);
     let (copied, compression) = match magic {
         Magic::Gzip => (
-            copy_tar(GzipMembers::new(stream), &mut file, archive, "gzip")?,
+            copy_tar(GzipMembers::new(stream), read, &mut file, archive, "gzip")?,
             Some("gzip"),
         ),
         Magic::Zstd => match zstd::stream::read::Decoder::new(stream) {
-            Ok(decoder) => (copy_tar(decoder, &mut file, archive, "zstd")?, Some("zstd")),
+            Ok(decoder) => (
+                copy_tar(decoder, read, &mut file, archive, "zstd")?,
+                Some("zstd"),
+            ),
             Err(source) => {
                 return Err(ArchiveError::Decompress {
                     archive: archive.to_string(),
@@ -110,6 +132,7 @@ pub(crate) fn spool(
         Magic::Bzip2 => (
             copy_tar(
                 bzip2::read::MultiBzDecoder::new(stream),
+                read,
                 &mut file,
                 archive,
                 "bzip2",
@@ -117,12 +140,7 @@ pub(crate) fn spool(
             Some("bzip2"),
         ),
         Magic::Xz => (
-            copy_tar(
-                liblzma::read::XzDecoder::new_multi_decoder(stream),
-                &mut file,
-                archive,
-                "xz",
-            )?,
+            copy_tar(xz_decoder(stream, archive)?, read, &mut file, archive, "xz")?,
             Some("xz"),
         ),
         _ => (copy(stream, &mut file), None),
@@ -151,14 +169,63 @@ pub(crate) fn spool(
     Ok((file, inner))
 }
 
+/// The most memory the xz decoder may take, as `xz -d --memlimit=256MiB` bounds it: the stream's
+/// header says how large a dictionary it needs, and a hostile one claims gigabytes. `xz -9`
+/// (64 MiB dictionary) and every preset below it decode within it.
+pub(crate) const XZ_MEMORY_LIMIT: u64 = 256 << 20;
+
+/// An xz decoder of concatenated streams, whose memory is bounded by [`XZ_MEMORY_LIMIT`]: a
+/// stream that needs more is refused with an error that says so.
+fn xz_decoder(stream: impl Read, archive: &str) -> Result<impl Read, ArchiveError> {
+    let decoder =
+        liblzma::stream::Stream::new_stream_decoder(XZ_MEMORY_LIMIT, liblzma::stream::CONCATENATED)
+            .map_err(|err| ArchiveError::Decompress {
+                archive: archive.to_string(),
+                compression: "xz",
+                source: io::Error::other(err),
+            })?;
+    Ok(XzBounded(liblzma::read::XzDecoder::new_stream(
+        stream, decoder,
+    )))
+}
+
+/// An xz reader whose memory-limit failure names the limit and the way out.
+struct XzBounded<R: Read>(liblzma::read::XzDecoder<R>);
+
+impl<R: Read> Read for XzBounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf).map_err(|err| {
+            let over_limit = err
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<liblzma::stream::Error>())
+                .is_some_and(|inner| matches!(inner, liblzma::stream::Error::MemLimit));
+            if over_limit {
+                io::Error::other(format!(
+                    "the stream needs more than {} MiB of memory to decompress (its header asks for a larger dictionary than `xz -9` uses); decompress it yourself (`xz -d --memlimit=0`) and push the tar",
+                    XZ_MEMORY_LIMIT >> 20
+                ))
+            } else {
+                err
+            }
+        })
+    }
+}
+
 /// Copies decompressed content that must be a tar, refusing anything else after its first
 /// block: a small compressed file can inflate to gigabytes, which must not reach the disk first.
 fn copy_tar(
-    mut decompressed: impl Read,
+    decompressed: impl Read,
+    (compressed_read, floor): &(Rc<Cell<u64>>, u64),
     to: &mut File,
     archive: &str,
     compression: &'static str,
 ) -> Result<Result<(), CopyFailure>, ArchiveError> {
+    let mut decompressed = Inflation {
+        inner: decompressed,
+        compressed: Rc::clone(compressed_read),
+        written: 0,
+        floor: *floor,
+    };
     let prefix = read_prefix(&mut decompressed).map_err(|source| ArchiveError::Decompress {
         archive: archive.to_string(),
         compression,
@@ -171,6 +238,54 @@ fn copy_tar(
         });
     }
     Ok(copy(io::Cursor::new(prefix).chain(decompressed), to))
+}
+
+/// Past this many decompressed bytes, an archive must stay within [`BOMB_RATIO`] times its
+/// compressed size. (Lower when fuzzing, so that a bomb is told in milliseconds.)
+#[cfg(not(fuzzing))]
+const BOMB_FLOOR: u64 = 1 << 30;
+#[cfg(fuzzing)]
+const BOMB_FLOOR: u64 = 16 << 20;
+/// gzip cannot inflate past 1032:1, and real image tars compress by 2 to 10 with any codec; a
+/// stream that inflates a thousandfold is a decompression bomb, refused before it fills the disk.
+const BOMB_RATIO: u64 = 1000;
+
+/// The compressed stream, counting what the decoder has read of it.
+struct Counted<R> {
+    inner: R,
+    read: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.read.set(self.read.get() + read as u64);
+        Ok(read)
+    }
+}
+
+/// The decompressed stream, failing once it has inflated past [`BOMB_FLOOR`] and [`BOMB_RATIO`]
+/// times what was read of the compressed one.
+struct Inflation<R> {
+    inner: R,
+    compressed: Rc<Cell<u64>>,
+    written: u64,
+    floor: u64,
+}
+
+impl<R: Read> Read for Inflation<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.written += read as u64;
+        if self.written > self.floor && self.written / BOMB_RATIO > self.compressed.get() {
+            return Err(io::Error::other(format!(
+                "it inflates to more than {BOMB_RATIO} times its compressed size ({} MiB from {} KiB so far), which no image tar does: a decompression bomb; stopped there",
+                self.written >> 20,
+                self.compressed.get() >> 10
+            )));
+        }
+        Ok(read)
+    }
 }
 
 /// Every gzip member of a stream, one after another (pigz and `cat a.gz b.gz` write several),
@@ -281,6 +396,96 @@ mod tests {
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         encoder.write_all(bytes).unwrap();
         encoder.finish().unwrap()
+    }
+
+    /// A tar header, then `zeros` zero bytes: a tar as far as its first block says.
+    fn tar_then_zeros(zeros: u64) -> impl Read {
+        let mut header = tar::Header::new_gnu();
+        header.set_path("layer.tar").unwrap();
+        header.set_size(zeros);
+        header.set_cksum();
+        io::Cursor::new(header.as_bytes().to_vec()).chain(io::repeat(0).take(zeros))
+    }
+
+    /// `content` as the real xz CLI's library writes it with a 4 KiB dictionary, its block
+    /// header then edited to claim a 4 GiB one (LZMA2's property byte 40) and its CRC32 made
+    /// right: 229 KB of such a file made `xz -d` without a limit take 1.5 GiB.
+    fn xz_claiming_a_huge_dictionary(mut content: impl Read) -> Vec<u8> {
+        let mut options = liblzma::stream::LzmaOptions::new_preset(0).unwrap();
+        options.dict_size(4096);
+        let mut filters = liblzma::stream::Filters::new();
+        filters.lzma2(&options);
+        let stream =
+            liblzma::stream::Stream::new_stream_encoder(&filters, liblzma::stream::Check::Crc64)
+                .unwrap();
+        let mut encoder = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
+        io::copy(&mut content, &mut encoder).unwrap();
+        let mut xz = encoder.finish().unwrap();
+        let header = 12;
+        let size = (usize::from(xz[header]) + 1) * 4;
+        assert_eq!(
+            xz[header + 1],
+            0,
+            "one filter, no sizes in the block header"
+        );
+        assert_eq!(
+            &xz[header + 2..header + 4],
+            &[0x21, 0x01],
+            "LZMA2, one property byte"
+        );
+        xz[header + 4] = 40;
+        let mut crc = flate2::Crc::new();
+        crc.update(&xz[header..header + size - 4]);
+        xz[header + size - 4..header + size].copy_from_slice(&crc.sum().to_le_bytes());
+        xz
+    }
+
+    #[test]
+    fn an_xz_stream_claiming_a_dictionary_past_the_memory_limit_is_refused() {
+        let hostile = xz_claiming_a_huge_dictionary(tar_then_zeros(1 << 20));
+        let err = spool(&hostile[..], Magic::Xz, "big-dict.tar.xz").unwrap_err();
+        let ArchiveError::Decompress {
+            compression,
+            source,
+            ..
+        } = &err
+        else {
+            panic!("{err}");
+        };
+        assert_eq!(*compression, "xz");
+        assert!(
+            source
+                .to_string()
+                .starts_with("the stream needs more than 256 MiB of memory to decompress"),
+            "{source}"
+        );
+        // The same stream with its honest 4 KiB dictionary reads.
+        let mut honest = xz_claiming_a_huge_dictionary(tar_then_zeros(1 << 20));
+        honest[16] = 0;
+        let mut crc = flate2::Crc::new();
+        crc.update(&honest[12..20]);
+        honest[20..24].copy_from_slice(&crc.sum().to_le_bytes());
+        let (_, inner) = spool(&honest[..], Magic::Xz, "small-dict.tar.xz").unwrap();
+        assert_eq!(inner, Magic::Tar);
+    }
+
+    #[test]
+    fn a_stream_inflating_a_thousandfold_past_the_floor_is_refused() {
+        let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 19).unwrap();
+        io::copy(&mut tar_then_zeros(64 << 20), &mut encoder).unwrap();
+        let bomb = encoder.finish().unwrap();
+        assert!(bomb.len() < (64 << 20) / 1000, "{} bytes", bomb.len());
+        let err = spool_within(&bomb[..], Magic::Zstd, "bomb.tar.zst", 16 << 20).unwrap_err();
+        assert!(
+            err.to_string().contains("bomb.tar.zst")
+                && std::error::Error::source(&err)
+                    .unwrap()
+                    .to_string()
+                    .contains("inflates to more than 1000 times its compressed size"),
+            "{err}"
+        );
+        // Under the floor, the same ratio is an archive like any other.
+        assert!(spool_within(&bomb[..], Magic::Zstd, "bomb.tar.zst", 128 << 20).is_ok());
     }
 
     #[test]

@@ -110,7 +110,10 @@ impl EngineApi {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c))
         {
-            return Err(format!("{image:?} is not an image reference"));
+            return Err(format!(
+                "{} is not an image reference",
+                crate::output::shown(image)
+            ));
         }
         self.client
             .get(format!("http://engine/images/{image}/{what}"))

@@ -23,7 +23,13 @@ use crate::image::digest::Digest;
 use crate::image::oci::is_layer_type;
 use crate::image::reference::ImageName;
 use crate::limits::Limits;
+#[cfg(fuzzing)]
+pub(crate) use address::read_nerdctl_toml;
 use grpc::{Answers, Failure, Grpc, NOT_FOUND, PERMISSION_DENIED};
+#[cfg(fuzzing)]
+pub(crate) use grpc::{next_message, status as grpc_status};
+#[cfg(fuzzing)]
+pub(crate) use proto::{get_image_response, info_response, read_response};
 use resolve::Store;
 
 const IMAGES_GET: &str = "containerd.services.images.v1.Images/Get";
@@ -140,6 +146,7 @@ pub(super) async fn find(
         repo_tags: vec![familiar(&name)],
         diff_ids: image.facts.diff_ids,
         platform: Some(image.facts.platform.to_string()),
+        size: None,
     };
     Ok((
         ContentImage {

@@ -195,8 +195,7 @@ impl Daemon {
             return Err(EnginePushFailure::Failed(failure(response).await));
         }
         let mut body = response.bytes_stream();
-        let mut lines = Lines::default();
-        let mut progress = Progress::default();
+        let mut answer = PushAnswer::default();
         loop {
             let chunk = match watchdog.bound(body.next()).await {
                 Ok(Some(chunk)) => chunk.map_err(|err| {
@@ -206,17 +205,45 @@ impl Daemon {
                 Err(stalled_at) => return Err(stalled(stalled_at.0)),
             };
             watchdog.progressed();
-            for line in lines.push(&chunk).map_err(failed)? {
-                progress.read(&line, on_event)?;
-            }
+            answer.read(&chunk, on_event)?;
         }
-        if let Some(line) = lines.rest() {
-            progress.read(&line, on_event)?;
+        answer.end(on_event)
+    }
+}
+
+/// The daemon's answer to a push, decoded as it comes: JSON progress lines, however the
+/// chunks split them, to each layer's end and the digest pushed. No I/O.
+#[derive(Default)]
+pub(crate) struct PushAnswer {
+    lines: Lines,
+    progress: Progress,
+}
+
+impl PushAnswer {
+    /// Reads the next chunk of the answer.
+    pub(crate) fn read(
+        &mut self,
+        chunk: &[u8],
+        on_event: &mut dyn FnMut(PushEvent<'_>),
+    ) -> Result<(), EnginePushFailure> {
+        for line in self.lines.push(chunk).map_err(EnginePushFailure::Failed)? {
+            self.progress.read(&line, on_event)?;
         }
-        match progress.digest {
+        Ok(())
+    }
+
+    /// The answer ended: what it said was pushed.
+    pub(crate) fn end(
+        mut self,
+        on_event: &mut dyn FnMut(PushEvent<'_>),
+    ) -> Result<DaemonPushed, EnginePushFailure> {
+        if let Some(line) = self.lines.rest() {
+            self.progress.read(&line, on_event)?;
+        }
+        match self.progress.digest {
             Some(digest) => Ok(DaemonPushed {
                 digest,
-                layers: progress.layers,
+                layers: self.progress.layers,
             }),
             None => Err(EnginePushFailure::Failed(
                 "the daemon's push ended without naming the digest it pushed".to_string(),
@@ -303,7 +330,12 @@ fn blocking_request(
     line.split_whitespace()
         .nth(1)
         .and_then(|code| code.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("not an HTTP answer: {line:?}")))
+        .ok_or_else(|| {
+            std::io::Error::other(format!(
+                "not an HTTP answer: {}",
+                crate::output::shown(&line)
+            ))
+        })
 }
 
 /// Image references and IDs are made of URL-safe characters; anything else names nothing.
@@ -315,7 +347,10 @@ fn checked(name: &str) -> Result<&str, String> {
     {
         Ok(name)
     } else {
-        Err(format!("{name:?} is not an image reference"))
+        Err(format!(
+            "{} is not an image reference",
+            crate::output::shown(name)
+        ))
     }
 }
 
@@ -409,7 +444,8 @@ impl Progress {
         if let Some(digest) = line.aux.and_then(|aux| aux.digest) {
             self.digest = Some(digest.parse().map_err(|_| {
                 EnginePushFailure::Failed(format!(
-                    "the daemon named a digest that is not one: {digest:?}"
+                    "the daemon named a digest that is not one: {}",
+                    crate::output::shown(&digest)
                 ))
             })?);
         }

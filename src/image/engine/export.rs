@@ -29,6 +29,35 @@ pub(super) struct ExportReader {
     source: ReaderSource,
     watchdog: Watchdog,
     waiting: Arc<AtomicBool>,
+    read: u64,
+    bound: Option<ExportBound>,
+}
+
+/// The most an export may bring, from what the engine said its image holds: an engine that
+/// streams on past it (junk, forever) is stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ExportBound {
+    /// `Size` in the engine's `image inspect`.
+    pub said: u64,
+    pub most: u64,
+}
+
+impl ExportBound {
+    /// Room for what an archive adds to an image's bytes (a tar header and padding per file,
+    /// configs, manifests) and for what an engine counts differently (compressed or not).
+    pub(super) fn of(said: u64) -> Self {
+        Self {
+            said,
+            most: said.saturating_mul(4).saturating_add(256 << 20),
+        }
+    }
+}
+
+impl ExportReader {
+    /// Bounds what the export may bring; without, only a stall stops it.
+    pub(super) fn bound(&mut self, bound: Option<ExportBound>) {
+        self.bound = bound;
+    }
 }
 
 enum ReaderSource {
@@ -44,8 +73,20 @@ impl Read for ExportReader {
             ReaderSource::Cli(stdout) => stdout.read(buf),
         };
         self.waiting.store(false, Ordering::Relaxed);
-        if matches!(read, Ok(n) if n > 0) {
+        if let Ok(n) = read
+            && n > 0
+        {
             self.watchdog.progressed();
+            self.read += n as u64;
+            if let Some(bound) = self.bound
+                && self.read > bound.most
+            {
+                return Err(io::Error::other(format!(
+                    "the engine's export went on past {} MiB, though its image inspect says the image holds {} MiB; it was stopped there",
+                    bound.most >> 20,
+                    bound.said >> 20
+                )));
+            }
         }
         read
     }
@@ -74,6 +115,8 @@ impl Export {
                 source: ReaderSource::Api(reader),
                 watchdog: watchdog.clone(),
                 waiting: Arc::clone(&waiting),
+                read: 0,
+                bound: None,
             },
             running: Running {
                 watchdog,
@@ -98,6 +141,8 @@ impl Export {
                 source: ReaderSource::Cli(stdout),
                 watchdog: watchdog.clone(),
                 waiting: Arc::clone(&waiting),
+                read: 0,
+                bound: None,
             },
             running: Running {
                 watchdog,

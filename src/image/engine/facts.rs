@@ -16,6 +16,8 @@ pub struct ImageFacts {
     pub diff_ids: Vec<Digest>,
     /// `os/arch[/variant]`, when the engine says.
     pub platform: Option<String>,
+    /// How many bytes the image holds (`Size`), when the engine says: what bounds its export.
+    pub size: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -29,6 +31,8 @@ struct InspectJson {
     os: Option<String>,
     architecture: Option<String>,
     variant: Option<String>,
+    #[serde(default)]
+    size: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -66,6 +70,7 @@ impl ImageFacts {
             repo_tags: json.repo_tags.unwrap_or_default(),
             diff_ids: json.root_fs.and_then(|r| r.layers).unwrap_or_default(),
             platform,
+            size: json.size.as_ref().and_then(serde_json::Value::as_u64),
         })
     }
 }
@@ -89,6 +94,7 @@ mod tests {
             repo_tags: vec!["localhost/myimg:dev".into()],
             diff_ids: vec![LAYER.parse().unwrap()],
             platform: Some("linux/amd64".into()),
+            size: None,
         };
         assert_eq!(ImageFacts::parse(api.as_bytes()).unwrap(), expected);
         assert_eq!(ImageFacts::parse(podman_cli.as_bytes()).unwrap(), expected);
@@ -99,5 +105,13 @@ mod tests {
         let facts = ImageFacts::parse(br#"{"Id":"sha256:1","RepoTags":null}"#).unwrap();
         assert!(facts.repo_tags.is_empty() && facts.diff_ids.is_empty());
         assert_eq!(facts.platform, None);
+    }
+
+    #[test]
+    fn the_size_the_engine_says_is_read() {
+        let facts = ImageFacts::parse(br#"{"Id":"sha256:1","Size":7654321}"#).unwrap();
+        assert_eq!(facts.size, Some(7_654_321));
+        let facts = ImageFacts::parse(br#"[{"Id":"1","Size":-1}]"#).unwrap();
+        assert_eq!(facts.size, None);
     }
 }

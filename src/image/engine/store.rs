@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde::Deserialize;
 
+#[cfg(fuzzing)]
+pub(crate) use conf::parse as parse_storage_conf;
 pub(crate) use lock::ReadLock;
 pub(crate) use tar_split::{LayerReader, StoreFault, store_fault};
 
@@ -257,6 +259,7 @@ pub(super) fn inspect(env: &EngineEnv, name: &str) -> Option<ImageFacts> {
         repo_tags: image.names,
         diff_ids: layers.into_iter().map(|layer| layer.diff_id).collect(),
         platform,
+        size: None,
     })
 }
 

@@ -27,11 +27,11 @@ pub enum HostProblem {
     Scheme(String),
     #[error("it has user info (…@); registry credentials belong in ~/.docker/config.json")]
     UserInfo,
-    #[error("it has a path ({})", escaped(.0))]
+    #[error("it has a path ({})", crate::output::shown_bare(.0))]
     Path(String),
-    #[error("it has a query ({})", escaped(.0))]
+    #[error("it has a query ({})", crate::output::shown_bare(.0))]
     Query(String),
-    #[error("it has a fragment ({})", escaped(.0))]
+    #[error("it has a fragment ({})", crate::output::shown_bare(.0))]
     Fragment(String),
     #[error("an IPv6 address needs brackets, as in [::1]:5000")]
     UnbracketedIpv6,
@@ -115,19 +115,10 @@ impl serde::Serialize for RegistryHost {
 
 /// A host as a message shows it, quoted: a password in its user info replaced by `xxxxx` (as
 /// Go's `URL.Redacted` does), and every character but printable ASCII escaped (`\u{43e}`), so a
-/// look-alike letter, a zero-width or a bidi character is seen for what it is.
+/// look-alike letter, a zero-width or a bidi character is seen for what it is; a long one cut
+/// short ([`crate::output::shown`]).
 pub fn shown_host(raw: &str) -> String {
-    format!("\"{}\"", escaped(&redacted(raw)))
-}
-
-/// Printable ASCII as it is; quotes, backslashes and everything else escaped the Rust way.
-fn escaped(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            ' '..='~' if c != '"' && c != '\\' => c.to_string(),
-            _ => c.escape_default().to_string(),
-        })
-        .collect()
+    crate::output::shown(&redacted(raw))
 }
 
 /// `raw` with the password of any `user:password@` before the host replaced by `xxxxx`.

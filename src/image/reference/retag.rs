@@ -81,7 +81,16 @@ pub fn same_registry(domain: &str, host: &RegistryHost) -> bool {
 
 /// `gcr.io` stays; `localhost:5000` becomes `localhost-5000`; case folds.
 fn domain_as_path_component(domain: &str) -> String {
-    domain.to_lowercase().replace(':', "-")
+    // `[::1]:5000` -> `1-5000`: no brackets, and a component starts and ends with a letter or digit.
+    let component: String = domain
+        .to_lowercase()
+        .chars()
+        .filter(|c| !matches!(c, '[' | ']'))
+        .map(|c| if c == ':' { '-' } else { c })
+        .collect();
+    component
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_string()
 }
 
 #[cfg(test)]
@@ -200,6 +209,16 @@ mod tests {
             !same_registry("127.0.0.1:5000", &kind),
             "loopback is not a DNS name"
         );
+    }
+
+    #[test]
+    fn an_ipv6_registrys_name_becomes_a_legal_path_component() {
+        // Found by the `reference` fuzz target: the brackets were kept, and no registry takes
+        // `localhost:5001/[--1]-5000/x:y`.
+        let ipv6 = target("[::1]:5000/x:y");
+        assert_eq!(ipv6.to_string(), "1-5000/x:y");
+        assert!(ImageName::parse(&ipv6.tagged(&host("localhost:5001"))).is_ok());
+        assert_eq!(target("[fe80::1]/app:1").to_string(), "fe80--1/app:1");
     }
 
     #[test]

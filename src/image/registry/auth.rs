@@ -23,7 +23,7 @@ use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
 
 /// What the registry asked for in `WWW-Authenticate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Challenge {
+pub(crate) enum Challenge {
     Basic,
     Bearer {
         realm: String,
@@ -354,7 +354,12 @@ async fn read_token(response: reqwest::Response, fetching: &str) -> Result<Strin
     let body = read_capped(response, TOKEN_BODY_LIMIT)
         .await
         .map_err(|err| Error::new(ExitCode::Registry, fetching).with_source(err))?;
-    let answer: TokenAnswer = serde_json::from_slice(&body).map_err(|err| {
+    token_of(&body, fetching)
+}
+
+/// The token in a realm's answer body (`token`, or OAuth2's `access_token`).
+pub(crate) fn token_of(body: &[u8], fetching: &str) -> Result<String> {
+    let answer: TokenAnswer = serde_json::from_slice(body).map_err(|err| {
         Error::new(
             ExitCode::Registry,
             format!("{fetching}: the answer is not a token"),
@@ -422,7 +427,7 @@ fn sensitive(text: String) -> HeaderValue {
 }
 
 /// Parses `Basic realm="x"` or `Bearer realm="https://..",service="..",scope=".."`.
-pub(super) fn parse_challenge(header: &str) -> Option<Challenge> {
+pub(crate) fn parse_challenge(header: &str) -> Option<Challenge> {
     let header = header.trim();
     let (scheme, rest) = header.split_once(' ').unwrap_or((header, ""));
     if scheme.eq_ignore_ascii_case("basic") {
@@ -441,7 +446,7 @@ pub(super) fn parse_challenge(header: &str) -> Option<Challenge> {
 
 /// The scheme of a challenge we cannot meet and should name: Kerberos or NTLM through SPNEGO
 /// (`Negotiate`), or `NTLM` and `Kerberos` themselves (as IIS and some corporate proxies ask).
-pub(super) fn unspoken_scheme(www_authenticate: &[String]) -> Option<String> {
+pub(crate) fn unspoken_scheme(www_authenticate: &[String]) -> Option<String> {
     www_authenticate.iter().find_map(|value| {
         let scheme = value.trim().split([' ', ',']).next().unwrap_or_default();
         ["Negotiate", "NTLM", "Kerberos"]

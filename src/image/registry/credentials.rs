@@ -110,17 +110,17 @@ impl fmt::Debug for ClusterLogin {
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct ConfigFile {
+pub(crate) struct ConfigFile {
     #[serde(default, deserialize_with = "null_as_empty")]
     auths: HashMap<String, AuthEntry>,
     #[serde(default, rename = "credHelpers", deserialize_with = "null_as_empty")]
-    cred_helpers: HashMap<String, String>,
+    pub(crate) cred_helpers: HashMap<String, String>,
     #[serde(default, rename = "credsStore")]
-    creds_store: Option<String>,
+    pub(crate) creds_store: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct AuthEntry {
+pub(crate) struct AuthEntry {
     #[serde(default)]
     auth: Option<String>,
     #[serde(default)]
@@ -189,7 +189,12 @@ fn read_config(path: &Path) -> Result<Option<ConfigFile>> {
             .with_source(err));
         }
     };
-    serde_json::from_slice(&text).map(Some).map_err(|err| {
+    parse_config(&text, path).map(Some)
+}
+
+/// A docker `config.json` (or podman's `auth.json`) read from `path`'s bytes.
+pub(crate) fn parse_config(text: &[u8], path: &Path) -> Result<ConfigFile> {
+    serde_json::from_slice(text).map_err(|err| {
         Error::new(
             ExitCode::Registry,
             format!(
@@ -203,16 +208,16 @@ fn read_config(path: &Path) -> Result<Option<ConfigFile>> {
 }
 
 /// The registry a key must name, and the default port of the scheme we reach it by.
-struct Wanted<'a> {
-    host: &'a RegistryHost,
-    default_port: u16,
+pub(crate) struct Wanted<'a> {
+    pub(crate) host: &'a RegistryHost,
+    pub(crate) default_port: u16,
 }
 
 /// Keys are written as `host`, `https://host`, `http://host/v1/`...: compare the host part, the
 /// same text first; else the same name on the same port, each side's default port filled in (a
 /// key's scheme names its own default; a bare key's is the scheme we use), so that
 /// `127.0.0.1:80` is `127.0.0.1` over plain HTTP, as Go's URL rules make them one origin.
-fn find_entry<'a, V>(entries: &'a HashMap<String, V>, wanted: &Wanted) -> Option<&'a V> {
+pub(crate) fn find_entry<'a, V>(entries: &'a HashMap<String, V>, wanted: &Wanted) -> Option<&'a V> {
     let host = wanted.host;
     let exact = entries
         .iter()
@@ -245,7 +250,11 @@ fn normalize_key(key: &str) -> &str {
     without_scheme.split('/').next().unwrap_or(without_scheme)
 }
 
-fn from_auths(config: &ConfigFile, wanted: &Wanted, path: &Path) -> Result<Option<Credentials>> {
+pub(crate) fn from_auths(
+    config: &ConfigFile,
+    wanted: &Wanted,
+    path: &Path,
+) -> Result<Option<Credentials>> {
     let host = wanted.host;
     let Some(entry) = find_entry(&config.auths, wanted) else {
         return Ok(None);
@@ -313,7 +322,7 @@ const HELPER_REASON_LIMIT: usize = 300;
 /// (docker-credential-helpers print their error there), never stderr, where a helper may
 /// echo what it was given or what it read, the password included. A stdout that holds a
 /// JSON answer with a secret is not shown either. `None` when there is nothing safe to say.
-fn helper_reason(stdout: &[u8]) -> Option<String> {
+pub(crate) fn helper_reason(stdout: &[u8]) -> Option<String> {
     if serde_json::from_slice::<HelperAnswer>(stdout).is_ok_and(|answer| !answer.secret.is_empty())
     {
         return None;
@@ -385,12 +394,19 @@ async fn run_helper(
             None => format!("{program} failed ({})", output.status),
         }));
     }
-    let answer: HelperAnswer = serde_json::from_slice(&output.stdout).map_err(|err| {
+    helper_answer(&output.stdout).map_err(|err| {
         failed(format!(
             "{program} printed something other than its JSON answer"
         ))
         .with_source(err)
-    })?;
+    })
+}
+
+/// A helper's answer to `get`: its secret, `None` when it holds none for the server.
+pub(crate) fn helper_answer(
+    stdout: &[u8],
+) -> std::result::Result<Option<Secret>, serde_json::Error> {
+    let answer: HelperAnswer = serde_json::from_slice(stdout)?;
     if answer.secret.is_empty() {
         return Ok(None);
     }

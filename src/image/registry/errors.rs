@@ -33,12 +33,7 @@ impl RegistryResponse {
     /// Reads the start of `response`'s body, for at most `wait`, and summarises it.
     pub async fn read(mut response: Response, wait: Duration) -> Self {
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|text| text.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = retry_after_of(response.headers().get(RETRY_AFTER));
         let mut body = BytesMut::new();
         // A broken or silent body still leaves the status to report.
         let reading = async {
@@ -105,6 +100,14 @@ impl fmt::Display for RegistryResponse {
 }
 
 impl std::error::Error for RegistryResponse {}
+
+/// `Retry-After` in seconds, when that is what it holds (its HTTP-date form is not read).
+pub(crate) fn retry_after_of(value: Option<&reqwest::header::HeaderValue>) -> Option<Duration> {
+    value
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+}
 
 pub(super) fn is_transient_status(status: StatusCode) -> bool {
     matches!(

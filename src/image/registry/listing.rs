@@ -157,7 +157,10 @@ impl RegistryClient {
                 if claimed != digest.as_str() {
                     return Err(Error::new(
                         ExitCode::Registry,
-                        format!("the registry answered bytes that hash to {digest}, not {claimed}"),
+                        format!(
+                            "the registry answered bytes that hash to {digest}, not {}",
+                            crate::output::shown(&claimed)
+                        ),
                     ));
                 }
             }
@@ -201,8 +204,20 @@ impl RegistryClient {
     /// registry's own origin. `Err(Missing)` when the first page is a 404.
     async fn pages(&self, first: Url, scope: Scope) -> Result<Result<Vec<Bytes>>, Missing> {
         let mut pages = Vec::new();
+        // Every page asked for: a registry whose Link names one of them again is going round.
+        let mut asked = std::collections::HashSet::new();
         let mut next = Some(first);
         while let Some(url) = next.take() {
+            if !asked.insert(url.clone()) {
+                return Ok(Err(Error::new(
+                    ExitCode::Registry,
+                    format!(
+                        "the registry's Link header names page {} again, after {} pages; stopped there",
+                        crate::output::shown(url.as_str()),
+                        pages.len()
+                    ),
+                )));
+            }
             if pages.len() >= MAX_PAGES {
                 return Ok(Err(Error::new(
                     ExitCode::Registry,
@@ -222,7 +237,7 @@ impl RegistryClient {
             if response.status() != StatusCode::OK {
                 return Ok(Err(self.answer_error(response).await));
             }
-            next = match next_page(&url, &response) {
+            next = match next_page(&url, response.headers().get(LINK)) {
                 Ok(next) => next,
                 Err(err) => return Ok(Err(err)),
             };
@@ -235,10 +250,22 @@ impl RegistryClient {
                     "the registry's next page is on another origin; we do not follow it there",
                 )));
             }
-            match self.body(response, PAGE_LIMIT, "listing page").await {
-                Ok(page) => pages.push(page),
+            let page = match self.body(response, PAGE_LIMIT, "listing page").await {
+                Ok(page) => page,
                 Err(err) => return Ok(Err(err)),
+            };
+            // The same page under another URL (a `last=` that does not move on) goes round too.
+            if next.is_some() && pages.contains(&page) {
+                return Ok(Err(Error::new(
+                    ExitCode::Registry,
+                    format!(
+                        "the registry answered the same page again at {}, after {} pages; stopped there",
+                        crate::output::shown(url.as_str()),
+                        pages.len()
+                    ),
+                )));
             }
+            pages.push(page);
         }
         Ok(Ok(pages))
     }
@@ -308,9 +335,9 @@ fn parse_page<T: for<'de> Deserialize<'de>>(bytes: &[u8], what: &str) -> Result<
     })
 }
 
-/// The `rel="next"` target of the answer's `Link` header, resolved against the page's URL.
-fn next_page(page: &Url, response: &Response) -> Result<Option<Url>> {
-    let Some(link) = response.headers().get(LINK) else {
+/// The `rel="next"` target of an answer's `Link` header, resolved against the page's URL.
+pub(crate) fn next_page(page: &Url, link: Option<&HeaderValue>) -> Result<Option<Url>> {
+    let Some(link) = link else {
         return Ok(None);
     };
     let text = link.to_str().map_err(|_| {
@@ -325,7 +352,10 @@ fn next_page(page: &Url, response: &Response) -> Result<Option<Url>> {
     page.join(target).map(Some).map_err(|err| {
         Error::new(
             ExitCode::Registry,
-            format!("the registry's Link header names no usable URL: {target:?}"),
+            format!(
+                "the registry's Link header names no usable URL: {}",
+                crate::output::shown(target)
+            ),
         )
         .with_source(err)
     })

@@ -38,7 +38,10 @@ impl RegistryClient {
             let content_type = HeaderValue::from_str(media_type).map_err(|err| {
                 Error::new(
                     ExitCode::Input,
-                    format!("{media_type:?} is not a valid media type"),
+                    format!(
+                        "{} is not a valid media type",
+                        crate::output::shown(media_type)
+                    ),
                 )
                 .with_source(err)
             })?;
@@ -79,14 +82,17 @@ impl RegistryClient {
 }
 
 /// The registry stored what we hashed, or it says another digest and the pin we print would be wrong.
-fn check_answered_digest(sent: &Digest, answered: Option<&str>) -> Result<()> {
+pub(crate) fn check_answered_digest(sent: &Digest, answered: Option<&str>) -> Result<()> {
     match answered {
         // Registries SHOULD answer it; one that does not leaves us our own hash.
         None => Ok(()),
         Some(answered) if answered == sent.as_str() => Ok(()),
         Some(answered) => Err(Error::new(
             ExitCode::Registry,
-            format!("the registry stored the manifest as {answered}, but the bytes sent hash to {sent}"),
+            format!(
+                "the registry stored the manifest as {}, but the bytes sent hash to {sent}",
+                crate::output::shown(answered)
+            ),
         )
         .with_hint("a proxy or the registry rewrote the manifest; pin the digest the registry reports, or push to it directly")),
     }

@@ -135,7 +135,10 @@ impl Transport {
     pub(super) fn url(&self, path: &str) -> Result<Url> {
         let text = format!("{}://{}/v2/{path}", self.scheme().as_str(), self.host);
         Url::parse(&text).context(ExitCode::Registry, || {
-            format!("{text:?} is not a valid registry URL")
+            format!(
+                "{} is not a valid registry URL",
+                crate::output::shown(&text)
+            )
         })
     }
 }

@@ -256,15 +256,7 @@ impl RegistryClient {
             )
         };
         let value = response.headers().get(LOCATION).ok_or_else(missing)?;
-        let text = value.to_str().map_err(|err| missing().with_source(err))?;
-        let base = self.transport().url("")?;
-        let url = base.join(text).map_err(|err| {
-            Error::new(
-                ExitCode::Registry,
-                format!("the registry's upload Location {text:?} is not a URL"),
-            )
-            .with_source(err)
-        })?;
+        let url = location_in(&self.transport().url("")?, value)?;
         self.transport().check_no_downgrade(&url)?;
         Ok(url)
     }
@@ -428,4 +420,25 @@ impl Tap {
         let hasher = state.hasher.take().unwrap_or_default();
         (Digest::from_sha256(hasher), state.sent)
     }
+}
+
+/// An upload's `Location` header, relative to the registry's `base` or absolute, as a URL.
+pub(crate) fn location_in(base: &Url, value: &HeaderValue) -> Result<Url> {
+    let text = value.to_str().map_err(|err| {
+        Error::new(
+            ExitCode::Registry,
+            "the registry's upload Location is not ASCII",
+        )
+        .with_source(err)
+    })?;
+    base.join(text).map_err(|err| {
+        Error::new(
+            ExitCode::Registry,
+            format!(
+                "the registry's upload Location {} is not a URL",
+                crate::output::shown(text)
+            ),
+        )
+        .with_source(err)
+    })
 }

@@ -33,11 +33,10 @@ pub(super) fn address(env: &EngineEnv) -> (PathBuf, String) {
                 .map(|dir| dir.join("nerdctl/nerdctl.toml"))
         }
     });
-    let from_file = toml
+    let (file_address, file_namespace) = toml
         .and_then(|file| std::fs::read_to_string(file).ok())
-        .map(|text| read::<NerdctlToml>(&text))
+        .map(|text| read_nerdctl_toml(&text))
         .unwrap_or_default();
-    let (file_address, file_namespace) = (from_file.address, from_file.namespace);
     let socket = env
         .containerd_address
         .clone()
@@ -53,6 +52,12 @@ pub(super) fn address(env: &EngineEnv) -> (PathBuf, String) {
         .or(file_namespace)
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     (PathBuf::from(socket), namespace)
+}
+
+/// nerdctl.toml's `address` and `namespace`, each when set; neither when it is not TOML.
+pub(crate) fn read_nerdctl_toml(text: &str) -> (Option<String>, Option<String>) {
+    let file = read::<NerdctlToml>(text);
+    (file.address, file.namespace)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ pub(super) const PERMISSION_DENIED: u32 = 7;
 
 /// Why a call failed: gRPC's code where containerd answered, `None` where it could not be asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Failure {
+pub(crate) struct Failure {
     pub code: Option<u32>,
     pub message: String,
 }
@@ -81,7 +81,10 @@ impl Grpc {
         body.extend_from_slice(&(request.len() as u32).to_be_bytes());
         body.extend_from_slice(&request);
         let namespace = HeaderValue::from_str(&self.namespace).map_err(|_| {
-            Failure::unanswered(format!("{:?} is not a namespace name", self.namespace))
+            Failure::unanswered(format!(
+                "{} is not a namespace name",
+                crate::output::shown(&self.namespace)
+            ))
         })?;
         let response = self
             .client
@@ -121,27 +124,8 @@ impl Answers {
     /// The next answer; `None` once the call ended well.
     pub(super) async fn next(&mut self) -> Result<Option<Bytes>, Failure> {
         loop {
-            if self.buffer.len() >= 5 {
-                if self.buffer[0] != 0 {
-                    return Err(Failure::unanswered(
-                        "containerd sent a compressed message, which was not asked for".into(),
-                    ));
-                }
-                let len = u32::from_be_bytes([
-                    self.buffer[1],
-                    self.buffer[2],
-                    self.buffer[3],
-                    self.buffer[4],
-                ]) as usize;
-                if len > MESSAGE_LIMIT {
-                    return Err(Failure::unanswered(format!(
-                        "containerd sent a message of {len} bytes (more than {MESSAGE_LIMIT})"
-                    )));
-                }
-                if self.buffer.len() >= 5 + len {
-                    self.buffer.advance(5);
-                    return Ok(Some(self.buffer.split_to(len).freeze()));
-                }
+            if let Some(message) = next_message(&mut self.buffer)? {
+                return Ok(Some(message));
             }
             if self.ended {
                 return match self.buffer.is_empty() {
@@ -172,8 +156,33 @@ impl Answers {
     }
 }
 
+/// The first whole message of gRPC's framing (a compressed flag, a 4-byte big-endian length,
+/// the message) taken from the front of `buffer`; `None` until one is whole. A length over
+/// `MESSAGE_LIMIT` is refused before anything is buffered for it. No I/O.
+pub(crate) fn next_message(buffer: &mut BytesMut) -> Result<Option<Bytes>, Failure> {
+    if buffer.len() < 5 {
+        return Ok(None);
+    }
+    if buffer[0] != 0 {
+        return Err(Failure::unanswered(
+            "containerd sent a compressed message, which was not asked for".into(),
+        ));
+    }
+    let len = u32::from_be_bytes([buffer[1], buffer[2], buffer[3], buffer[4]]) as usize;
+    if len > MESSAGE_LIMIT {
+        return Err(Failure::unanswered(format!(
+            "containerd sent a message of {len} bytes (more than {MESSAGE_LIMIT})"
+        )));
+    }
+    if buffer.len() < 5 + len {
+        return Ok(None);
+    }
+    buffer.advance(5);
+    Ok(Some(buffer.split_to(len).freeze()))
+}
+
 /// The call's outcome as `grpc-status` says; `Ok` when it is 0 or not said here.
-fn status(headers: &HeaderMap) -> Result<(), Failure> {
+pub(crate) fn status(headers: &HeaderMap) -> Result<(), Failure> {
     let Some(code) = headers.get("grpc-status") else {
         return Ok(());
     };

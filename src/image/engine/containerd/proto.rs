@@ -7,7 +7,7 @@ use prost::Message;
 
 /// `containerd.types.Descriptor`: what an image name points at.
 #[derive(Clone, PartialEq, Eq, Message)]
-pub(super) struct Descriptor {
+pub(crate) struct Descriptor {
     #[prost(string, tag = "1")]
     pub media_type: String,
     #[prost(string, tag = "2")]
@@ -79,7 +79,7 @@ pub(super) fn get_image_request(name: &str) -> Vec<u8> {
 }
 
 /// The image's target.
-pub(super) fn get_image_response(message: &[u8]) -> Result<Descriptor, String> {
+pub(crate) fn get_image_response(message: &[u8]) -> Result<Descriptor, String> {
     GetImageResponse::decode(message)
         .map_err(not_protobuf)?
         .image
@@ -97,7 +97,7 @@ pub(super) fn info_request(digest: &str) -> Vec<u8> {
 }
 
 /// The content's size.
-pub(super) fn info_response(message: &[u8]) -> Result<u64, String> {
+pub(crate) fn info_response(message: &[u8]) -> Result<u64, String> {
     let info = InfoResponse::decode(message)
         .map_err(not_protobuf)?
         .info
@@ -115,7 +115,7 @@ pub(super) fn read_request(digest: &str, offset: u64) -> Vec<u8> {
 
 /// The offset and the data: a slice of the message, not a copy (these are the bulk of every
 /// layer).
-pub(super) fn read_response(message: &Bytes) -> Result<(u64, Bytes), String> {
+pub(crate) fn read_response(message: &Bytes) -> Result<(u64, Bytes), String> {
     let answer = ReadContentResponse::decode(message.clone()).map_err(not_protobuf)?;
     Ok((u64::try_from(answer.offset).unwrap_or(0), answer.data))
 }

@@ -31,7 +31,7 @@ pub(super) struct StoreConf {
 
 /// What the settings in `storage.conf` we read say.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct FileSettings {
+pub(crate) struct FileSettings {
     driver: Option<String>,
     graphroot: Option<String>,
     rootless_storage_path: Option<String>,
@@ -123,7 +123,7 @@ fn is_system(file: Option<&Path>) -> bool {
     file.is_some_and(|path| SYSTEM_CONFS.iter().any(|system| path == Path::new(system)))
 }
 
-fn parse(text: &str) -> FileSettings {
+pub(crate) fn parse(text: &str) -> FileSettings {
     let storage = read::<StorageToml>(text).storage;
     let set = |value: Option<String>| value.filter(|value| !value.is_empty());
     FileSettings {

@@ -268,6 +268,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn watches_followed_logs_and_upgrades_are_streams_and_keep_their_own_bounds() {
+        let request = |uri: &str, upgrade: bool| {
+            let mut builder = Request::builder().uri(uri);
+            if upgrade {
+                builder = builder.header(header::UPGRADE, "websocket");
+            }
+            builder.body(()).unwrap()
+        };
+        for stream in [
+            request(
+                "/apis/apps/v1/namespaces/x/deployments?watch=true&resourceVersion=5",
+                false,
+            ),
+            request("/api/v1/namespaces/x/pods?fieldSelector=a&watch=1", false),
+            request(
+                "/api/v1/namespaces/x/pods/p/log?container=c&follow=true",
+                false,
+            ),
+            request("/api/v1/namespaces/x/pods/p/portforward?ports=5000", true),
+        ] {
+            assert!(is_stream(&stream), "{}", stream.uri());
+        }
+        for answer in [
+            request(
+                "/api/v1/namespaces/kube-public/configmaps/local-registry-hosting",
+                false,
+            ),
+            request("/api/v1/nodes?limit=500", false),
+            request(
+                "/api/v1/namespaces/x/pods?labelSelector=watch%3Dtrue",
+                false,
+            ),
+            request("/api/v1/namespaces/x/pods/p/log?previous=true", false),
+        ] {
+            assert!(!is_stream(&answer), "{}", answer.uri());
+        }
+    }
+
+    #[test]
     fn titles_are_found_and_tidied() {
         assert_eq!(
             page_title(b"<html><head><TITLE>\n  Sign in -\n Corp SSO </TITLE></head>").as_deref(),

@@ -81,16 +81,28 @@ pub fn same_registry(domain: &str, host: &RegistryHost) -> bool {
 
 /// `gcr.io` stays; `localhost:5000` becomes `localhost-5000`; case folds.
 fn domain_as_path_component(domain: &str) -> String {
-    // `[::1]:5000` -> `1-5000`: no brackets, and a component starts and ends with a letter or digit.
-    let component: String = domain
-        .to_lowercase()
-        .chars()
-        .filter(|c| !matches!(c, '[' | ']'))
-        .map(|c| if c == ':' { '-' } else { c })
-        .collect();
-    component
-        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
-        .to_string()
+    // A component is lowercase letters and digits joined by `.`, `_`, `__` or dashes: a lone
+    // `.` between two of them stays (`gcr.io`), any other run of other characters becomes one
+    // dash (`localhost:5000` -> `localhost-5000`, `[::1]:5000` -> `1-5000`), none at either end.
+    let lower = domain.to_lowercase();
+    let mut component = String::with_capacity(lower.len());
+    let mut run = String::new();
+    for c in lower.chars() {
+        if c.is_ascii_alphanumeric() {
+            if !component.is_empty() && !run.is_empty() {
+                component.push_str(if run == "." { "." } else { "-" });
+            }
+            run.clear();
+            component.push(c);
+        } else {
+            run.push(c);
+        }
+    }
+    if component.is_empty() {
+        "registry".to_string()
+    } else {
+        component
+    }
 }
 
 #[cfg(test)]
@@ -218,7 +230,11 @@ mod tests {
         let ipv6 = target("[::1]:5000/x:y");
         assert_eq!(ipv6.to_string(), "1-5000/x:y");
         assert!(ImageName::parse(&ipv6.tagged(&host("localhost:5001"))).is_ok());
-        assert_eq!(target("[fe80::1]/app:1").to_string(), "fe80--1/app:1");
+        assert_eq!(target("[fe80::1]/app:1").to_string(), "fe80-1/app:1");
+        // Found next (minimised): a domain is any first component with a `.` or `:`.
+        let odd = target("[::1\\:5000/x:y");
+        assert_eq!(odd.to_string(), "1-5000/x:y");
+        assert!(ImageName::parse(&odd.tagged(&host("localhost:5001"))).is_ok());
     }
 
     #[test]

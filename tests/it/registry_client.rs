@@ -678,7 +678,7 @@ async fn a_registry_answering_another_manifest_digest_is_an_error() {
     let sent = Digest::of_bytes(&manifest);
     assert!(
         text.contains(&format!(
-            "the registry stored the manifest as sha256:{}, but the bytes sent hash to {sent}",
+            "the registry stored the manifest as \"sha256:{}\", but the bytes sent hash to {sent}",
             "0".repeat(64)
         )),
         "{text}"

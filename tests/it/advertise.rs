@@ -3,65 +3,36 @@
 //! (bad input, RBAC, conflicts) says what to do.
 
 use snapbox::{assert_data_eq, str};
-use std::io::Write;
-use std::process::{Command, Stdio};
 
-use crate::support::apiserver::{ApiServer, redact_ports, unused_port};
+use crate::support::apiserver::{ApiServer, unused_port};
 use crate::support::registry::TestRegistry;
+use crate::support::run::{Outcome, Run};
 use tempfile::TempDir;
 
 const CONFIGMAP_PATH: &str = "/api/v1/namespaces/kube-public/configmaps/local-registry-hosting";
 const KIND_HELP: &str = "https://kind.sigs.k8s.io/docs/user/local-registry/";
 
-#[derive(Debug)]
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// `kubectl registry [args]` against `server` through a kubeconfig with context `kind-dev`.
 fn plugin(server: &ApiServer, args: &[&str]) -> Outcome {
     let dir = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
-    let output = crate::support::env::plugin_cmd(dir.path())
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
+    Run::plugin(dir.path())
+        .kubeconfig_flag(&kubeconfig)
         .args(args)
         .output()
-        .unwrap();
-    Outcome {
-        code: output.status.code().unwrap(),
-        stdout: redact_ports(&String::from_utf8(output.stdout).unwrap()),
-        stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
-    }
 }
 
 /// The real kubectl against `server`, with `stdin` fed to it; its stdout.
 fn kubectl(server: &ApiServer, args: &[&str], stdin: &str) -> String {
     let home = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(home.path(), "kind-dev", "kind-dev");
-    let mut cmd = Command::new("kubectl");
-    crate::support::env::clean_env(&mut cmd, home.path());
-    let mut child = cmd
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
+    let run = Run::program("kubectl", home.path())
+        .kubeconfig_flag(&kubeconfig)
         .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "kubectl {args:?}: {stderr}");
-    String::from_utf8(output.stdout).unwrap()
+        .stdin(stdin)
+        .output();
+    assert_eq!(run.code, 0, "kubectl {args:?}: {}", run.stderr);
+    run.stdout
 }
 
 fn data(server: &ApiServer) -> serde_json::Value {
@@ -245,7 +216,7 @@ fn a_forbidden_create_names_the_missing_permission_and_exits_3() {
     assert_data_eq!(
         run.stderr,
         str![[r#"
-error: creating ConfigMap kube-public/local-registry-hosting: not allowed: the credentials of context "kind-dev" (http://127.0.0.1:PORT) may not create configmaps in namespace kube-public
+error: creating ConfigMap kube-public/local-registry-hosting: not allowed: the credentials of context "kind-dev" (http://127.0.0.1:[PORT]) may not create configmaps in namespace kube-public
 caused by: configmaps "local-registry-hosting" is forbidden: User "system:serviceaccount:default:dev" cannot create resource "configmaps" in API group "" in the namespace "kube-public"
 hint: advertising needs get, create, update and delete on configmaps in kube-public; `kubectl auth can-i create configmaps -n kube-public` checks it; a cluster admin can grant it with a Role and RoleBinding
 
@@ -263,7 +234,7 @@ fn a_forbidden_update_names_update() {
         .start();
     let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
     assert!(
-        run.stderr.starts_with("error: updating ConfigMap kube-public/local-registry-hosting: not allowed: the credentials of context \"kind-dev\" (http://127.0.0.1:PORT) may not update configmaps in namespace kube-public\n"),
+        run.stderr.starts_with("error: updating ConfigMap kube-public/local-registry-hosting: not allowed: the credentials of context \"kind-dev\" (http://127.0.0.1:[PORT]) may not update configmaps in namespace kube-public\n"),
         "{}",
         run.stderr
     );
@@ -415,7 +386,7 @@ fn a_host_that_does_not_answer_like_a_registry_is_advertised_with_a_warning() {
     assert_data_eq!(
         run.stderr,
         str![[r#"
-warning: 127.0.0.1:PORT does not answer GET /v2/ like a registry from here (the registry at 127.0.0.1:PORT is down or not reachable from here: Connection refused (os error 111)); advertising it in ConfigMap kube-public/local-registry-hosting anyway (--no-verify skips this check)
+warning: 127.0.0.1:[PORT] does not answer GET /v2/ like a registry from here (the registry at 127.0.0.1:[PORT] is down or not reachable from here: Connection refused (os error 111)); advertising it in ConfigMap kube-public/local-registry-hosting anyway (--no-verify skips this check)
 
 "#]]
     );

@@ -7,21 +7,16 @@
 use snapbox::{assert_data_eq, str};
 use std::time::{Duration, Instant};
 
-use crate::support::apiserver::{ApiServer, StandInNode, kubeconfig_yaml, redact_ports};
+use crate::support::apiserver::{ApiServer, StandInNode, kubeconfig_yaml};
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::push::hosting_yaml;
+use crate::support::run::{Outcome, Run};
 
 const CONFIGMAP: &str = "/api/v1/namespaces/kube-public/configmaps/local-registry-hosting";
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// `kubectl registry info`, the kubeconfig's server being the fault proxy in front of a
 /// stand-in API server; with `/usr/bin/time` recording the peak RSS in `rss_file` when given.
-fn info_through(rules: Vec<Rule>, rss_file: Option<&std::path::Path>) -> (Run, FaultProxy) {
+fn info_through(rules: Vec<Rule>, rss_file: Option<&std::path::Path>) -> (Outcome, FaultProxy) {
     let server = ApiServer::builder()
         .hosting_v1(&hosting_yaml("127.0.0.1:5001"))
         .node(StandInNode::new("kind-control-plane"))
@@ -35,25 +30,15 @@ fn info_through(rules: Vec<Rule>, rss_file: Option<&std::path::Path>) -> (Run, F
         kubeconfig_yaml(&format!("http://{}", proxy.host()), "kind-dev", "kind-dev"),
     )
     .unwrap();
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let mut cmd = match rss_file {
-        Some(rss_file) => {
-            let mut cmd = crate::support::push::clean_std_cmd("/usr/bin/time".as_ref(), dir.path());
-            cmd.args(["-f", "%M", "-o"]).arg(rss_file).arg(&binary);
-            cmd
-        }
-        None => crate::support::push::clean_std_cmd(binary.as_os_str(), dir.path()),
+    let run = match rss_file {
+        Some(rss_file) => Run::plugin_timed(dir.path(), rss_file),
+        None => Run::plugin(dir.path()).no_docker_config(),
     };
-    cmd.env("KUBECONFIG", &kubeconfig).arg("info");
-    let output = assert_cmd::Command::from_std(cmd)
+    let run = run
+        .kubeconfig(&kubeconfig)
+        .arg("info")
         .timeout(Duration::from_secs(90))
-        .output()
-        .unwrap();
-    let run = Run {
-        code: output.status.code().expect("killed by a signal"),
-        stdout: redact_ports(&String::from_utf8(output.stdout).unwrap()),
-        stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
-    };
+        .output();
     (run, proxy)
 }
 
@@ -80,7 +65,7 @@ fn a_login_page_where_the_api_server_should_be_is_named_as_a_web_page() {
     assert_data_eq!(
         run.stderr,
         str![[r#"
-error: reading ConfigMap kube-public/local-registry-hosting: context "kind-dev" (http://127.0.0.1:PORT) is not answered by a Kubernetes API server: it answered 200 OK with a web page titled "Sign in – Corp Access", not the Kubernetes API
+error: reading ConfigMap kube-public/local-registry-hosting: context "kind-dev" (http://127.0.0.1:[PORT]) is not answered by a Kubernetes API server: it answered 200 OK with a web page titled "Sign in – Corp Access", not the Kubernetes API
 hint: something else answers at that address (a login page of a proxy or VPN?): log in to it, or fix the server (or proxy-url) of the kubeconfig, then try `kubectl --context kind-dev get nodes`
 
 "#]]
@@ -112,7 +97,7 @@ fn a_redirect_to_a_login_page_is_named_with_where_it_sends_us() {
     assert!(
         run.stderr.starts_with(
             "error: reading ConfigMap kube-public/local-registry-hosting: context \"kind-dev\" \
-             (http://127.0.0.1:PORT) is not answered by a Kubernetes API server: it answered 302 \
+             (http://127.0.0.1:[PORT]) is not answered by a Kubernetes API server: it answered 302 \
              Found with a web page titled \"Found\" sending us to \
              https://sso.corp.example/login?next=%2Fapi, not the Kubernetes API\n"
         ),
@@ -134,7 +119,7 @@ fn an_api_server_that_never_answers_is_a_timeout_not_unreachable() {
     assert_data_eq!(
         run.stderr,
         str![[r#"
-error: reading ConfigMap kube-public/local-registry-hosting: the API server of context "kind-dev" (http://127.0.0.1:PORT) did not answer within 15s
+error: reading ConfigMap kube-public/local-registry-hosting: the API server of context "kind-dev" (http://127.0.0.1:[PORT]) did not answer within 15s
 hint: the connection was made but no answer came: is the cluster overloaded or stuck? `kubectl --context kind-dev get nodes` shows whether it answers
 
 "#]]
@@ -157,7 +142,7 @@ fn an_endless_answer_from_the_api_server_is_cut_at_the_cap_with_memory_bounded()
         run.stderr.lines().next(),
         Some(
             "error: reading ConfigMap kube-public/local-registry-hosting: the API server of \
-             context \"kind-dev\" (http://127.0.0.1:PORT) sent more than 64 MiB; we stopped \
+             context \"kind-dev\" (http://127.0.0.1:[PORT]) sent more than 64 MiB; we stopped \
              reading there"
         ),
         "{}",

@@ -2,23 +2,16 @@
 //! real registry, on a working set-up, a registry that is down, a forbidden ConfigMap, and a
 //! cluster with nothing advertised and no loader on PATH. Whole outputs pinned.
 
-use snapbox::{assert_data_eq, str};
+use snapbox::str;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use crate::support::apiserver::{ApiServer, StandInNode, redact_ports, unused_port};
-use crate::support::doctor_output::redact_timing;
+use crate::support::apiserver::{ApiServer, StandInNode, unused_port};
 use crate::support::registry::TestRegistry;
+use crate::support::run::{Outcome, Run, redact};
 use tempfile::TempDir;
 
 const KIND_HELP: &str = "https://kind.sigs.k8s.io/docs/user/local-registry/";
-
-#[derive(Debug)]
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
 
 /// `kubectl registry doctor [args]` against `server` (context `kind-dev`), with `path` as PATH.
 fn doctor(server: &ApiServer, path: &Path, args: &[&str]) -> Outcome {
@@ -28,23 +21,12 @@ fn doctor(server: &ApiServer, path: &Path, args: &[&str]) -> Outcome {
 fn doctor_in(server: &ApiServer, context: &str, path: &Path, args: &[&str]) -> Outcome {
     let dir = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(dir.path(), context, context);
-    let output = crate::support::env::plugin_cmd(dir.path())
-        .env("PATH", path)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
+    Run::plugin(dir.path())
+        .path(path)
+        .kubeconfig_flag(&kubeconfig)
         .arg("doctor")
         .args(args)
         .output()
-        .unwrap();
-    let redact = |bytes: Vec<u8>| {
-        let text = redact_ports(&String::from_utf8(bytes).unwrap());
-        redact_timing(&text.replace(&dir.path().display().to_string(), "HOME"))
-    };
-    Outcome {
-        code: output.status.code().unwrap(),
-        stdout: redact(output.stdout),
-        stderr: redact(output.stderr),
-    }
 }
 
 fn kind_node() -> StandInNode {
@@ -74,15 +56,14 @@ fn a_working_set_up_passes_every_check_and_leaves_no_probe_tag() {
         .start();
     let path = bin_dir(&[]);
     let run = doctor(&server, path.path(), &[]);
-    assert_data_eq!(
-        run.stdout,
+    run.assert_stdout(
         str![[r#"
-✓ kubeconfig: HOME/kubeconfig, context kind-dev
-✓ api-server: http://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
-✓ discovery: ConfigMap kube-public/local-registry-hosting: host 127.0.0.1:PORT, hostFromContainerRuntime kind-registry:5000, hostFromClusterNetwork (not advertised), help https://kind.sigs.k8s.io/docs/user/local-registry/
-✓ registry: 127.0.0.1:PORT answers GET /v2/ over http
-✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:PORT/kubectl-registry-probe:doctor, read it back by digest sha256:DIGEST…, then deleted
-– nodes: pods will pull from kind-registry:5000, not 127.0.0.1:PORT: each node's containerd must map kind-registry:5000 to the registry (kind: /etc/containerd/certs.d/kind-registry:5000/hosts.toml); not checked from a node
+✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
+✓ api-server: http://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)
+✓ discovery: ConfigMap kube-public/local-registry-hosting: host 127.0.0.1:[PORT], hostFromContainerRuntime kind-registry:5000, hostFromClusterNetwork (not advertised), help https://kind.sigs.k8s.io/docs/user/local-registry/
+✓ registry: 127.0.0.1:[PORT] answers GET /v2/ over http
+✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:[PORT]/kubectl-registry-probe:doctor, read it back by digest sha256:[DIGEST]…, then deleted
+– nodes: pods will pull from kind-registry:5000, not 127.0.0.1:[PORT]: each node's containerd must map kind-registry:5000 to the registry (kind: /etc/containerd/certs.d/kind-registry:5000/hosts.toml); not checked from a node
     hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
     hint: `kubectl registry doctor --pod` pulls the probe image from a node
 – node-load: not needed: push uses the registry
@@ -107,30 +88,26 @@ fn a_registry_that_is_down_fails_naming_the_host_and_the_help_link() {
         .start();
     let path = bin_dir(&[]);
     let run = doctor(&server, path.path(), &[]);
-    assert_data_eq!(
-        run.stdout,
+    run.assert_stdout(
         str![[r#"
-✓ kubeconfig: HOME/kubeconfig, context kind-dev
-✓ api-server: http://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
-✓ discovery: ConfigMap kube-public/local-registry-hosting: host 127.0.0.1:PORT, hostFromContainerRuntime 127.0.0.1:PORT, hostFromClusterNetwork (not advertised), help https://kind.sigs.k8s.io/docs/user/local-registry/
-✗ registry: reaching the registry 127.0.0.1:PORT: the registry at 127.0.0.1:PORT is down or not reachable from here: Connection refused (os error 111)
+✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
+✓ api-server: http://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)
+✓ discovery: ConfigMap kube-public/local-registry-hosting: host 127.0.0.1:[PORT], hostFromContainerRuntime 127.0.0.1:[PORT], hostFromClusterNetwork (not advertised), help https://kind.sigs.k8s.io/docs/user/local-registry/
+✗ registry: reaching the registry 127.0.0.1:[PORT]: the registry at 127.0.0.1:[PORT] is down or not reachable from here: Connection refused (os error 111)
     hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
-    hint: check that the registry runs and that 127.0.0.1:PORT is reachable from this machine
+    hint: check that the registry runs and that 127.0.0.1:[PORT] is reachable from this machine
 – round-trip: skipped: the registry does not answer
-– nodes: pods will pull from 127.0.0.1:PORT, the host pushed to; not checked from a node
+– nodes: pods will pull from 127.0.0.1:[PORT], the host pushed to; not checked from a node
     hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
     hint: `kubectl registry doctor --pod` pulls the probe image from a node
 – node-load: not needed: push uses the registry
 
 "#]]
     );
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 error: push would not work: 1 check failed (registry)
 
-"#]]
-    );
+"#]]);
     assert_eq!(run.code, 5);
 }
 
@@ -142,20 +119,17 @@ fn a_forbidden_configmap_says_so_and_goes_on_to_the_node_loader() {
         .start();
     let path = bin_dir(&[("kind", "echo 'kind v0.27.0 go1.23.6 linux/amd64'")]);
     let run = doctor(&server, path.path(), &[]);
-    let kind = path.path().join("kind");
-    assert_eq!(
-        run.stdout.replace(&kind.display().to_string(), "BIN/kind"),
-        "\
-✓ kubeconfig: HOME/kubeconfig, context kind-dev
-✓ api-server: http://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
+    run.assert_stdout(str![[r#"
+✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
+✓ api-server: http://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)
 – discovery: nothing advertised: reading ConfigMap kube-public/local-registry-hosting is forbidden for these credentials, so it counts as absent, and neither OpenShift's image config, a node annotation nor a microk8s registry Service names one
     hint: if the cluster has a registry, push needs get on configmaps in kube-public: `kubectl auth can-i get configmaps -n kube-public` checks it
 – registry: no registry is advertised, so there is none to reach
 – round-trip: no registry is advertised, so there is none to push the probe image to
 – nodes: push loads images into the nodes instead of a registry
-✓ node-load: kind cluster \"dev\": `kind` is on PATH (BIN/kind, version \"kind v0.27.0 go1.23.6 linux/amd64\")
-"
-    );
+✓ node-load: kind cluster "dev": `kind` is on PATH ([ROOT]/kind, version "kind v0.27.0 go1.23.6 linux/amd64")
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 }
 
@@ -164,11 +138,10 @@ fn nothing_advertised_and_no_loader_on_path_fails_with_where_to_get_one() {
     let server = ApiServer::builder().node(kind_node()).start();
     let path = bin_dir(&[]);
     let run = doctor(&server, path.path(), &[]);
-    assert_data_eq!(
-        run.stdout,
+    run.assert_stdout(
         str![[r#"
-✓ kubeconfig: HOME/kubeconfig, context kind-dev
-✓ api-server: http://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
+✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
+✓ api-server: http://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)
 – discovery: nothing advertised: no ConfigMap kube-public/local-registry-hosting, and neither OpenShift's image config, a node annotation nor a microk8s registry Service names one
 – registry: no registry is advertised, so there is none to reach
 – round-trip: no registry is advertised, so there is none to push the probe image to
@@ -242,19 +215,15 @@ fn an_api_server_that_is_down_fails_and_the_checks_after_it_say_why_they_did_not
         ),
     )
     .unwrap();
-    let output = crate::support::env::plugin_cmd(dir.path())
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
+    let run = Run::plugin(dir.path())
+        .kubeconfig_flag(&kubeconfig)
         .arg("doctor")
-        .output()
-        .unwrap();
-    let stdout = redact_ports(&String::from_utf8(output.stdout).unwrap())
-        .replace(&dir.path().display().to_string(), "HOME");
+        .output();
     assert_eq!(
-        stdout,
+        run.stdout,
         "\
-✓ kubeconfig: HOME/kubeconfig, context kind-dev
-✗ api-server: asking the API server its version: cannot reach the API server of context \"kind-dev\" (http://127.0.0.1:PORT): client error (Connect): tcp connect error: Connection refused (os error 111)
+✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
+✗ api-server: asking the API server its version: cannot reach the API server of context \"kind-dev\" (http://127.0.0.1:[PORT]): client error (Connect): tcp connect error: Connection refused (os error 111)
     hint: is the cluster running? `kubectl --context kind-dev get nodes` shows whether it answers
 – discovery: skipped: the cluster could not be read
 – registry: skipped: what the cluster advertises is not known
@@ -263,7 +232,7 @@ fn an_api_server_that_is_down_fails_and_the_checks_after_it_say_why_they_did_not
 – node-load: skipped: what the cluster advertises is not known
 "
     );
-    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(run.code, 3);
 }
 
 #[test]
@@ -340,15 +309,18 @@ fn a_pod_pulls_the_probe_through_the_nodes_runtime_mapping_and_is_removed() {
     let (server, _hosts) = pod_set_up(&registry, &node, &registry.host());
     let path = bin_dir(&[]);
     let run = doctor(&server, path.path(), &["--pod"]);
-    let lines: Vec<&str> = run.stdout.lines().collect();
-    assert_eq!(
-        lines[5],
-        "– nodes: pods will pull from kind-registry:5000, not 127.0.0.1:PORT: each node's containerd must map kind-registry:5000 to the registry (kind: /etc/containerd/certs.d/kind-registry:5000/hosts.toml); the pod below pulls it from a node"
-    );
-    assert_eq!(
-        redact_pinned_digest(lines[lines.len() - 1]),
-        "✓ pod: pod default/kubectl-registry-doctor-00002 pulled kind-registry:5000/kubectl-registry-probe@sha256:DIGEST on its node, and was deleted"
-    );
+    run.assert_stdout(str![[r#"
+✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
+✓ api-server: http://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)
+✓ discovery: ConfigMap kube-public/local-registry-hosting: host 127.0.0.1:[PORT], hostFromContainerRuntime kind-registry:5000, hostFromClusterNetwork (not advertised), help https://kind.sigs.k8s.io/docs/user/local-registry/
+✓ registry: 127.0.0.1:[PORT] answers GET /v2/ over http
+✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:[PORT]/kubectl-registry-probe:doctor, read it back by digest sha256:[DIGEST]…, then deleted
+– nodes: pods will pull from kind-registry:5000, not 127.0.0.1:[PORT]: each node's containerd must map kind-registry:5000 to the registry (kind: /etc/containerd/certs.d/kind-registry:5000/hosts.toml); the pod below pulls it from a node
+    hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+– node-load: not needed: push uses the registry
+✓ pod: pod default/kubectl-registry-doctor-00002 pulled kind-registry:5000/kubectl-registry-probe@sha256:[DIGEST] on its node, and was deleted
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert!(
         node.images()
@@ -399,14 +371,14 @@ fn a_pod_that_cannot_pull_fails_with_the_kubelets_events() {
     let pod = &checks[7];
     assert_eq!(pod["check"], "pod");
     assert_eq!(pod["ok"], false);
-    let detail = redact_ports(pod["detail"].as_str().unwrap());
+    let detail = redact(pod["detail"].as_str().unwrap());
     assert!(
         detail.starts_with("pod default/kubectl-registry-doctor-00002 could not pull kind-registry:5000/kubectl-registry-probe@sha256:"),
         "{detail}"
     );
     for said in [
         ": ErrImagePull: ",
-        "127.0.0.1:PORT",
+        "127.0.0.1:[PORT]",
         "connect: connection refused",
         "; the kubelet said: Scheduled: Successfully assigned default/kubectl-registry-doctor-00002 to stand-in-node; Pulling: Pulling image ",
         "; Failed: Error: ErrImagePull",
@@ -430,16 +402,6 @@ fn a_pod_that_cannot_pull_fails_with_the_kubelets_events() {
     );
 }
 
-/// `@sha256:<64 hex>` -> `@sha256:DIGEST`.
-fn redact_pinned_digest(text: &str) -> String {
-    match text.find("@sha256:") {
-        Some(i) if text.len() >= i + 72 => {
-            format!("{}@sha256:DIGEST{}", &text[..i], &text[i + 72..])
-        }
-        _ => text.to_string(),
-    }
-}
-
 #[test]
 fn a_registry_that_refuses_deletes_keeps_the_probe_and_the_line_says_so() {
     let registry = TestRegistry::start_with(crate::support::registry::RegistryConfig {
@@ -452,11 +414,17 @@ fn a_registry_that_refuses_deletes_keeps_the_probe_and_the_line_says_so() {
         .start();
     let path = bin_dir(&[]);
     let run = doctor(&server, path.path(), &[]);
-    let round_trip = run.stdout.lines().nth(4).unwrap_or_default().to_string();
-    assert_eq!(
-        round_trip,
-        "✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:PORT/kubectl-registry-probe:doctor, read it back by digest sha256:DIGEST…, left in place: the registry does not allow deletes, so 127.0.0.1:PORT/kubectl-registry-probe:doctor stays"
-    );
+    run.assert_stdout(str![[r#"
+✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
+✓ api-server: http://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)
+✓ discovery: ConfigMap kube-public/local-registry-hosting: host 127.0.0.1:[PORT], hostFromContainerRuntime 127.0.0.1:[PORT], hostFromClusterNetwork (not advertised), help (none)
+✓ registry: 127.0.0.1:[PORT] answers GET /v2/ over http
+✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:[PORT]/kubectl-registry-probe:doctor, read it back by digest sha256:[DIGEST]…, left in place: the registry does not allow deletes, so 127.0.0.1:[PORT]/kubectl-registry-probe:doctor stays
+– nodes: pods will pull from 127.0.0.1:[PORT], the host pushed to; not checked from a node
+    hint: `kubectl registry doctor --pod` pulls the probe image from a node
+– node-load: not needed: push uses the registry
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         registry.get("/v2/kubectl-registry-probe/tags/list").status,

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::support::apiserver::{ApiServer, kubeconfig_yaml};
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::fixtures::{Format, Image};
-use crate::support::push::{Bench, clean_cmd};
+use crate::support::push::{Bench, clean_cmd, clean_run};
 use crate::support::registry::TestRegistry;
 
 /// What any error about one outside value may print at most: our words and the value shortened.
@@ -103,18 +103,16 @@ fn a_control_character_in_the_configmaps_help_drops_help_and_keeps_the_registry(
         .start();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
-    let output = clean_cmd(dir.path())
-        .env("KUBECONFIG", &kubeconfig)
+    let run = clean_run(dir.path())
+        .kubeconfig(&kubeconfig)
         .args(["info", "-o", "json"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let info: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        .output();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let info = run.json();
     assert_eq!(info["registry"]["host"], "localhost:5001");
     assert_eq!(info["registry"]["help"], serde_json::Value::Null);
     assert_eq!(
-        stderr,
+        run.stderr,
         "warning: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field help \
          \"https://x.example/\\u{1b}]0;pwned\\u{7}\" contains a control character; ignoring it\n"
     );
@@ -233,7 +231,7 @@ fn a_catalog_whose_link_names_the_same_page_again_is_left_after_one_round() {
     assert_ne!(run.code, 0, "{}", run.stdout);
     assert!(
         run.stderr
-            .contains("the registry's Link header names page \"http://127.0.0.1:PORT/v2/_catalog?n=100\" again, after 1 pages; stopped there"),
+            .contains("the registry's Link header names page \"http://127.0.0.1:[PORT]/v2/_catalog?n=100\" again, after 1 pages; stopped there"),
         "{}",
         run.stderr
     );
@@ -296,23 +294,12 @@ fn an_xz_archive_claiming_a_four_gigabyte_dictionary_is_refused_within_bounded_m
     let hostile = bench.path("img.tar.xz");
     std::fs::write(&hostile, xz_claiming_a_huge_dictionary(&tar)).unwrap();
     let rss = bench.path("rss");
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let mut time = crate::support::push::clean_std_cmd(
-        std::ffi::OsStr::new("/usr/bin/time"),
-        bench.dir.path(),
-    );
-    let output = time
-        .env("KUBECONFIG", &bench.kubeconfig)
-        .arg("-f")
-        .arg("%M")
-        .arg("-o")
-        .arg(&rss)
-        .arg(&binary)
+    let run = crate::support::run::Run::plugin_timed(bench.dir.path(), &rss)
+        .kubeconfig(&bench.kubeconfig)
         .args(["push", hostile.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(4), "{stderr}");
+        .output();
+    let stderr = &run.stderr;
+    assert_eq!(run.code, 4, "{stderr}");
     assert!(
         stderr.contains("the stream needs more than 256 MiB of memory to decompress"),
         "{stderr}"
@@ -387,7 +374,7 @@ fn an_engine_export_that_streams_junk_for_ever_is_stopped_past_what_its_inspect_
     let run = bench.run(
         bench
             .cmd()
-            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .path(format!("{}:/usr/bin:/bin", bin.display()))
             .timeout(Duration::from_secs(120))
             .args(["push", "junk:forever"]),
     );

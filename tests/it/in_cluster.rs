@@ -4,10 +4,10 @@
 //! kubeconfig; `info` says which host and why. The real registry receives the image.
 
 use crate::support::apiserver::{ApiServer, unused_port};
-use crate::support::doctor_output::redact_timing;
 use crate::support::fixtures::{Format, Image};
-use crate::support::push::{Bench, HELP, Outcome, RUNTIME_HOST, clean_cmd};
+use crate::support::push::{Bench, HELP, Outcome, RUNTIME_HOST, clean_run};
 use crate::support::registry::{TestRegistry, make_certificates};
+use crate::support::run::{Run, redactions};
 
 const SERVICE_ACCOUNT_TOKEN: &str = "pod-service-account-token";
 const CONFIGMAP_GET: &str = "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting";
@@ -62,15 +62,14 @@ impl Pod {
     }
 
     /// The binary as a pod runs it: no kubeconfig, the kubelet's variables, the account's files.
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = clean_cmd(self.bench.dir.path());
-        cmd.env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    fn cmd(&self) -> Run {
+        clean_run(self.bench.dir.path())
+            .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
             .env("KUBERNETES_SERVICE_PORT", self.bench.api.port().to_string())
             .env(
                 "KUBECTL_REGISTRY_SERVICEACCOUNT_DIR",
                 self.bench.path("serviceaccount"),
-            );
-        cmd
+            )
     }
 
     fn run(&self, args: &[&str]) -> Outcome {
@@ -109,7 +108,7 @@ fn a_pod_pushes_to_the_cluster_network_host_and_prints_the_runtime_ref() {
         ),
         (
             Some(format!("{RUNTIME_HOST}/myimg:dev@{digest}").as_str()),
-            Some(format!("127.0.0.1:PORT/myimg:dev@{digest}").as_str()),
+            Some(format!("127.0.0.1:[PORT]/myimg:dev@{digest}").as_str()),
             Some("cluster")
         )
     );
@@ -172,15 +171,15 @@ fn info_in_a_pod_names_the_cluster_network_host_and_why() {
             "\
 context:              (in-cluster)
 cluster:              (none)
-server:               https://127.0.0.1:PORT
+server:               https://127.0.0.1:[PORT]
 product:              unknown
 registry host:        {laptop}
 runtime host:         {RUNTIME_HOST}
-cluster-network host: 127.0.0.1:PORT
+cluster-network host: 127.0.0.1:[PORT]
 help:                 {HELP}
 source:               ConfigMap kube-public/local-registry-hosting (KEP-1755)
 network:              cluster (in a pod: in-cluster config)
-push:                 push to 127.0.0.1:PORT (hostFromClusterNetwork) and print refs on {RUNTIME_HOST}
+push:                 push to 127.0.0.1:[PORT] (hostFromClusterNetwork) and print refs on {RUNTIME_HOST}
 ",
             laptop = pod.laptop_host
         )
@@ -209,7 +208,7 @@ fn a_missing_service_account_token_is_a_cluster_error_naming_the_file() {
     assert_eq!(
         run.stderr_lines(),
         [
-            "error: reading the pod's service account: $DIR/serviceaccount/token",
+            "error: reading the pod's service account: [ROOT]/serviceaccount/token",
             "caused by: No such file or directory (os error 2)",
             "hint: a pod finds its service account in /var/run/secrets/kubernetes.io/serviceaccount \
              unless the pod spec sets automountServiceAccountToken: false; or skip discovery with \
@@ -247,7 +246,7 @@ fn network_cluster_with_a_kubeconfig_pushes_to_the_cluster_network_host() {
     assert!(
         info.stdout.ends_with(&format!(
             "network:              cluster (--network cluster)\n\
-             push:                 push to 127.0.0.1:PORT (hostFromClusterNetwork) and print refs on {RUNTIME_HOST}\n"
+             push:                 push to 127.0.0.1:[PORT] (hostFromClusterNetwork) and print refs on {RUNTIME_HOST}\n"
         )),
         "{}",
         info.stdout
@@ -259,15 +258,15 @@ fn doctor_in_a_pod_probes_the_cluster_network_host() {
     let pod = Pod::start(true);
     let run = pod.run(&["doctor"]);
     assert_eq!(
-        redact_timing(&run.stdout),
+        redactions().redact(&run.stdout),
         format!(
             "\
 ✓ kubeconfig: none: in a pod, with its service account (in-cluster config)
-✓ api-server: https://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
-✓ discovery: ConfigMap kube-public/local-registry-hosting: host {laptop}, hostFromContainerRuntime {RUNTIME_HOST}, hostFromClusterNetwork 127.0.0.1:PORT, help {HELP}
-✓ registry: 127.0.0.1:PORT answers GET /v2/ over http, the host push uses from the cluster network (in a pod: in-cluster config)
-✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:PORT/kubectl-registry-probe:doctor, read it back by digest sha256:DIGEST…, then deleted
-– nodes: pods will pull from {RUNTIME_HOST}, not 127.0.0.1:PORT: each node's containerd must map {RUNTIME_HOST} to the registry (kind: /etc/containerd/certs.d/{RUNTIME_HOST}/hosts.toml); not checked from a node
+✓ api-server: https://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)
+✓ discovery: ConfigMap kube-public/local-registry-hosting: host {laptop}, hostFromContainerRuntime {RUNTIME_HOST}, hostFromClusterNetwork 127.0.0.1:[PORT], help {HELP}
+✓ registry: 127.0.0.1:[PORT] answers GET /v2/ over http, the host push uses from the cluster network (in a pod: in-cluster config)
+✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:[PORT]/kubectl-registry-probe:doctor, read it back by digest sha256:[DIGEST]…, then deleted
+– nodes: pods will pull from {RUNTIME_HOST}, not 127.0.0.1:[PORT]: each node's containerd must map {RUNTIME_HOST} to the registry (kind: /etc/containerd/certs.d/{RUNTIME_HOST}/hosts.toml); not checked from a node
     hint: this cluster's registry guide: {HELP}
     hint: `kubectl registry doctor --pod` pulls the probe image from a node
 – node-load: not needed: push uses the registry

@@ -4,10 +4,8 @@
 use snapbox::{assert_data_eq, str};
 use std::path::Path;
 
-use crate::support::apiserver::{
-    ApiServer, StandInNode, kubeconfig_yaml, redact_ports, unused_port,
-};
-use assert_cmd::Command;
+use crate::support::apiserver::{ApiServer, StandInNode, kubeconfig_yaml, unused_port};
+use crate::support::run::{Outcome, Run};
 use tempfile::TempDir;
 
 const KIND_SCRIPT_V1: &str =
@@ -19,26 +17,13 @@ const IMAGE_CONFIG_GET: &str = "GET /apis/config.openshift.io/v1/images/cluster"
 const NODES_LIST: &str = "GET /api/v1/nodes";
 const SERVICE_GET: &str = "GET /api/v1/namespaces/container-registry/services/registry";
 
-/// What a run printed, ports redacted.
-#[derive(Debug)]
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// The binary with a clean environment: its own HOME, no proxies, no registry variables.
-fn registry_cmd(home: &Path) -> Command {
-    crate::support::env::plugin_cmd(home)
+fn registry_cmd(home: &Path) -> Run {
+    Run::plugin(home)
 }
 
-fn outcome(cmd: &mut Command) -> Outcome {
-    let output = cmd.output().unwrap();
-    Outcome {
-        code: output.status.code().unwrap(),
-        stdout: redact_ports(&String::from_utf8(output.stdout).unwrap()),
-        stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
-    }
+fn outcome(run: Run) -> Outcome {
+    run.output()
 }
 
 /// `kubectl registry info [args]` against `server`, through a kubeconfig with context/cluster `name`.
@@ -59,14 +44,6 @@ fn json(outcome: &Outcome) -> serde_json::Value {
 }
 
 #[test]
-fn redact_ports_replaces_only_loopback_ports() {
-    assert_eq!(
-        redact_ports("http://127.0.0.1:39211 and 127.0.0.1:5 but localhost:5001"),
-        "http://127.0.0.1:PORT and 127.0.0.1:PORT but localhost:5001"
-    );
-}
-
-#[test]
 fn kinds_local_registry_script_is_found_in_the_configmap_as_text() {
     let server = ApiServer::builder()
         .hosting_v1(KIND_SCRIPT_V1)
@@ -79,7 +56,7 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_text() {
         str![[r#"
 context:              kind-dev
 cluster:              kind-dev
-server:               http://127.0.0.1:PORT
+server:               http://127.0.0.1:[PORT]
 product:              kind (cluster "dev")
 registry host:        localhost:5001
 runtime host:         localhost:5001
@@ -111,7 +88,7 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_json() {
         r#"{
   "context": "kind-dev",
   "cluster": "kind-dev",
-  "server": "http://127.0.0.1:PORT",
+  "server": "http://127.0.0.1:[PORT]",
   "product": {
     "kind": "kind",
     "clusterName": "dev"
@@ -225,7 +202,7 @@ fn microk8s_registry_service_is_the_last_resort() {
         str![[r#"
 context:              microk8s
 cluster:              microk8s
-server:               http://127.0.0.1:PORT
+server:               http://127.0.0.1:[PORT]
 product:              MicroK8s
 registry host:        localhost:32000
 runtime host:         localhost:32000
@@ -304,7 +281,7 @@ fn flags_beat_everything_and_the_cluster_is_not_contacted() {
         r#"{
   "context": "kind-dev",
   "cluster": "kind-dev",
-  "server": "http://127.0.0.1:PORT",
+  "server": "http://127.0.0.1:[PORT]",
   "product": null,
   "registry": {
     "host": "registry.localhost:5001",
@@ -346,7 +323,7 @@ fn the_environment_beats_the_configmap_and_the_cluster_is_not_contacted() {
         str![[r#"
 context:              kind-dev
 cluster:              kind-dev
-server:               http://127.0.0.1:PORT
+server:               http://127.0.0.1:[PORT]
 product:              (not detected: the cluster was not contacted)
 registry host:        localhost:6000
 runtime host:         registry:6000
@@ -450,7 +427,7 @@ fn kind_without_a_registry_loads_with_kind_load_naming_the_cluster() {
             "\
 context:              kind-dev
 cluster:              kind-dev
-server:               http://127.0.0.1:PORT
+server:               http://127.0.0.1:[PORT]
 product:              kind (cluster \"dev\")
 registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
@@ -479,7 +456,7 @@ push:                 load the image into the nodes of kind cluster \"dev\": `ki
         r#"{
   "context": "kind-dev",
   "cluster": "kind-dev",
-  "server": "http://127.0.0.1:PORT",
+  "server": "http://127.0.0.1:[PORT]",
   "product": {
     "kind": "kind",
     "clusterName": "dev"
@@ -530,7 +507,7 @@ fn k3d_without_a_registry_imports_into_the_named_cluster() {
             "\
 context:              k3d-dev
 cluster:              k3d-dev
-server:               http://127.0.0.1:PORT
+server:               http://127.0.0.1:[PORT]
 product:              k3d (cluster \"dev\")
 registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
@@ -570,7 +547,7 @@ fn minikube_without_a_registry_loads_into_the_profile() {
             "\
 context:              minikube
 cluster:              minikube
-server:               http://127.0.0.1:PORT
+server:               http://127.0.0.1:[PORT]
 product:              minikube (profile \"minikube\")
 registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
@@ -604,7 +581,7 @@ fn microk8s_without_its_registry_addon_imports_on_every_node() {
             "\
 context:              microk8s
 cluster:              microk8s
-server:               http://127.0.0.1:PORT
+server:               http://127.0.0.1:[PORT]
 product:              MicroK8s
 registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
@@ -635,7 +612,7 @@ fn microk8s_with_its_registry_addon_pushes_there_as_json() {
         r#"{
   "context": "microk8s",
   "cluster": "microk8s",
-  "server": "http://127.0.0.1:PORT",
+  "server": "http://127.0.0.1:[PORT]",
   "product": {
     "kind": "microk8s",
     "clusterName": null
@@ -683,7 +660,7 @@ fn docker_desktop_without_a_registry_loads_into_the_local_docker_store() {
             "\
 context:              docker-desktop
 cluster:              docker-desktop
-server:               http://127.0.0.1:PORT
+server:               http://127.0.0.1:[PORT]
 product:              Docker Desktop
 registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
@@ -711,7 +688,7 @@ push:                 load the image into the local docker image store (docker's
         serde_json::json!({
             "context": "docker-desktop",
             "cluster": "docker-desktop",
-            "server": "http://127.0.0.1:PORT",
+            "server": "http://127.0.0.1:[PORT]",
             "product": {"kind": "docker-desktop", "clusterName": null},
             "registry": null,
             "registryGuide": null,
@@ -739,7 +716,7 @@ fn an_unknown_cluster_without_a_registry_says_push_would_fail_and_the_ways_out()
             "\
 context:              work
 cluster:              work
-server:               http://127.0.0.1:PORT
+server:               http://127.0.0.1:[PORT]
 product:              unknown
 registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
@@ -775,7 +752,7 @@ push:                 fail: no registry is advertised and no way to load images 
         serde_json::json!({
             "context": "work",
             "cluster": "work",
-            "server": "http://127.0.0.1:PORT",
+            "server": "http://127.0.0.1:[PORT]",
             "product": {"kind": "unknown", "clusterName": null},
             "registry": null,
             "registryGuide": null,
@@ -962,7 +939,7 @@ fn microk8s_help_only_configmap_advertises_no_registry_and_shows_how_to_set_one_
         str![[r#"
 context:              microk8s
 cluster:              microk8s
-server:               http://127.0.0.1:PORT
+server:               http://127.0.0.1:[PORT]
 product:              MicroK8s
 registry:             none advertised
 set one up:           https://microk8s.io/docs/registry-built-in
@@ -1069,13 +1046,11 @@ fn an_unknown_context_lists_the_contexts_available() {
             .arg(&kubeconfig)
             .args(["--context", "kind-prod", "info"]),
     );
-    let kubeconfig = kubeconfig.display();
-    assert_eq!(
-        run.stderr,
-        format!(
-            "error: context \"kind-prod\" is not in kubeconfig {kubeconfig}\nhint: contexts available: kind-dev; choose one with --context NAME\n"
-        )
-    );
+    run.assert_stderr(str![[r#"
+error: context "kind-prod" is not in kubeconfig [ROOT]/kubeconfig
+hint: contexts available: kind-dev; choose one with --context NAME
+
+"#]]);
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
     assert_eq!(server.requests(), Vec::<String>::new());
 }
@@ -1121,16 +1096,12 @@ fn an_unreadable_kubeconfig_is_a_cluster_error() {
             .arg(&kubeconfig)
             .arg("info"),
     );
-    let lines: Vec<&str> = run.stderr.lines().collect();
-    assert_eq!(
-        lines[0],
-        format!("error: reading kubeconfig {}", kubeconfig.display())
-    );
-    assert!(lines[1].starts_with("caused by: "), "{}", run.stderr);
-    assert_eq!(
-        lines[2..],
-        ["hint: fix or replace that file, or skip discovery with --registry HOST[:PORT]"]
-    );
+    run.assert_stderr(str![[r#"
+error: reading kubeconfig [ROOT]/config
+caused by: unclosed bracket '[' at line 2, column 11
+hint: fix or replace that file, or skip discovery with --registry HOST[:PORT]
+
+"#]]);
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
 }
 
@@ -1144,13 +1115,12 @@ fn a_missing_kubeconfig_flag_file_is_a_cluster_error() {
             .arg(&kubeconfig)
             .arg("info"),
     );
-    assert_eq!(
-        run.stderr,
-        format!(
-            "error: reading kubeconfig {}\ncaused by: No such file or directory (os error 2)\nhint: check the path, or unset --kubeconfig to use KUBECONFIG or ~/.kube/config; or skip discovery with --registry HOST[:PORT]\n",
-            kubeconfig.display()
-        )
-    );
+    run.assert_stderr(str![[r#"
+error: reading kubeconfig [ROOT]/nope
+caused by: No such file or directory (os error 2)
+hint: check the path, or unset --kubeconfig to use KUBECONFIG or ~/.kube/config; or skip discovery with --registry HOST[:PORT]
+
+"#]]);
     assert_eq!(run.code, 3);
 }
 
@@ -1158,13 +1128,11 @@ fn a_missing_kubeconfig_flag_file_is_a_cluster_error() {
 fn no_kubeconfig_at_all_says_so() {
     let home = TempDir::new().unwrap();
     let run = outcome(registry_cmd(home.path()).arg("info"));
-    assert_eq!(
-        run.stderr,
-        format!(
-            "error: no kubeconfig: {} does not exist\nhint: create a cluster (`kind create cluster` writes one) or point --kubeconfig at one, or skip discovery with --registry HOST[:PORT]\n",
-            home.path().join(".kube/config").display()
-        )
-    );
+    run.assert_stderr(str![[r#"
+error: no kubeconfig: [ROOT]/.kube/config does not exist
+hint: create a cluster (`kind create cluster` writes one) or point --kubeconfig at one, or skip discovery with --registry HOST[:PORT]
+
+"#]]);
     assert_eq!(run.code, 3);
 }
 
@@ -1219,7 +1187,7 @@ fn an_api_server_that_is_down_fails_naming_context_and_server() {
     assert_data_eq!(
         run.stderr,
         str![[r#"
-error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context "kind-dev" (http://127.0.0.1:PORT)
+error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context "kind-dev" (http://127.0.0.1:[PORT])
 caused by: client error (Connect)
 caused by: tcp connect error
 caused by: Connection refused (os error 111)
@@ -1319,7 +1287,7 @@ fn a_failing_exec_credential_plugin_is_a_cluster_error() {
     assert_data_eq!(
         run.stderr,
         str![[r#"
-error: getting credentials for context "eks-dev" (http://127.0.0.1:PORT): the kubeconfig's exec credential plugin failed (exit status: 1)
+error: getting credentials for context "eks-dev" (http://127.0.0.1:[PORT]): the kubeconfig's exec credential plugin failed (exit status: 1)
 caused by: session expired: run sso login
 hint: log in again with that plugin's tool, then try `kubectl --context eks-dev get nodes`
 
@@ -1352,15 +1320,12 @@ fn an_exec_credential_plugin_that_never_answers_is_stopped_at_its_bound() {
             .arg("info"),
     );
     let took = started.elapsed();
-    // kube resolves the plugin's relative path against the kubeconfig's folder.
-    let plugin = format!("{}/./credential", dir.path().display());
-    assert_eq!(
-        run.stderr.replace(&plugin, "$PLUGIN"),
-        "\
-error: getting credentials for context \"eks-dev\" (http://127.0.0.1:PORT): the kubeconfig's exec credential plugin \"$PLUGIN\" did not answer within 15s; it was stopped
-hint: run \"$PLUGIN\" yourself to see what it waits for (a login, a prompt, the network), then try `kubectl --context eks-dev get nodes`
-"
-    );
+    // kube resolves the plugin's relative path against the kubeconfig's folder ([ROOT]).
+    run.assert_stderr(str![[r#"
+error: getting credentials for context "eks-dev" (http://127.0.0.1:[PORT]): the kubeconfig's exec credential plugin "[ROOT]/./credential" did not answer within 15s; it was stopped
+hint: run "[ROOT]/./credential" yourself to see what it waits for (a login, a prompt, the network), then try `kubectl --context eks-dev get nodes`
+
+"#]]);
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
     assert!(took < std::time::Duration::from_secs(40), "took {took:?}");
     assert_eq!(server.requests(), Vec::<String>::new());
@@ -1430,7 +1395,7 @@ fn a_kubeconfig_proxy_url_is_used_even_for_a_loopback_api_server() {
     assert_eq!(
         run.stderr.lines().next(),
         Some(
-            "error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context \"kind-dev\" (http://127.0.0.1:PORT through proxy http://127.0.0.1:PORT)"
+            "error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context \"kind-dev\" (http://127.0.0.1:[PORT] through proxy http://127.0.0.1:[PORT])"
         )
     );
     assert_eq!(run.code, 3);

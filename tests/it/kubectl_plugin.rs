@@ -1,38 +1,29 @@
 //! The real kubectl against the stand-in API server: proof the stand-in answers as a real one does,
 //! and `kubectl registry` run through kubectl's plugin mechanism.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use crate::support::apiserver::{ApiServer, StandInNode, redact_ports};
+use crate::support::apiserver::{ApiServer, StandInNode};
+use crate::support::run::{Outcome, Run, redact};
 use tempfile::TempDir;
 
 const KIND_SCRIPT_V1: &str =
     "host: \"localhost:5001\"\nhelp: \"https://kind.sigs.k8s.io/docs/user/local-registry/\"\n";
 
 /// The real kubectl with a private HOME (its discovery cache lands there) and no proxies.
-fn kubectl(home: &Path) -> Command {
-    let mut cmd = Command::new("kubectl");
-    crate::support::env::clean_env(&mut cmd, home);
-    cmd
+fn kubectl(home: &Path) -> Run {
+    Run::program("kubectl", home)
 }
 
-/// PATH with the built `kubectl-registry` first, as a user who installed the plugin has it.
-fn path_with_plugin() -> OsString {
+/// The folder of the built `kubectl-registry`, first on PATH as a user who installed the plugin has it.
+fn plugin_dir() -> PathBuf {
     let plugin = PathBuf::from(env!("CARGO_BIN_EXE_kubectl-registry"));
-    let plugin_dir = plugin.parent().unwrap().to_path_buf();
-    let rest = std::env::var_os("PATH").unwrap_or_default();
-    std::env::join_paths(std::iter::once(plugin_dir).chain(std::env::split_paths(&rest))).unwrap()
+    plugin.parent().unwrap().to_path_buf()
 }
 
-fn text(bytes: &[u8]) -> String {
-    redact_ports(std::str::from_utf8(bytes).unwrap())
-}
-
-fn success(output: &Output) -> serde_json::Value {
-    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap()
+fn success(run: &Outcome) -> serde_json::Value {
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    run.json()
 }
 
 #[test]
@@ -41,8 +32,7 @@ fn real_kubectl_reads_the_hosting_configmap_from_the_stand_in() {
     let home = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(home.path(), "kind-dev", "kind-dev");
     let output = kubectl(home.path())
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
+        .kubeconfig_flag(&kubeconfig)
         .args([
             "get",
             "configmap",
@@ -52,8 +42,7 @@ fn real_kubectl_reads_the_hosting_configmap_from_the_stand_in() {
             "-o",
             "json",
         ])
-        .output()
-        .unwrap();
+        .output();
     let configmap = success(&output);
     assert_eq!(configmap["kind"], "ConfigMap");
     assert_eq!(configmap["metadata"]["namespace"], "kube-public");
@@ -76,11 +65,9 @@ fn real_kubectl_reads_nodes_and_the_404_and_403_statuses() {
     let home = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(home.path(), "kind-dev", "kind-dev");
     let nodes = kubectl(home.path())
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
+        .kubeconfig_flag(&kubeconfig)
         .args(["get", "nodes", "-o", "json"])
-        .output()
-        .unwrap();
+        .output();
     let nodes = success(&nodes);
     assert_eq!(nodes["items"][0]["metadata"]["name"], "kind-control-plane");
     assert_eq!(
@@ -89,8 +76,7 @@ fn real_kubectl_reads_nodes_and_the_404_and_403_statuses() {
     );
 
     let missing = kubectl(home.path())
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
+        .kubeconfig_flag(&kubeconfig)
         .args([
             "get",
             "configmap",
@@ -98,22 +84,19 @@ fn real_kubectl_reads_nodes_and_the_404_and_403_statuses() {
             "kube-public",
             "local-registry-hosting",
         ])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(
-        text(&missing.stderr),
+        missing.stderr,
         "Error from server (NotFound): configmaps \"local-registry-hosting\" not found\n"
     );
-    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(missing.code, 1);
 
     let forbidden = kubectl(home.path())
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
+        .kubeconfig_flag(&kubeconfig)
         .args(["get", "service", "-n", "container-registry", "registry"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(
-        text(&forbidden.stderr),
+        forbidden.stderr,
         "Error from server (Forbidden): services \"registry\" is forbidden: User \"system:serviceaccount:default:dev\" cannot get resource \"services\" in API group \"\" in the namespace \"container-registry\"\n"
     );
 }
@@ -124,17 +107,16 @@ fn kubectl_runs_the_plugin_which_finds_kinds_registry() {
     let home = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(home.path(), "kind-dev", "kind-dev");
     let output = kubectl(home.path())
-        .env("PATH", path_with_plugin())
+        .standins(&plugin_dir())
         .env("KUBECONFIG", &kubeconfig)
         .args(["registry", "info", "-o", "json"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(
-        text(&output.stdout),
+        output.stdout,
         r#"{
   "context": "kind-dev",
   "cluster": "kind-dev",
-  "server": "http://127.0.0.1:PORT",
+  "server": "http://127.0.0.1:[PORT]",
   "product": {
     "kind": "kind",
     "clusterName": "dev"
@@ -157,8 +139,8 @@ fn kubectl_runs_the_plugin_which_finds_kinds_registry() {
 }
 "#
     );
-    assert_eq!(text(&output.stderr), "");
-    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.stderr, "");
+    assert_eq!(output.code, 0);
 }
 
 #[test]
@@ -167,22 +149,17 @@ fn kubectl_passes_the_plugins_own_flags_through() {
     let home = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(home.path(), "kind-dev", "kind-dev");
     let output = kubectl(home.path())
-        .env("PATH", path_with_plugin())
+        .standins(&plugin_dir())
         .args(["registry", "--kubeconfig"])
         .arg(&kubeconfig)
         .args(["--context", "kind-prod", "info"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(
-        text(&output.stderr),
-        format!(
+        output.stderr,
+        redact(&format!(
             "error: context \"kind-prod\" is not in kubeconfig {}\nhint: contexts available: kind-dev; choose one with --context NAME\n",
             kubeconfig.display()
-        )
+        ))
     );
-    assert_eq!(
-        output.status.code(),
-        Some(3),
-        "kubectl hands back the plugin's exit code"
-    );
+    assert_eq!(output.code, 3, "kubectl hands back the plugin's exit code");
 }

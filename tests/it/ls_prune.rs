@@ -8,13 +8,13 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::support::apiserver::redact_ports;
 use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode};
 use crate::support::containerd::Containerd;
 use crate::support::dockerd::Dockerd;
 use crate::support::fixtures::{self, Image};
-use crate::support::push::{CONTEXT, Outcome, RUNTIME_HOST, clean_cmd, hosting_yaml};
+use crate::support::push::{CONTEXT, Outcome, RUNTIME_HOST, clean_run, hosting_yaml};
 use crate::support::registry::{RegistryConfig, TestRegistry};
+use crate::support::run::redact;
 use crate::support::standins::StandIns;
 
 /// A registry advertised by a cluster whose API server serves what `cluster` adds.
@@ -108,20 +108,11 @@ impl Lab {
 
     /// Runs with `path` as PATH (stand-ins first).
     fn run_with_path(&self, args: &[&str], path: std::ffi::OsString) -> Outcome {
-        let output = clean_cmd(self.dir.path())
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("PATH", path)
+        clean_run(self.dir.path())
+            .kubeconfig(&self.kubeconfig)
+            .path(path)
             .args(args)
             .output()
-            .expect("running kubectl-registry");
-        let redact = |bytes: Vec<u8>| {
-            crate::support::apiserver::redact_ports(&String::from_utf8(bytes).unwrap())
-        };
-        Outcome {
-            code: output.status.code().expect("not killed"),
-            stdout: redact(output.stdout),
-            stderr: redact(output.stderr),
-        }
     }
 }
 
@@ -431,7 +422,7 @@ fn a_registry_refusing_deletes_is_a_clear_error_and_nothing_changes() {
     assert!(
         out.stderr.starts_with(&format!(
             "error: the registry {} does not allow deletes; nothing was deleted\n",
-            redact_ports(&lab.registry.host())
+            redact(&lab.registry.host())
         )),
         "{}",
         out.stderr
@@ -669,17 +660,11 @@ fn prunes_the_content_tags_of(
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = api.write_kubeconfig(dir.path(), context, cluster);
     let run = |args: &[&str]| {
-        let output = clean_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .env("PATH", path_with(&standins))
+        clean_run(dir.path())
+            .kubeconfig(&kubeconfig)
+            .path(path_with(&standins))
             .args(args)
             .output()
-            .unwrap();
-        Outcome {
-            code: output.status.code().unwrap(),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-        }
     };
     for (i, build) in builds.iter().enumerate() {
         let archive = dir.path().join(format!("build-{i}.tar"));
@@ -884,14 +869,13 @@ fn prune_says_plainly_it_does_not_touch_openshift_image_streams() {
         .start();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = api.write_kubeconfig(dir.path(), "crc-admin", "api-crc-testing:6443");
-    let output = clean_cmd(dir.path())
-        .env("KUBECONFIG", &kubeconfig)
+    let run = clean_run(dir.path())
+        .kubeconfig(&kubeconfig)
         .args(["prune", "--dry-run"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(output.stdout.is_empty());
-    let stderr = String::from_utf8(output.stderr).unwrap();
+        .output();
+    assert_eq!(run.code, 2);
+    assert!(run.stdout.is_empty());
+    let stderr = run.stderr;
     assert!(
         stderr.starts_with(
             "error: prune does not prune OpenShift's integrated registry (default-route-openshift-image-registry.apps-crc.testing): its images belong to image streams, which prune does not touch\n"
@@ -945,17 +929,11 @@ fn prune_nodes_of_minikube_reaches_each_node_through_minikube_ssh() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = api.write_kubeconfig(dir.path(), "dev", "dev");
     let run = |args: &[&str]| {
-        let output = clean_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .env("PATH", path_with(&standins))
+        clean_run(dir.path())
+            .kubeconfig(&kubeconfig)
+            .path(path_with(&standins))
             .args(args)
             .output()
-            .unwrap();
-        Outcome {
-            code: output.status.code().unwrap(),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-        }
     };
     for (i, build) in builds[..4].iter().enumerate() {
         let archive = dir.path().join(format!("build-{i}.tar"));
@@ -1145,17 +1123,11 @@ fn prune_nodes_of_minikube_on_docker_reaches_the_nodes_dockerd() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = api.write_kubeconfig(dir.path(), "minikube", "minikube");
     let run = |args: &[&str]| {
-        let output = clean_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .env("PATH", path_with(&standins))
+        clean_run(dir.path())
+            .kubeconfig(&kubeconfig)
+            .path(path_with(&standins))
             .args(args)
             .output()
-            .unwrap();
-        Outcome {
-            code: output.status.code().unwrap(),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-        }
     };
     for (i, build) in builds.iter().enumerate() {
         let archive = dir.path().join(format!("build-{i}.tar"));
@@ -1285,17 +1257,15 @@ fn minikube_nodes_on_crio_are_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = api.write_kubeconfig(dir.path(), "minikube", "minikube");
     for command in [&["ls"][..], &["prune", "--dry-run"][..]] {
-        let output = clean_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .env("PATH", path_with(&standins))
+        let run = clean_run(dir.path())
+            .kubeconfig(&kubeconfig)
+            .path(path_with(&standins))
             .args(command)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8(output.stderr).unwrap();
-        assert_eq!(output.status.code(), Some(6), "{stderr}");
-        assert!(output.stdout.is_empty());
+            .output();
+        assert_eq!(run.code, 6, "{}", run.stderr);
+        assert!(run.stdout.is_empty());
         assert_eq!(
-            stderr,
+            run.stderr,
             "error: no registry is advertised, and node minikube of minikube profile \"minikube\" runs the cri-o runtime (cri-o://1.29.1); ls and prune read minikube nodes that all run containerd, or all docker\n\
              hint: list the node's images with `minikube image ls -p minikube`, remove old content tags with `minikube image rm IMAGE... -p minikube`\n\
              hint: or run the profile on containerd or docker: `minikube start -p minikube --container-runtime=containerd` (a new profile)\n\
@@ -1327,18 +1297,16 @@ fn a_node_that_never_answers_ends_ls_and_prune_within_the_bound() {
     let kubeconfig = api.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
     for command in [&["ls"][..], &["prune"][..]] {
         let started = std::time::Instant::now();
-        let output = clean_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .env("PATH", path_with(&standins))
+        let run = clean_run(dir.path())
+            .kubeconfig(&kubeconfig)
+            .path(path_with(&standins))
             .env("KUBECTL_REGISTRY_NODE_TIMEOUT", "1")
             .args(command)
-            .output()
-            .unwrap();
+            .output();
         let took = started.elapsed();
-        let stderr = String::from_utf8(output.stderr).unwrap();
-        assert_eq!(output.status.code(), Some(6), "{stderr}");
+        assert_eq!(run.code, 6, "{}", run.stderr);
         assert_eq!(
-            stderr,
+            run.stderr,
             "error: reading what the nodes hold\n\
              caused by: `docker exec dev-control-plane ctr -n k8s.io images ls` did not finish within 1s; it was stopped\n"
         );

@@ -1,5 +1,5 @@
 //! The names users hand `push`: one registry under several spellings (`localhost:PORT`,
-//! `127.0.0.1:PORT`, `[::1]:PORT`, the advertised runtime host) is one registry, as Skaffold's
+//! `127.0.0.1:[PORT]`, `[::1]:PORT`, the advertised runtime host) is one registry, as Skaffold's
 //! default-repo and Tilt hand a build script the address the user wrote; another registry's host
 //! keeps the documented rule and says so. An engine's image typed by its ID is pushed under its
 //! one name, and refused when it has several. The real registry, a stand-in API server
@@ -127,12 +127,13 @@ fn podman_image(podman: &Podman, names: &[&str]) -> String {
 }
 
 fn push_engine(bench: &Bench, podman: &Podman, args: &[&str]) -> crate::support::push::Outcome {
-    let mut cmd = bench.cmd();
-    cmd.envs(podman.envs())
+    bench
+        .cmd()
+        .envs(podman.envs())
         .env("KUBECTL_REGISTRY_ENGINE", "podman")
         .arg("push")
-        .args(args);
-    bench.run(&mut cmd)
+        .args(args)
+        .output()
 }
 
 #[test]

@@ -5,12 +5,12 @@
 
 use std::path::Path;
 
-use crate::support::apiserver::{ApiServer, StandInNode, redact_ports, unused_port};
-use crate::support::doctor_output::redact_timing;
+use crate::support::apiserver::{ApiServer, StandInNode, unused_port};
 use crate::support::fixtures::{self, Format, Image};
 use crate::support::openshift_registry::{OpenshiftRegistry, TokenRequest};
-use crate::support::push::{Node, Outcome, clean_cmd};
+use crate::support::push::{Node, Outcome, clean_run};
 use crate::support::registry::make_certificates;
+use crate::support::run::{Run, redact, redactions};
 use base64::Engine as _;
 use tempfile::TempDir;
 
@@ -83,23 +83,12 @@ users:
         self.dir.path().join(name).to_str().unwrap().to_string()
     }
 
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = clean_cmd(self.dir.path());
-        cmd.env("KUBECONFIG", self.path("kubeconfig"));
-        cmd
+    fn cmd(&self) -> Run {
+        clean_run(self.dir.path()).kubeconfig(Path::new(&self.path("kubeconfig")))
     }
 
-    fn run(&self, cmd: &mut assert_cmd::Command) -> Outcome {
-        let output = cmd.output().unwrap();
-        let text = |bytes: Vec<u8>| {
-            redact_ports(&String::from_utf8(bytes).unwrap())
-                .replace(&self.dir.path().display().to_string(), "$DIR")
-        };
-        Outcome {
-            code: output.status.code().unwrap(),
-            stdout: text(output.stdout),
-            stderr: text(output.stderr),
-        }
+    fn run(&self, run: Run) -> Outcome {
+        run.output()
     }
 
     fn archive(&self, image: &Image) -> String {
@@ -185,13 +174,13 @@ fn docker_credentials_for_the_route_win_over_the_cluster_token() {
     assert_eq!(
         refused.stderr_lines(),
         [
-            "error: reaching the registry 127.0.0.1:PORT",
-            "caused by: wrong or missing credentials for 127.0.0.1:PORT: the token of kubeconfig \
+            "error: reaching the registry 127.0.0.1:[PORT]",
+            "caused by: wrong or missing credentials for 127.0.0.1:[PORT]: the token of kubeconfig \
              context \"myproject/api-crc-testing:6443/developer\" was refused",
             "caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required",
             &format!("hint: this cluster's registry guide: {GUIDE}"),
             "hint: log in again with `oc login` (the registry takes the same token), or run `docker \
-             login 127.0.0.1:PORT` with an account allowed to push to project myproject",
+             login 127.0.0.1:[PORT]` with an account allowed to push to project myproject",
         ]
     );
 
@@ -232,15 +221,15 @@ fn info_names_openshift_local_the_route_and_the_project() {
             "\
 context:              {CONTEXT}
 cluster:              api-crc-testing:6443
-server:               https://127.0.0.1:PORT
+server:               https://127.0.0.1:[PORT]
 product:              OpenShift Local
-registry host:        127.0.0.1:PORT
+registry host:        127.0.0.1:[PORT]
 runtime host:         {INTERNAL}
 cluster-network host: {INTERNAL}
 help:                 {GUIDE}
 source:               OpenShift's images.config.openshift.io/cluster
 network:              host (outside the cluster: a kubeconfig context)
-push:                 push to 127.0.0.1:PORT as myproject/NAME and print refs on {INTERNAL}
+push:                 push to 127.0.0.1:[PORT] as myproject/NAME and print refs on {INTERNAL}
 "
         )
     );
@@ -302,8 +291,8 @@ fn a_route_signed_by_the_ingress_ca_is_trusted_with_the_ca_file_the_hint_names()
     assert_eq!(
         untrusted.stderr_lines(),
         [
-            "error: reaching the registry 127.0.0.1:PORT",
-            "caused by: the TLS certificate of 127.0.0.1:PORT is not trusted",
+            "error: reaching the registry 127.0.0.1:[PORT]",
+            "caused by: the TLS certificate of 127.0.0.1:[PORT] is not trusted",
             "caused by: invalid peer certificate: UnknownIssuer",
             &format!("hint: this cluster's registry guide: {GUIDE}"),
             "hint: OpenShift's routes are signed by the cluster's ingress CA: save it with `oc get \
@@ -340,14 +329,14 @@ fn doctor_probes_the_route_in_the_project_with_the_cluster_token() {
     let cluster = Openshift::start(&[USER_TOKEN]);
     let run = cluster.run(cluster.cmd().arg("doctor"));
     assert_eq!(
-        redact_timing(&run.stdout),
+        redactions().redact(&run.stdout),
         format!(
             "\
-✓ kubeconfig: $DIR/kubeconfig (from KUBECONFIG), context {CONTEXT}
-✓ api-server: https://127.0.0.1:PORT answered in N ms (Kubernetes v1.32.0)
-✓ discovery: OpenShift's images.config.openshift.io/cluster: host 127.0.0.1:PORT, hostFromContainerRuntime {INTERNAL}, hostFromClusterNetwork {INTERNAL}, help {GUIDE}
-✓ registry: 127.0.0.1:PORT answers GET /v2/ over http
-✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:PORT/myproject/kubectl-registry-probe:doctor, read it back by digest sha256:DIGEST…, then deleted
+✓ kubeconfig: [ROOT]/kubeconfig (from KUBECONFIG), context {CONTEXT}
+✓ api-server: https://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)
+✓ discovery: OpenShift's images.config.openshift.io/cluster: host 127.0.0.1:[PORT], hostFromContainerRuntime {INTERNAL}, hostFromClusterNetwork {INTERNAL}, help {GUIDE}
+✓ registry: 127.0.0.1:[PORT] answers GET /v2/ over http
+✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:[PORT]/myproject/kubectl-registry-probe:doctor, read it back by digest sha256:[DIGEST]…, then deleted
 – nodes: pods will pull from {INTERNAL}, the registry's service name, which OpenShift's nodes resolve themselves; not checked from a node
     hint: this cluster's registry guide: {GUIDE}
     hint: `kubectl registry doctor --pod` pulls the probe image from a node
@@ -398,20 +387,18 @@ fn a_pod_pushes_to_the_internal_registry_with_its_service_account_token() {
     let path = dir.path().join("img.tar");
     image.write(Format::DockerLegacy, &path, &["myimg:dev"]);
 
-    let output = clean_cmd(dir.path())
+    let run = clean_run(dir.path())
         .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
         .env("KUBERNETES_SERVICE_PORT", api.port().to_string())
         .env("KUBECTL_REGISTRY_SERVICEACCOUNT_DIR", &account)
         .args(["push", path.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!((output.status.code(), stderr.as_str()), (Some(0), ""));
+        .output();
+    run.assert_clean_success();
     let bytes = front.registry.skopeo_raw_manifest("ci-builds/myimg:dev");
     let digest = fixtures::sha256(&bytes);
     assert_eq!(
-        String::from_utf8(output.stdout).unwrap(),
-        format!("{}/ci-builds/myimg:dev@{digest}\n", front.host())
+        run.stdout,
+        redact(&format!("{}/ci-builds/myimg:dev@{digest}\n", front.host()))
     );
     let tokens = front.token_requests();
     assert!(

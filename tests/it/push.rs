@@ -6,7 +6,7 @@
 use crate::support::fixtures::{
     self, Format, Image, LayerCompression, OCI_LAYER, OCI_LAYER_GZIP, OCI_LAYER_ZSTD, OCI_MANIFEST,
 };
-use crate::support::push::{Bench, Node, RUNTIME_HOST, clean_cmd};
+use crate::support::push::{Bench, Node, RUNTIME_HOST, clean_run};
 use serde_json::{Value, json};
 
 const LATEST_WARNING: &str = "warning: no tag given, so the image is tagged `latest`, which makes \
@@ -239,7 +239,7 @@ fn json_reports_every_ref_and_a_repush_skips_every_blob() {
     let report = |pushed: (u64, u64), skipped: (u64, u64)| {
         json!({
             "ref": format!("{RUNTIME_HOST}/myimg:dev@{digest}"),
-            "pushRef": format!("127.0.0.1:PORT/myimg:dev@{digest}"),
+            "pushRef": format!("127.0.0.1:[PORT]/myimg:dev@{digest}"),
             "clusterNetworkRef": format!("{RUNTIME_HOST}/myimg:dev@{digest}"),
             "digest": digest,
             "repository": "myimg",
@@ -349,8 +349,8 @@ fn a_tls_registry_is_trusted_through_the_ca_file_flag() {
     assert_eq!(
         untrusted.stderr_lines(),
         [
-            "error: reaching the registry 127.0.0.1:PORT",
-            "caused by: the TLS certificate of 127.0.0.1:PORT is not trusted",
+            "error: reaching the registry 127.0.0.1:[PORT]",
+            "caused by: the TLS certificate of 127.0.0.1:[PORT] is not trusted",
             "caused by: invalid peer certificate: UnknownIssuer",
             "hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/",
             "hint: pass --ca-file with the CA that signed the registry's certificate, or --insecure \
@@ -400,8 +400,8 @@ fn the_systems_trusted_roots_are_the_ones_a_tls_registry_is_checked_against() {
     assert_eq!(
         none.stderr_lines()[..3],
         [
-            "error: reaching the registry 127.0.0.1:PORT",
-            "caused by: the TLS certificate of 127.0.0.1:PORT is not trusted",
+            "error: reaching the registry 127.0.0.1:[PORT]",
+            "caused by: the TLS certificate of 127.0.0.1:[PORT] is not trusted",
             "caused by: invalid peer certificate: UnknownIssuer",
         ]
     );
@@ -414,20 +414,20 @@ fn the_registry_flag_needs_no_kubeconfig_and_prints_nothing_else() {
     let path = archive(&bench, &image, Format::DockerLegacy, &["myimg:dev"]);
     let host = bench.registry.host();
     let run = bench.run(
-        clean_cmd(bench.dir.path())
-            .env("KUBECONFIG", bench.path("no-such-kubeconfig"))
+        clean_run(bench.dir.path())
+            .kubeconfig(&bench.path("no-such-kubeconfig"))
             .args(["push", &path, "--registry", &host]),
     );
     run.assert_clean_success();
     let (_, digest) = bench.landed("myimg:dev");
-    assert_eq!(run.stdout, format!("127.0.0.1:PORT/myimg:dev@{digest}\n"));
+    assert_eq!(run.stdout, format!("127.0.0.1:[PORT]/myimg:dev@{digest}\n"));
     assert!(
         bench.api.requests().is_empty(),
         "the cluster was contacted: {:?}",
         bench.api.requests()
     );
 
-    let runtime = bench.run(clean_cmd(bench.dir.path()).args([
+    let runtime = bench.run(clean_run(bench.dir.path()).args([
         "push",
         &path,
         "--registry",

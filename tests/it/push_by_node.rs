@@ -8,21 +8,15 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::support::apiserver::{ApiServer, StandInNode, redact_ports};
+use crate::support::apiserver::{ApiServer, StandInNode};
 use crate::support::containerd::Containerd;
 use crate::support::fixtures::{Format, Image};
+use crate::support::run::{Outcome, Run};
 use crate::support::standins::StandIns;
 use tempfile::TempDir;
 
 const NAME: &str = "myimg:dev";
 const LOADED: &str = "docker.io/library/myimg:dev";
-
-#[derive(Debug)]
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
 
 /// A kind (or k3d) cluster named `dev` whose nodes each run their own containerd.
 struct Cluster {
@@ -101,27 +95,15 @@ impl Cluster {
     fn push_with(&self, args: &[&str], bin: Option<&Path>, envs: &[(&str, OsString)]) -> Outcome {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
-        let inherited = std::env::var_os("PATH").unwrap_or_default();
-        let dirs = bin
-            .map(Path::to_path_buf)
-            .into_iter()
-            .chain(std::iter::once(self.standins.bin_dir()))
-            .chain(std::env::split_paths(&inherited));
-        let path: OsString = std::env::join_paths(dirs).unwrap();
-        let output = crate::support::env::plugin_cmd(&home)
-            .envs(envs.iter().map(|(k, v)| (k, v)))
-            .env("PATH", path)
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+        let mut run = Run::plugin(&home).standins(&self.standins.bin_dir());
+        if let Some(bin) = bin {
+            run = run.standins(bin);
+        }
+        run.envs(envs.iter().map(|(k, v)| (k, v)))
+            .kubeconfig_flag(&self.kubeconfig)
             .arg("push")
             .args(args)
             .output()
-            .unwrap();
-        Outcome {
-            code: output.status.code().unwrap(),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
-        }
     }
 
     /// Pushes `image` quietly; asserts success and returns the printed ref.

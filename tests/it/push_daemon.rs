@@ -3,22 +3,22 @@
 //! engine's names are as they were after, whatever happens; a daemon that cannot reach the
 //! registry leaves the push to the export; its failure midway is the error, named.
 
-use crate::support::apiserver::{ApiServer, StandInNode, redact_ports};
+use crate::support::apiserver::{ApiServer, StandInNode};
 use crate::support::dockerd::Dockerd;
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::podman::layer_dir;
 use crate::support::push::{self, Bench, Node, Outcome, RUNTIME_HOST};
 use crate::support::registry::TestRegistry;
+use crate::support::run::finished;
 use serde_json::Value;
 
 fn push(bench: &Bench, daemon: &Dockerd, args: &[&str]) -> Outcome {
-    bench.run(
-        bench
-            .cmd()
-            .env("DOCKER_HOST", daemon.host())
-            .arg("push")
-            .args(args),
-    )
+    bench
+        .cmd()
+        .env("DOCKER_HOST", daemon.host())
+        .arg("push")
+        .args(args)
+        .output()
 }
 
 fn counts(report: &Value) -> [u64; 4] {
@@ -64,7 +64,7 @@ fn the_daemon_pushes_then_an_unchanged_image_sends_its_manifest_then_a_rebuild_s
     assert!(
         has_line(
             &first,
-            "the docker daemon pushes myimg:dev to 127.0.0.1:PORT/myimg:dev"
+            "the docker daemon pushes myimg:dev to 127.0.0.1:[PORT]/myimg:dev"
         ),
         "{}",
         first.stderr
@@ -150,7 +150,7 @@ fn a_daemon_that_cannot_reach_the_registry_leaves_the_push_to_the_export() {
     let unreachable = run
         .stderr_lines()
         .into_iter()
-        .find(|line| line.starts_with("the docker daemon cannot reach 127.0.0.1:PORT ("))
+        .find(|line| line.starts_with("the docker daemon cannot reach 127.0.0.1:[PORT] ("))
         .unwrap_or_else(|| panic!("{}", run.stderr));
     assert!(
         unreachable.ends_with("network is unreachable): exporting instead"),
@@ -204,7 +204,7 @@ fn a_daemon_push_that_fails_midway_is_the_error_named_and_nothing_is_tagged() {
     assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{}", run.stderr);
     let said = run.stderr_lines();
     assert_eq!(
-        said[0], "error: the docker daemon's push of myimg:dev to 127.0.0.1:PORT/myimg:dev",
+        said[0], "error: the docker daemon's push of myimg:dev to 127.0.0.1:[PORT]/myimg:dev",
         "{said:#?}"
     );
     assert!(
@@ -228,15 +228,11 @@ fn ctrl_c_during_a_daemon_push_cancels_it_and_gives_the_engine_its_names_back() 
     let daemon = Dockerd::start();
     built(&bench, &daemon, 40);
     let names_before = daemon.tags();
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let child = push::clean_std_cmd(binary.as_os_str(), bench.dir.path())
-        .env("KUBECONFIG", &bench.kubeconfig)
+    let child = bench
+        .cmd()
         .env("DOCKER_HOST", daemon.host())
         .args(["push", "myimg:dev"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     assert!(
         proxy.wait_for_stall(std::time::Duration::from_secs(60)),
         "the daemon never reached the registry"
@@ -254,18 +250,14 @@ fn ctrl_c_during_a_daemon_push_cancels_it_and_gives_the_engine_its_names_back() 
             .unwrap()
             .success()
     );
-    let output = child.wait_with_output().unwrap();
+    let run = finished(child);
     assert_eq!(
+        (run.code, run.stdout, run.stderr),
         (
-            output.status.code(),
-            String::from_utf8(output.stdout).unwrap(),
-            redact_ports(&String::from_utf8(output.stderr).unwrap()),
-        ),
-        (
-            Some(130),
+            130,
             String::new(),
             "error: interrupted by SIGINT while the docker daemon was pushing myimg:dev to \
-             127.0.0.1:PORT/myimg:dev; its push was cancelled and the engine's temporary tag \
+             127.0.0.1:[PORT]/myimg:dev; its push was cancelled and the engine's temporary tag \
              removed; the registry's tag may or may not have been set\n"
                 .to_string(),
         )
@@ -285,18 +277,16 @@ fn a_cluster_on_the_engines_own_store_gets_the_content_tag_set_there_and_nothing
     let daemon = Dockerd::start();
     let layer = layer_dir(dir.path(), "layer", 50, &[600_000]);
     let id = daemon.build("scratch", "myimg:dev", &[&layer]);
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let output = push::clean_std_cmd(binary.as_os_str(), dir.path())
-        .env("KUBECONFIG", &kubeconfig)
+    let run = push::clean_run(dir.path())
+        .kubeconfig(&kubeconfig)
         .env("DOCKER_HOST", daemon.host())
         // No loader on PATH: a load would fail.
-        .env("PATH", "/nonexistent")
+        .path("/nonexistent")
         .args(["push", "myimg:dev", "-o", "json"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        .output();
+    let stderr = &run.stderr;
+    assert_eq!(run.code, 0, "{stderr}");
+    let report = run.json();
     let content_tag = format!("dev-{}", &id["sha256:".len()..][..12]);
     assert_eq!(report["ref"], format!("myimg:{content_tag}").as_str());
     assert_eq!(report["method"], "engine-store");

@@ -10,12 +10,12 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::support::apiserver::redact_ports;
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::fixtures::{self, Format, Image};
 use crate::support::podman::{Podman, layer_dir};
 use crate::support::push::{Bench, Node, Outcome, RUNTIME_HOST};
 use crate::support::registry::TestRegistry;
+use crate::support::run::{Run, finished, redact};
 use serde_json::{Value, json};
 
 /// A bench with a private podman storage, a `bin` dir for the PATH the binary gets, a TMPDIR
@@ -61,17 +61,17 @@ impl EngineBench {
 
     /// The binary with podman's storage, only `bin` (then the system's own dirs, without
     /// /usr/local/bin where the docker CLI is) on PATH, and the watched TMPDIR.
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = self.bench.cmd();
-        cmd.envs(self.podman.envs())
-            .env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()))
-            .env("TMPDIR", &self.tmp);
-        cmd
+    fn cmd(&self) -> Run {
+        self.bench
+            .cmd()
+            .envs(self.podman.envs())
+            .path(format!("{}:/usr/bin:/bin", self.bin.display()))
+            .env("TMPDIR", &self.tmp)
     }
 
     /// The binary with an empty image store of podman's own: as when the engine runs on
     /// another machine, only its API or CLI can hand the image over (its export).
-    fn cmd_store_elsewhere(&self) -> assert_cmd::Command {
+    fn cmd_store_elsewhere(&self) -> Run {
         let empty = self.bench.path("empty-store");
         let conf = self.bench.path("empty-storage.conf");
         std::fs::write(
@@ -83,13 +83,11 @@ impl EngineBench {
             ),
         )
         .unwrap();
-        let mut cmd = self.cmd();
-        cmd.env("CONTAINERS_STORAGE_CONF", conf);
-        cmd
+        self.cmd().env("CONTAINERS_STORAGE_CONF", conf)
     }
 
-    fn push(&self, cmd: &mut assert_cmd::Command, args: &[&str]) -> Outcome {
-        self.bench.run(cmd.arg("push").args(args))
+    fn push(&self, run: Run, args: &[&str]) -> Outcome {
+        run.arg("push").args(args).output()
     }
 
     /// The engine CLI calls since the last look.
@@ -360,18 +358,17 @@ fn podman_pushes_from_its_own_store_when_it_is_not_here_with_our_credentials() {
     let host = eb.bench.registry.host();
     let credentials = crate::support::push::docker_config(&eb.bench, &host, "kind", "s3cret");
     let cmd = || {
-        let mut cmd = eb.cmd_store_elsewhere();
-        cmd.env("KUBECTL_REGISTRY_ENGINE", "podman")
+        eb.cmd_store_elsewhere()
+            .env("KUBECTL_REGISTRY_ENGINE", "podman")
             .env("CONTAINER_HOST", format!("unix://{}", socket.display()))
             .env("DOCKER_CONFIG", &credentials)
-            .arg("-v");
-        cmd
+            .arg("-v")
     };
 
-    let first = eb.push(&mut cmd(), &["myimg:dev", "-o", "json"]);
+    let first = eb.push(cmd(), &["myimg:dev", "-o", "json"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
     let pushes = format!("podman pushes myimg:dev to {host}/myimg:dev from its own store");
-    let pushes = redact_ports(&pushes);
+    let pushes = redact(&pushes);
     assert!(
         first.stderr_lines().contains(&pushes.as_str()),
         "{}",
@@ -407,7 +404,7 @@ fn podman_pushes_from_its_own_store_when_it_is_not_here_with_our_credentials() {
     eb.assert_nothing_left();
 
     // Unchanged: only the manifest again, podman not asked.
-    let again = eb.push(&mut cmd(), &["myimg:dev"]);
+    let again = eb.push(cmd(), &["myimg:dev"]);
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(eb.take_calls(), Vec::<String>::new());
     assert_eq!(again.stdout, format!("{reference}\n"));
@@ -416,7 +413,7 @@ fn podman_pushes_from_its_own_store_when_it_is_not_here_with_our_credentials() {
     let app2 = layer_dir(dirs, "app2", 33, &[500_000]);
     eb.podman
         .build_on("localhost/myimg:dev-base0", "localhost/myimg:dev", &[&app2]);
-    let rebuilt = eb.push(&mut cmd(), &["myimg:dev", "-o", "json"]);
+    let rebuilt = eb.push(cmd(), &["myimg:dev", "-o", "json"]);
     assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
     assert_eq!(eb.take_calls().len(), 1);
     let (_, new_digest) = eb.bench.landed("myimg:dev");
@@ -455,7 +452,7 @@ fn a_digest_file_podman_filled_with_garbage_is_a_clear_error_and_leaves_nothing_
             &["myimg:dev"],
         )
     };
-    let host = redact_ports(&eb.bench.registry.host());
+    let host = redact(&eb.bench.registry.host());
     let error = format!("error: podman's push of myimg:dev to {host}/myimg:dev");
 
     // An escape sequence reaches the terminal escaped.
@@ -512,7 +509,7 @@ fn podman_that_cannot_reach_the_registry_leaves_the_push_to_its_export() {
         &["myimg:dev"],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let host = redact_ports(&eb.bench.registry.host());
+    let host = redact(&eb.bench.registry.host());
     let fell_back = run
         .stderr_lines()
         .into_iter()
@@ -570,8 +567,8 @@ fn the_docker_cli_answers_when_docker_host_is_tcp() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let answered = format!("the docker CLI has myimg:dev (image sha256:{id})");
     let elsewhere = format!(
-        "not reading podman's store: the store at $DIR/empty-store (CONTAINERS_STORAGE_CONF: \
-         $DIR/empty-storage.conf) does not hold image sha256:{id}; exporting"
+        "not reading podman's store: the store at [ROOT]/empty-store (CONTAINERS_STORAGE_CONF: \
+         [ROOT]/empty-storage.conf) does not hold image sha256:{id}; exporting"
     );
     for line in [answered, elsewhere] {
         assert!(
@@ -644,7 +641,7 @@ fn an_export_that_pads_after_its_tar_ends_is_read_to_its_end() {
             saved.display()
         ),
     );
-    let run = eb.push(&mut eb.cmd(), &["myimg:dev"]);
+    let run = eb.push(eb.cmd(), &["myimg:dev"]);
     let (reference, _) = eb.bench.assert_pushed(&run, "myimg", "dev");
     Node::start(&eb.bench.registry).assert_pulls(&reference, &image);
     eb.assert_nothing_left();
@@ -657,7 +654,7 @@ fn a_legacy_docker_save_streams_layers_named_by_v1_ids() {
     let saved = eb.bench.path("saved.tar");
     image.write(Format::DockerLegacy, &saved, &["myimg:dev"]);
     docker_stand_in(&eb, &image, &format!("exec cat '{}'", saved.display()));
-    let run = eb.push(&mut eb.cmd(), &["myimg:dev"]);
+    let run = eb.push(eb.cmd(), &["myimg:dev"]);
     let (reference, _) = eb.bench.assert_pushed(&run, "myimg", "dev");
     assert_eq!(
         eb.take_calls(),
@@ -669,7 +666,7 @@ fn a_legacy_docker_save_streams_layers_named_by_v1_ids() {
     Node::start(&eb.bench.registry).assert_pulls(&reference, &image);
     eb.assert_nothing_left();
 
-    let missing = eb.push(&mut eb.cmd(), &["nothere:dev"]);
+    let missing = eb.push(eb.cmd(), &["nothere:dev"]);
     assert_eq!((missing.code, missing.stdout.as_str()), (4, ""));
     assert_eq!(
         missing.stderr_lines(),
@@ -696,7 +693,7 @@ fn an_export_that_dies_midway_tags_nothing_and_leaves_nothing() {
             saved.display()
         ),
     );
-    let run = eb.push(&mut eb.cmd(), &["myimg:dev"]);
+    let run = eb.push(eb.cmd(), &["myimg:dev"]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
     assert_eq!(
         run.stderr_lines(),
@@ -915,16 +912,13 @@ fn stopped_during_the_export(signal: &str, name: &str, code: i32, seed: u64) {
             started = started.display()
         ),
     );
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let child = crate::support::push::clean_std_cmd(binary.as_os_str(), eb.bench.dir.path())
-        .env("KUBECONFIG", &eb.bench.kubeconfig)
-        .env("PATH", format!("{}:/usr/bin:/bin", eb.bin.display()))
+    let child = eb
+        .bench
+        .cmd()
+        .path(format!("{}:/usr/bin:/bin", eb.bin.display()))
         .env("TMPDIR", &eb.tmp)
         .args(["push", "myimg:dev"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     wait_for(&started);
     let pid = child.id().to_string();
     assert!(
@@ -934,18 +928,14 @@ fn stopped_during_the_export(signal: &str, name: &str, code: i32, seed: u64) {
             .unwrap()
             .success()
     );
-    let output = child.wait_with_output().unwrap();
+    let run = finished(child);
     assert_eq!(
+        (run.code, run.stdout, run.stderr),
         (
-            output.status.code(),
-            String::from_utf8(output.stdout).unwrap(),
-            redact_ports(&String::from_utf8(output.stderr).unwrap()),
-        ),
-        (
-            Some(code),
+            code,
             String::new(),
             format!(
-                "error: interrupted by {name} while pushing to 127.0.0.1:PORT/myimg:dev; nothing was tagged\n"
+                "error: interrupted by {name} while pushing to 127.0.0.1:[PORT]/myimg:dev; nothing was tagged\n"
             ),
         )
     );

@@ -34,7 +34,7 @@ fn a_truncated_archive_is_refused_naming_the_file() {
         run.stderr_lines(),
         [
             format!(
-                "error: $DIR/img.tar is truncated: member {member} ends at byte {end} but the file has {kept} bytes"
+                "error: [ROOT]/img.tar is truncated: member {member} ends at byte {end} but the file has {kept} bytes"
             )
             .as_str(),
             "hint: the archive is damaged or incomplete; write it again (e.g. docker save -o FILE IMAGE)",
@@ -54,7 +54,7 @@ fn a_truncated_gzip_wrapped_archive_is_refused_naming_the_file() {
     assert_eq!(
         run.stderr_lines(),
         [
-            "error: decompressing $DIR/img.tar.gz (gzip)",
+            "error: decompressing [ROOT]/img.tar.gz (gzip)",
             "caused by: incomplete deflate stream",
             "hint: the archive is damaged or incomplete; write it again (e.g. docker save -o FILE IMAGE)",
         ]
@@ -126,7 +126,7 @@ fn corrupt_layer_stderr(image: &Image, flipped: &FlippedLayer) -> String {
     let layer = format!("layer {diff_id} ({})", flipped.member);
     format!(
         "error: {layer} is corrupt; nothing was tagged\n\
-         caused by: diff_id (the uncompressed content's digest) of {layer} in $DIR/img.tar does not match: expected {diff_id}, got {corrupt}\n\
+         caused by: diff_id (the uncompressed content's digest) of {layer} in [ROOT]/img.tar does not match: expected {diff_id}, got {corrupt}\n\
          hint: the archive was damaged after it was written: write it again (docker save, skopeo copy)\n",
         corrupt = flipped.corrupt,
     )
@@ -166,7 +166,7 @@ fn random_bytes_are_not_an_archive() {
     assert_eq!(
         run.stderr_lines(),
         [
-            "error: $DIR/img.tar is not an image archive: it is not a tar file, nor gzip, zstd, bzip2 or xz compressed",
+            "error: [ROOT]/img.tar is not an image archive: it is not a tar file, nor gzip, zstd, bzip2 or xz compressed",
             NOT_AN_ARCHIVE_HINT,
         ]
     );
@@ -183,7 +183,7 @@ fn a_missing_file_is_named() {
     assert_eq!(
         run.stderr_lines(),
         [
-            "error: cannot read $DIR/gone.tar",
+            "error: cannot read [ROOT]/gone.tar",
             "caused by: No such file or directory (os error 2)",
         ]
     );
@@ -199,7 +199,7 @@ fn an_empty_file_is_named() {
     assert_eq!(
         run.stderr_lines(),
         [
-            "error: $DIR/img.tar is empty, not an image archive",
+            "error: [ROOT]/img.tar is empty, not an image archive",
             NOT_AN_ARCHIVE_HINT,
         ]
     );
@@ -208,7 +208,7 @@ fn an_empty_file_is_named() {
 #[test]
 fn empty_standard_input_is_named() {
     let bench = Bench::new();
-    let run = bench.run(bench.cmd().args(["push", "-"]).write_stdin(Vec::new()));
+    let run = bench.run(bench.cmd().args(["push", "-"]).stdin(Vec::new()));
     assert_refused_input(&bench, &run);
     assert_eq!(
         run.stderr_lines(),
@@ -230,11 +230,11 @@ fn a_registry_that_is_down_is_named_with_the_clusters_guide() {
     assert_eq!(
         run.stderr_lines(),
         [
-            "error: reaching the registry 127.0.0.1:PORT",
-            "caused by: the registry at 127.0.0.1:PORT is down or not reachable from here",
+            "error: reaching the registry 127.0.0.1:[PORT]",
+            "caused by: the registry at 127.0.0.1:[PORT] is down or not reachable from here",
             "caused by: Connection refused (os error 111)",
             &format!("hint: this cluster's registry guide: {HELP}"),
-            "hint: check that the registry runs and that 127.0.0.1:PORT is reachable from this machine",
+            "hint: check that the registry runs and that 127.0.0.1:[PORT] is reachable from this machine",
         ]
     );
 }
@@ -255,12 +255,12 @@ fn wrong_credentials_say_docker_login() {
     assert_eq!(
         run.stderr_lines(),
         [
-            "error: reaching the registry 127.0.0.1:PORT",
-            "caused by: wrong or missing credentials for 127.0.0.1:PORT: the credentials from the \
-             auths entry for 127.0.0.1:PORT in $DIR/docker-config/config.json were refused",
+            "error: reaching the registry 127.0.0.1:[PORT]",
+            "caused by: wrong or missing credentials for 127.0.0.1:[PORT]: the credentials from the \
+             auths entry for 127.0.0.1:[PORT] in [ROOT]/docker-config/config.json were refused",
             "caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required",
             &format!("hint: this cluster's registry guide: {HELP}"),
-            "hint: run `docker login 127.0.0.1:PORT` (or `podman login 127.0.0.1:PORT`) with an \
+            "hint: run `docker login 127.0.0.1:[PORT]` (or `podman login 127.0.0.1:[PORT]`) with an \
              account allowed to push",
         ]
     );
@@ -277,12 +277,12 @@ fn missing_credentials_say_docker_login() {
     assert_eq!(
         run.stderr_lines(),
         [
-            "error: reaching the registry 127.0.0.1:PORT",
-            "caused by: wrong or missing credentials for 127.0.0.1:PORT: no credentials for \
-             127.0.0.1:PORT were found ($DIR/no-docker-config/config.json)",
+            "error: reaching the registry 127.0.0.1:[PORT]",
+            "caused by: wrong or missing credentials for 127.0.0.1:[PORT]: no credentials for \
+             127.0.0.1:[PORT] were found ([ROOT]/no-docker-config/config.json)",
             "caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required",
             &format!("hint: this cluster's registry guide: {HELP}"),
-            "hint: run `docker login 127.0.0.1:PORT` (or `podman login 127.0.0.1:PORT`) with an \
+            "hint: run `docker login 127.0.0.1:[PORT]` (or `podman login 127.0.0.1:[PORT]`) with an \
              account allowed to push",
         ]
     );
@@ -369,9 +369,9 @@ fn a_credential_helper_that_never_answers_is_cut_off() {
     assert_eq!(
         run.stderr_lines(),
         [
-            "error: reaching the registry 127.0.0.1:PORT",
-            "caused by: getting credentials for 127.0.0.1:PORT from the credential helper \
-             docker-credential-hang (credsStore in $DIR/docker-config/config.json): \
+            "error: reaching the registry 127.0.0.1:[PORT]",
+            "caused by: getting credentials for 127.0.0.1:[PORT] from the credential helper \
+             docker-credential-hang (credsStore in [ROOT]/docker-config/config.json): \
              docker-credential-hang did not answer within 1s",
             &format!("hint: this cluster's registry guide: {HELP}"),
             "hint: check that docker-credential-hang works (it may be waiting for a password \

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::fixtures::{Format, Image};
-use crate::support::push::{Bench, HELP, Outcome, clean_std_cmd, docker_config};
+use crate::support::push::{Bench, HELP, Outcome, docker_config};
 use crate::support::registry::{RegistryConfig, TestRegistry};
+use crate::support::run::Run;
 
 /// Bounds small enough for tests to meet them in seconds.
 const FAST_BOUNDS: [(&str, &str); 4] = [
@@ -53,10 +54,8 @@ impl Faulty {
     }
 
     /// The binary with the fast bounds, killed (and the test failed) if it outlives `HUNG`.
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = self.bench.cmd();
-        cmd.envs(FAST_BOUNDS).timeout(HUNG);
-        cmd
+    fn cmd(&self) -> Run {
+        self.bench.cmd().envs(FAST_BOUNDS).timeout(HUNG)
     }
 
     fn push(&self, extra: &[&str]) -> Outcome {
@@ -162,9 +161,12 @@ fn a_reset_2_mb_into_a_20_mb_layer_put_is_retried_and_the_push_lands() {
     let image = Image::with_layers(74, "linux/amd64", &[20 << 20]);
     let archive = bench.path("big.tar");
     image.write(Format::DockerLegacy, &archive, &["myimg:dev"]);
-    let mut cmd = bench.cmd();
-    cmd.envs(FAST_BOUNDS).timeout(HUNG);
-    let run = bench.run(cmd.args(["push", archive.to_str().unwrap()]));
+    let run = bench
+        .cmd()
+        .envs(FAST_BOUNDS)
+        .timeout(HUNG)
+        .args(["push", archive.to_str().unwrap()])
+        .output();
     bench.assert_pushed(&run, "myimg", "dev");
     let faulted: Vec<_> = proxy.seen().into_iter().filter(|s| s.faulted).collect();
     assert_eq!(faulted.len(), 1, "{faulted:#?}");
@@ -245,7 +247,7 @@ fn a_registry_failing_every_attempt_fails_the_push_after_the_attempts() {
     assert_eq!(
         without_short_digests(&run.stderr),
         format!(
-            "error: pushing blob sha256:… to 127.0.0.1:PORT/myimg\n\
+            "error: pushing blob sha256:… to 127.0.0.1:[PORT]/myimg\n\
              caused by: the registry is overloaded, failing or restarting\n\
              caused by: the registry answered 503 Service Unavailable\n\
              hint: this cluster's registry guide: {HELP}\n"
@@ -275,8 +277,8 @@ fn a_registry_that_reads_a_blob_and_never_answers_ends_the_push_and_a_rerun_send
     assert_eq!(
         without_short_digests(&run.stderr),
         format!(
-            "error: pushing blob sha256:… to 127.0.0.1:PORT/myimg\n\
-             caused by: the registry at 127.0.0.1:PORT stopped answering: nothing moved for 2s\n\
+            "error: pushing blob sha256:… to 127.0.0.1:[PORT]/myimg\n\
+             caused by: the registry at 127.0.0.1:[PORT] stopped answering: nothing moved for 2s\n\
              hint: this cluster's registry guide: {HELP}\n\
              {STALL_HINT}\n"
         )
@@ -302,22 +304,18 @@ fn a_token_server_streaming_without_end_is_cut_off_at_its_cap_with_memory_bounde
         .demanding_bearer(1000)
     });
     let rss_file = faulty.bench.path("peak-rss-kib");
-    let mut timed = clean_std_cmd("/usr/bin/time".as_ref(), faulty.bench.dir.path());
-    timed
-        .env("KUBECONFIG", &faulty.bench.kubeconfig)
+    let run = Run::plugin_timed(faulty.bench.dir.path(), &rss_file)
+        .kubeconfig(&faulty.bench.kubeconfig)
         .envs(FAST_BOUNDS)
-        .args(["-f", "%M", "-o"])
-        .arg(&rss_file)
-        .arg(assert_cmd::cargo::cargo_bin("kubectl-registry"))
-        .args(["push", &faulty.archive]);
-    let mut timed = assert_cmd::Command::from_std(timed);
-    let run = faulty.bench.run(timed.timeout(HUNG));
+        .args(["push", &faulty.archive])
+        .timeout(HUNG)
+        .output();
     assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{}", run.stderr);
     assert_eq!(
         run.stderr_lines()[..2],
         [
-            "error: reaching the registry 127.0.0.1:PORT",
-            "caused by: getting an access token for 127.0.0.1:PORT from http://127.0.0.1:PORT/token",
+            "error: reaching the registry 127.0.0.1:[PORT]",
+            "caused by: getting an access token for 127.0.0.1:[PORT] from http://127.0.0.1:[PORT]/token",
         ]
     );
     assert!(
@@ -347,8 +345,8 @@ fn a_token_server_that_never_answers_is_one_bounded_wait() {
     assert_eq!(
         run.stderr,
         format!(
-            "error: reaching the registry 127.0.0.1:PORT\n\
-             caused by: getting an access token for 127.0.0.1:PORT from http://127.0.0.1:PORT/token: \
+            "error: reaching the registry 127.0.0.1:[PORT]\n\
+             caused by: getting an access token for 127.0.0.1:[PORT] from http://127.0.0.1:[PORT]/token: \
              the token server did not answer in 2s\n\
              hint: this cluster's registry guide: {HELP}\n\
              hint: check that the token server works; KUBECTL_REGISTRY_REQUEST_TIMEOUT sets how long to wait\n"
@@ -372,8 +370,8 @@ fn a_silent_registry_is_one_bounded_wait_then_a_clear_error() {
     assert_eq!(
         run.stderr,
         format!(
-            "error: reaching the registry 127.0.0.1:PORT\n\
-             caused by: the registry at 127.0.0.1:PORT stopped answering: nothing moved for 2s\n\
+            "error: reaching the registry 127.0.0.1:[PORT]\n\
+             caused by: the registry at 127.0.0.1:[PORT] stopped answering: nothing moved for 2s\n\
              hint: this cluster's registry guide: {HELP}\n\
              {STALL_HINT}\n"
         )

@@ -138,13 +138,7 @@ fn gzip_wrapped_containerd_export_from_stdin() {
     );
     let wrapped = bench.path("img.tar.gz");
     fixtures::wrap(&plain, Wrap::Gzip, &wrapped);
-    let run = bench.run(
-        bench
-            .cmd()
-            .args(["push", "-"])
-            .pipe_stdin(&wrapped)
-            .unwrap(),
-    );
+    let run = bench.run(bench.cmd().args(["push", "-"]).stdin_file(&wrapped));
     let (reference, _) = bench.assert_pushed(&run, "myimg", "dev");
     Node::start(&bench.registry).assert_pulls(&reference, &image);
 }
@@ -155,13 +149,7 @@ fn docker_archive_from_stdin() {
     let bench = Bench::new();
     let archive = bench.path("img.tar");
     image.write(Format::Podman, &archive, &["myimg:dev"]);
-    let run = bench.run(
-        bench
-            .cmd()
-            .args(["push", "-"])
-            .pipe_stdin(&archive)
-            .unwrap(),
-    );
+    let run = bench.run(bench.cmd().args(["push", "-"]).stdin_file(&archive));
     let (reference, _) = bench.assert_pushed(&run, "myimg", "dev");
     Node::start(&bench.registry).assert_pulls(&reference, &image);
 }

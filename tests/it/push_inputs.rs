@@ -75,13 +75,7 @@ fn an_xz_compressed_docker_save_pushes_from_standard_input() {
     let plain = skopeo_docker_archive(&bench, &image);
     let compressed = bench.path("img.tar.xz");
     compress_with("xz", &["-c"], &plain, &compressed);
-    let run = bench.run(
-        bench
-            .cmd()
-            .args(["push", "-"])
-            .pipe_stdin(&compressed)
-            .unwrap(),
-    );
+    let run = bench.run(bench.cmd().args(["push", "-"]).stdin_file(&compressed));
     let (_, manifest) = bench.assert_pushed(&run, "myimg", "dev");
     assert_eq!(manifest["config"]["digest"], image.config_digest().as_str());
 }
@@ -101,7 +95,7 @@ fn an_xz_stream_with_damage_is_refused_naming_xz() {
     assert_eq!(run.code, 4, "{run:?}");
     assert!(
         run.stderr
-            .starts_with("error: decompressing $DIR/img.tar.xz (xz)"),
+            .starts_with("error: decompressing [ROOT]/img.tar.xz (xz)"),
         "{}",
         run.stderr
     );

@@ -7,8 +7,8 @@ use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 use std::process::Command as StdCommand;
 
-use crate::support::push::{Bench, RUNTIME_HOST, clean_std_cmd};
-use assert_cmd::Command;
+use crate::support::push::{Bench, RUNTIME_HOST};
+use crate::support::run::Run;
 use serde_json::json;
 
 const LAYER_CONTENT: u64 = 1 << 30;
@@ -20,17 +20,12 @@ fn a_one_gib_layer_pushes_with_peak_rss_under_64_mib() {
     let bench = Bench::new();
     let big = write_sparse_big_image(bench.dir.path());
     let rss_file = bench.path("peak-rss-kib");
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let mut timed = clean_std_cmd("/usr/bin/time".as_ref(), bench.dir.path());
-    timed
-        .env("KUBECONFIG", &bench.kubeconfig)
-        .args(["-f", "%M", "-o"])
-        .arg(&rss_file)
-        .arg(&binary)
+    let run = Run::plugin_timed(bench.dir.path(), &rss_file)
+        .kubeconfig(&bench.kubeconfig)
         .arg("push")
         .arg(bench.path("big.tar"))
-        .args(["-o", "json"]);
-    let run = bench.run(&mut Command::from_std(timed));
+        .args(["-o", "json"])
+        .output();
     run.assert_clean_success();
 
     let (manifest, digest) = bench.landed("big:1");
@@ -202,16 +197,13 @@ fn an_engine_socket_answering_without_end_is_cut_at_the_inspect_cap() {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let engine = endless_engine(&socket, 8 << 30, std::sync::Arc::clone(&stop));
     let rss_file = bench.path("peak-rss-kib");
-    let mut timed = clean_std_cmd("/usr/bin/time".as_ref(), bench.dir.path());
-    timed
-        .env("KUBECONFIG", &bench.kubeconfig)
+    let run = Run::plugin_timed(bench.dir.path(), &rss_file)
+        .kubeconfig(&bench.kubeconfig)
         .env("KUBECTL_REGISTRY_ENGINE", "docker")
         .env("DOCKER_HOST", format!("unix://{}", socket.display()))
-        .args(["-f", "%M", "-o"])
-        .arg(&rss_file)
-        .arg(assert_cmd::cargo::cargo_bin("kubectl-registry"))
-        .args(["push", "myimg:dev"]);
-    let run = bench.run(Command::from_std(timed).timeout(std::time::Duration::from_secs(90)));
+        .args(["push", "myimg:dev"])
+        .timeout(std::time::Duration::from_secs(90))
+        .output();
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""), "{}", run.stderr);
     assert_eq!(

@@ -51,7 +51,7 @@ fn a_registry_asking_for_kerberos_is_named_not_sent_to_docker_login() {
         assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{run:?}");
         assert!(
             run.stderr.contains(
-                "caused by: 127.0.0.1:PORT asks for Kerberos (SPNEGO) authentication \
+                "caused by: 127.0.0.1:[PORT] asks for Kerberos (SPNEGO) authentication \
                  (`WWW-Authenticate: Negotiate`), which kubectl-registry does not speak"
             ),
             "{}",
@@ -60,7 +60,7 @@ fn a_registry_asking_for_kerberos_is_named_not_sent_to_docker_login() {
         assert!(
             run.stderr.contains(
                 "hint: we speak Basic and Bearer (token) auth: get a username and password or a \
-                 token for 127.0.0.1:PORT from whoever runs it, then run `docker login 127.0.0.1:PORT`"
+                 token for 127.0.0.1:[PORT] from whoever runs it, then run `docker login 127.0.0.1:[PORT]`"
             ),
             "{}",
             run.stderr
@@ -90,14 +90,14 @@ fn an_expired_certificate_is_called_expired_even_with_a_ca_file() {
     assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{run:?}");
     assert!(
         run.stderr.contains(
-            "caused by: the TLS certificate of 127.0.0.1:PORT expired on 2020-01-02 00:00:00 UTC"
+            "caused by: the TLS certificate of 127.0.0.1:[PORT] expired on 2020-01-02 00:00:00 UTC"
         ),
         "{}",
         run.stderr
     );
     assert!(
         run.stderr.contains(
-            "hint: renew the registry's certificate (whoever runs 127.0.0.1:PORT can); check this \
+            "hint: renew the registry's certificate (whoever runs 127.0.0.1:[PORT] can); check this \
              machine's clock too: the --ca-file given is not the problem"
         ),
         "{}",

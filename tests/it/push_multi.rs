@@ -171,7 +171,7 @@ fn a_multi_image_archive_without_image_lists_what_is_inside() {
     assert_eq!(
         run.stderr_lines(),
         [
-            "error: $DIR/all.tar holds 2 images; say which one with --image: web:dev, api:dev",
+            "error: [ROOT]/all.tar holds 2 images; say which one with --image: web:dev, api:dev",
             "hint: pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)",
         ]
     );

@@ -61,14 +61,15 @@ impl NerdctlBench {
     }
 
     fn push(&self, namespace: &str, args: &[&str]) -> Outcome {
-        let mut cmd = self.bench.cmd();
-        cmd.env("KUBECTL_REGISTRY_ENGINE", "nerdctl")
+        self.bench
+            .cmd()
+            .env("KUBECTL_REGISTRY_ENGINE", "nerdctl")
             .env("CONTAINERD_ADDRESS", self.containerd.socket())
             .env("CONTAINERD_NAMESPACE", namespace)
-            .env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()))
+            .path(format!("{}:/usr/bin:/bin", self.bin.display()))
             .arg("push")
-            .args(args);
-        self.bench.run(&mut cmd)
+            .args(args)
+            .output()
     }
 
     fn take_calls(&self) -> Vec<String> {

@@ -7,23 +7,16 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode, redact_ports};
+use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode};
 use crate::support::containerd::Containerd;
 use crate::support::fixtures::{self, Format, Image, LayerCompression};
+use crate::support::run::{Outcome, Run, redact};
 use crate::support::standins::StandIns;
 use tempfile::TempDir;
 
 /// The name every fixture archive records, and how containerd names it.
 const NAME: &str = "myimg:dev";
 const LOADED: &str = "docker.io/library/myimg:dev";
-
-/// What a run printed, ports redacted.
-#[derive(Debug)]
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
 
 /// One cluster without a registry: its API server, its nodes' runtime, the product CLIs.
 struct Bench {
@@ -98,24 +91,17 @@ impl Bench {
     ) -> Outcome {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
-        let mut cmd = crate::support::env::plugin_cmd(&home);
-        cmd.env("PATH", path).env("TMPDIR", self.scratch_parent());
-        cmd.envs(envs.iter().copied());
+        let mut run = Run::plugin(&home)
+            .path(path)
+            .env("TMPDIR", self.scratch_parent())
+            .envs(envs.iter().copied());
         if let Some(stdin) = stdin {
-            cmd.pipe_stdin(stdin).unwrap();
+            run = run.stdin_file(stdin);
         }
-        let output = cmd
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+        run.kubeconfig_flag(&self.kubeconfig)
             .arg("push")
             .args(args)
             .output()
-            .unwrap();
-        Outcome {
-            code: output.status.code().unwrap(),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
-        }
     }
 
     /// The child's PATH: the stand-ins' bin dir, then this process's PATH.
@@ -871,7 +857,8 @@ fn a_failing_cli_exits_6_with_the_end_of_its_stderr() {
     assert_eq!(call, argv(&["k3d", "image", "import", "FILE", "-c", "dev"]));
     let tail: String = (6..=25).map(|i| format!("    k3d line {i:02}\n")).collect();
     assert_eq!(
-        run.stderr.replace(archive.to_str().unwrap(), "FILE"),
+        run.stderr
+            .replace(&redact(archive.to_str().unwrap()), "FILE"),
         format!(
             "error: loading the image into k3d cluster \"dev\": `k3d image import FILE -c dev` failed (exit status: 1)\n\
              caused by: `k3d` said:\n{tail}\
@@ -987,7 +974,9 @@ fn the_clis_own_output_stays_off_stdout_and_shows_with_verbose() {
         "{run:?}"
     );
     let (_, archive) = bench.single_call(3);
-    let stderr = run.stderr.replace(archive.to_str().unwrap(), "FILE");
+    let stderr = run
+        .stderr
+        .replace(&redact(archive.to_str().unwrap()), "FILE");
     let lines: Vec<&str> = stderr.lines().collect();
     // What ctr printed on its stdout, echoed on ours only as a -v line on stderr.
     assert!(

@@ -79,7 +79,7 @@ fn a_configmap_host_with_a_password_is_refused_with_the_password_redacted() {
         );
         assert_ne!(run.code, 0, "{run:?}");
         assert!(
-            run.stderr.contains("\"kind:xxxxx@127.0.0.1:PORT\""),
+            run.stderr.contains("\"kind:xxxxx@127.0.0.1:[PORT]\""),
             "{}",
             run.stderr
         );

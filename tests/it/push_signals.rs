@@ -2,14 +2,14 @@
 //! (a stalling proxy makes "mid-push" certain): exit 130 / 143, a message saying what stopped,
 //! the upload cancelled at the registry, temp files gone, nothing tagged.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::support::apiserver::redact_ports;
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::fixtures::{Format, Image};
 use crate::support::push::Bench;
 use crate::support::registry::TestRegistry;
+use crate::support::run::finished;
 
 fn stopped_mid_push(signal: &str, seed: u64) -> (i32, String, Bench, FaultProxy, Vec<String>) {
     let registry = TestRegistry::start();
@@ -27,15 +27,11 @@ fn stopped_mid_push(signal: &str, seed: u64) -> (i32, String, Bench, FaultProxy,
     Image::sample(seed).write(Format::DockerLegacy, &path, &["myimg:dev"]);
     let tmp = bench.path("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let mut child = crate::support::push::clean_std_cmd(binary.as_os_str(), bench.dir.path())
-        .env("KUBECONFIG", &bench.kubeconfig)
+    let mut child = bench
+        .cmd()
         .env("TMPDIR", &tmp)
         .args(["push", path.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     assert!(
         proxy.wait_for_stall(Duration::from_secs(60)),
         "the push never reached the stalling upload"
@@ -60,14 +56,9 @@ fn stopped_mid_push(signal: &str, seed: u64) -> (i32, String, Bench, FaultProxy,
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(String::from_utf8(output.stdout).unwrap(), "");
-    let code = output
-        .status
-        .code()
-        .expect("the push died of the signal instead of handling it");
-    let stderr = redact_ports(&String::from_utf8(output.stderr).unwrap());
-    (code, stderr, bench, proxy, entries(&tmp))
+    let run = finished(child);
+    assert_eq!(run.stdout, "");
+    (run.code, run.stderr, bench, proxy, entries(&tmp))
 }
 
 fn entries(dir: &std::path::Path) -> Vec<String> {
@@ -84,7 +75,7 @@ fn assert_stopped_cleanly(signal: &str, name: &str, code: i32, seed: u64) {
         (
             code,
             format!(
-                "error: interrupted by {name} while pushing to 127.0.0.1:PORT/myimg:dev; nothing was tagged\n"
+                "error: interrupted by {name} while pushing to 127.0.0.1:[PORT]/myimg:dev; nothing was tagged\n"
             )
             .as_str()
         )

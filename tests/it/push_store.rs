@@ -8,11 +8,12 @@
 use std::io::{BufRead, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::support::podman::{Podman, layer_dir};
-use crate::support::push::{self, Bench, Node, Outcome, RUNTIME_HOST};
+use crate::support::push::{Bench, Node, Outcome, RUNTIME_HOST};
+use crate::support::run::{Run, redact};
 use serde_json::Value;
 
 /// The binary with the test's podman storage and a podman CLI that logs its calls.
@@ -38,16 +39,16 @@ impl StoreBench {
         }
     }
 
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = self.bench.cmd();
-        cmd.envs(self.podman.envs())
+    fn cmd(&self) -> Run {
+        self.bench
+            .cmd()
+            .envs(self.podman.envs())
             .env("KUBECTL_REGISTRY_ENGINE", "podman")
-            .env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()));
-        cmd
+            .path(format!("{}:/usr/bin:/bin", self.bin.display()))
     }
 
     fn push(&self, args: &[&str]) -> Outcome {
-        self.bench.run(self.cmd().arg("push").args(args))
+        self.cmd().arg("push").args(args).output()
     }
 
     /// The podman calls since the last look.
@@ -57,10 +58,12 @@ impl StoreBench {
         calls.lines().map(str::to_string).collect()
     }
 
-    /// `the overlay store at $DIR/... (CONTAINERS_STORAGE_CONF: ...)` as -v names it.
+    /// `the overlay store at [ROOT]/... (CONTAINERS_STORAGE_CONF: ...)` as -v names it.
     fn store_words(&self, driver: &str) -> String {
         let dir = self.podman.dir().display().to_string();
-        format!("the {driver} store at {dir}/storage (CONTAINERS_STORAGE_CONF: {dir}/storage.conf)")
+        redact(&format!(
+            "the {driver} store at {dir}/storage (CONTAINERS_STORAGE_CONF: {dir}/storage.conf)"
+        ))
     }
 }
 
@@ -235,16 +238,13 @@ fn a_layer_removed_while_it_is_read_is_a_clear_error_and_nothing_is_tagged() {
         .unwrap();
     assert!(made.success());
 
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let child = push::clean_std_cmd(binary.as_os_str(), sb.bench.dir.path())
-        .env("KUBECONFIG", &sb.bench.kubeconfig)
+    let child = sb
+        .bench
+        .cmd()
         .envs(sb.podman.envs())
         .env("KUBECTL_REGISTRY_ENGINE", "podman")
         .args(["push", "myimg:dev"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // O_NONBLOCK: opening the pipe for writing succeeds once the push has opened it to read.
     let deadline = Instant::now() + Duration::from_secs(60);
     let waiting = loop {
@@ -277,10 +277,10 @@ fn a_layer_removed_while_it_is_read_is_a_clear_error_and_nothing_is_tagged() {
     pipe.write_all(&content).unwrap();
     drop(pipe);
 
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
+    let run = crate::support::run::finished(child);
+    let stderr = &run.stderr;
     let said: Vec<&str> = stderr.lines().collect();
-    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert_eq!(run.code, 4, "{stderr}");
     assert_eq!(
         said[0],
         format!("error: reading myimg:dev from {}", sb.store_words("vfs")),
@@ -289,10 +289,10 @@ fn a_layer_removed_while_it_is_read_is_a_clear_error_and_nothing_is_tagged() {
     let short = &top[..12];
     assert_eq!(
         said[1],
-        format!(
+        redact(&format!(
             "caused by: layer {short} in the store: {} is gone: the layer was removed from the store while it was read",
             files.join(second).display()
-        ),
+        )),
         "{stderr}"
     );
     sb.bench.assert_not_tagged("myimg", "dev");
@@ -367,15 +367,16 @@ fn a_store_file_we_may_not_read_is_left_to_podmans_export() {
     .unwrap();
 
     let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let mut cmd = push::clean_std_cmd("setpriv".as_ref(), sb.bench.dir.path());
-    cmd.args(["--bounding-set", "-dac_override,-dac_read_search", "--"])
+    let run = Run::program("setpriv", sb.bench.dir.path())
+        .no_docker_config()
+        .args(["--bounding-set", "-dac_override,-dac_read_search", "--"])
         .arg(&binary)
         .args(["push", "myimg:dev", "-v", "-o", "json"])
-        .env("KUBECONFIG", &sb.bench.kubeconfig)
+        .kubeconfig(&sb.bench.kubeconfig)
         .envs(sb.podman.envs())
         .env("KUBECTL_REGISTRY_ENGINE", "podman")
-        .env("PATH", format!("{}:/usr/bin:/bin", sb.bin.display()));
-    let run = sb.bench.run(&mut assert_cmd::Command::from_std(cmd));
+        .path(format!("{}:/usr/bin:/bin", sb.bin.display()))
+        .output();
     assert_eq!(run.code, 0, "{}", run.stderr);
     let why = format!(
         "not reading podman's store: layer {} in the store: {} cannot be read: Permission denied (os error 13); podman reads such files in its user namespace: exporting",

@@ -13,12 +13,12 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::support::apiserver::{ApiServer, redact_ports};
+use crate::support::apiserver::ApiServer;
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::fixtures::{
     self, Image, LayerCompression, OCI_CONFIG, OCI_INDEX, OCI_MANIFEST, sha256,
 };
-use crate::support::push::{CONTEXT, Outcome, clean_cmd, hosting_yaml};
+use crate::support::push::{CONTEXT, Outcome, clean_run, hosting_yaml};
 use crate::support::registry::TestRegistry;
 
 const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -122,17 +122,10 @@ impl Shelf {
     }
 
     fn run(&self, args: &[&str]) -> Outcome {
-        let output = clean_cmd(self.dir.path())
-            .env("KUBECONFIG", &self.kubeconfig)
+        clean_run(self.dir.path())
+            .kubeconfig(&self.kubeconfig)
             .args(args)
             .output()
-            .expect("running kubectl-registry");
-        let text = |bytes: Vec<u8>| redact_ports(&String::from_utf8(bytes).unwrap());
-        Outcome {
-            code: output.status.code().expect("not killed"),
-            stdout: text(output.stdout),
-            stderr: text(output.stderr),
-        }
     }
 
     /// The registry's own `tags/list`, sorted.

@@ -7,14 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::support::apiserver::{ApiServer, StandInNode, redact_ports, unused_port};
+use crate::support::apiserver::{ApiServer, StandInNode, unused_port};
 use crate::support::containerd::Containerd;
 use crate::support::controllers::{Container, Controllers, Runs};
 use crate::support::fixtures::{Format, Image};
-use crate::support::push::{RUNTIME_HOST, clean_cmd, clean_std_cmd, hosting_yaml};
+use crate::support::push::{RUNTIME_HOST, clean_run, hosting_yaml};
 use crate::support::registry::TestRegistry;
 
 /// The image the workloads ran before the test: on the registry's runtime host, never pulled.
@@ -75,23 +74,16 @@ impl RolloutBench {
         }
     }
 
-    pub(crate) fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = clean_cmd(self.dir.path());
-        cmd.env("KUBECONFIG", &self.kubeconfig);
-        cmd
+    pub(crate) fn cmd(&self) -> crate::support::run::Run {
+        clean_run(self.dir.path()).kubeconfig(&self.kubeconfig)
     }
 
     /// `push ARCHIVE ARGS...`, started and left running, its stdout and stderr piped.
     pub(crate) fn spawn_push(&self, archive: &Path, args: &[&str]) -> std::process::Child {
-        let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-        clean_std_cmd(binary.as_os_str(), self.dir.path())
-            .env("KUBECONFIG", &self.kubeconfig)
+        self.cmd()
             .args(["push", archive.to_str().unwrap()])
             .args(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
             .spawn()
-            .unwrap()
     }
 
     /// An archive of `image` named `myimg:dev`.
@@ -101,18 +93,11 @@ impl RolloutBench {
         archive
     }
 
-    pub(crate) fn push(&self, archive: &Path, args: &[&str]) -> Run {
-        let output = self
-            .cmd()
+    pub(crate) fn push(&self, archive: &Path, args: &[&str]) -> Outcome {
+        self.cmd()
             .args(["push", archive.to_str().unwrap()])
             .args(args)
             .output()
-            .unwrap();
-        Run {
-            code: output.status.code().expect("killed by a signal"),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
-        }
     }
 
     pub(crate) fn patches(&self) -> usize {
@@ -126,25 +111,7 @@ impl RolloutBench {
     }
 }
 
-#[derive(Debug)]
-pub(crate) struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl Run {
-    pub(crate) fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|err| panic!("{err}: {self:?}"))
-    }
-
-    pub(crate) fn reference(&self) -> &str {
-        assert_eq!(self.code, 0, "{self:?}");
-        let lines: Vec<&str> = self.stdout.lines().collect();
-        assert_eq!(lines.len(), 1, "stdout is the ref line alone: {self:?}");
-        lines[0]
-    }
-}
+pub(crate) use crate::support::run::Outcome;
 
 pub(crate) fn web(controllers: Controllers) -> Controllers {
     controllers.workload("Deployment", "web", &[Container("web", OLD, false)], 2)
@@ -248,7 +215,7 @@ fn equal_containers_of_different_images_need_a_name_and_the_name_picks_one() {
     let run = bench.push(&archive, &["--rollout", "deploy/web"]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(
-        run.stderr.contains("2 containers of deployment default/web run myimg on 127.0.0.1:PORT, as different images; nothing was pushed")
+        run.stderr.contains("2 containers of deployment default/web run myimg on 127.0.0.1:[PORT], as different images; nothing was pushed")
             && run.stderr.contains("web: kind-registry:5000/myimg:old, debug: kind-registry:5000/myimg:debug")
             && run.stderr.contains("--rollout deployment/web=web"),
         "{run:?}"
@@ -280,7 +247,7 @@ fn no_container_running_the_image_is_exit_2_before_anything_is_pushed() {
     assert_eq!(run.code, 2, "{run:?}");
     assert_eq!(run.stdout, "");
     assert!(
-        run.stderr.contains("no container of deployment default/web runs myimg on 127.0.0.1:PORT; nothing was pushed")
+        run.stderr.contains("no container of deployment default/web runs myimg on 127.0.0.1:[PORT]; nothing was pushed")
             && run.stderr.contains("its containers: web: nginx:1.27")
             && run.stderr.contains("name the one to set: --rollout deployment/web=web"),
         "{run:?}"

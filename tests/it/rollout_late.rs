@@ -5,23 +5,14 @@
 
 use std::time::Duration;
 
-use crate::rollout::{Node, OLD, RolloutBench, Run, web};
-use crate::support::apiserver::redact_ports;
+use crate::rollout::{Node, OLD, RolloutBench, web};
 use crate::support::controllers::Container;
 use crate::support::fixtures::Image;
+use crate::support::run::finished;
 
 /// The requests the stand-in served from `from` on, as `METHOD /path?query`.
 fn served_since(bench: &RolloutBench, from: usize) -> Vec<String> {
     bench._api.targets()[from..].to_vec()
-}
-
-fn finished(child: std::process::Child) -> Run {
-    let output = child.wait_with_output().unwrap();
-    Run {
-        code: output.status.code().expect("killed by a signal"),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
-    }
 }
 
 fn all_new_and_ready(bench: &RolloutBench, old: &[(String, bool)], count: usize) {

@@ -14,7 +14,6 @@ use crate::support::apiserver::{ApiServer, ApiServerBuilder};
 use crate::support::cluster_objects::running_pod;
 use crate::support::fixtures::{Format, Image};
 use crate::support::portforward::{Faults, Replacement};
-use crate::support::push::clean_std_cmd;
 use crate::support::push::{Bench, Outcome};
 use crate::support::registry::TestRegistry;
 use crate::watch::Watching;
@@ -58,13 +57,11 @@ fn tunnelled(cluster: impl FnOnce(ApiServerBuilder, SocketAddr) -> ApiServerBuil
 
 impl Tunnelled {
     fn run(&self, args: &[&str]) -> Outcome {
-        let path = format!(
-            "{}:{}",
-            self.bench.dir.path().join("bin").display(),
-            std::env::var("PATH").unwrap()
-        );
         self.bench
-            .run(self.bench.cmd().env("PATH", path).args(args))
+            .cmd()
+            .standins(&self.bench.path("bin"))
+            .args(args)
+            .output()
     }
 
     fn archive(&self, image: &Image) -> String {
@@ -299,11 +296,11 @@ fn a_registry_pod_replaced_mid_push_is_followed_and_what_the_new_one_lacks_is_se
 fn a_watch_opens_its_tunnel_once_for_every_round() {
     let cluster = tunnelled(|api, registry| api.minikube_registry_addon(registry));
     let path = cluster.archive(&Image::sample(69));
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let mut command = clean_std_cmd(binary.as_os_str(), cluster.bench.dir.path());
-    command
-        .env("KUBECONFIG", &cluster.bench.kubeconfig)
-        .args(["push", &path, "--watch", "-v"]);
+    let command = cluster
+        .bench
+        .cmd()
+        .args(["push", &path, "--watch", "-v"])
+        .command();
     let mut watching = Watching::start(command);
     let first = watching.next_ref();
     let next = cluster.bench.path("next.tar");

@@ -15,7 +15,7 @@ use crate::support::dockerd::Dockerd;
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::fixtures::{Format, Image};
 use crate::support::podman::{Podman, layer_dir};
-use crate::support::push::{Bench, clean_std_cmd};
+use crate::support::push::Bench;
 use crate::support::registry::TestRegistry;
 
 /// A bound on each wait, not a timing assertion: a round here takes well under a second.
@@ -123,14 +123,12 @@ impl Watching {
 }
 
 fn watch_command(bench: &RolloutBench, args: &[&str]) -> Command {
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let mut command = clean_std_cmd(binary.as_os_str(), bench.dir.path());
-    command
-        .env("KUBECONFIG", &bench.kubeconfig)
+    bench
+        .cmd()
         .args(["push"])
         .args(args)
-        .args(["--watch", "--rollout", "deploy/web", "-v"]);
-    command
+        .args(["--watch", "--rollout", "deploy/web", "-v"])
+        .command()
 }
 
 fn web_on(image: &'static str) -> impl FnOnce(Controllers) -> Controllers {
@@ -245,12 +243,11 @@ fn ctrl_c_during_a_round_exits_130_with_nothing_tagged_and_no_temporary_file() {
     Image::sample(431).write(Format::DockerLegacy, &path, &["myimg:dev"]);
     let tmp = bench.path("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let mut command = clean_std_cmd(binary.as_os_str(), bench.dir.path());
-    command
-        .env("KUBECONFIG", &bench.kubeconfig)
+    let command = bench
+        .cmd()
         .env("TMPDIR", &tmp)
-        .args(["push", path.to_str().unwrap(), "--watch"]);
+        .args(["push", path.to_str().unwrap(), "--watch"])
+        .command();
     let mut watching = Watching::start(command);
     assert!(
         proxy.wait_for_stall(BOUND),

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::support::fixtures::{self, Image};
-use crate::support::push::{Bench, clean_std_cmd};
+use crate::support::push::Bench;
 use crate::support::registry::TestRegistry;
 use crate::watch::Watching;
 
@@ -38,15 +38,12 @@ fn image_seed(to: &Path) -> String {
 }
 
 fn watching(bench: &Bench, path: &Path) -> Watching {
-    let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
-    let mut command = clean_std_cmd(binary.as_os_str(), bench.dir.path());
-    command.env("KUBECONFIG", &bench.kubeconfig).args([
-        "push",
-        path.to_str().unwrap(),
-        "--watch",
-        "-v",
-    ]);
-    Watching::start(command)
+    Watching::start(
+        bench
+            .cmd()
+            .args(["push", path.to_str().unwrap(), "--watch", "-v"])
+            .command(),
+    )
 }
 
 /// The digest a ref line pins.

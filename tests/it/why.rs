@@ -10,12 +10,13 @@ use std::sync::Arc;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::support::apiserver::{ApiServer, StandInNode, redact_ports, unused_port};
+use crate::support::apiserver::{ApiServer, StandInNode, unused_port};
 use crate::support::containerd::Containerd;
 use crate::support::fixtures::{Format, Image};
 use crate::support::layouts::Layout;
-use crate::support::push::{RUNTIME_HOST, clean_cmd, docker_config_in, hosting_yaml};
+use crate::support::push::{RUNTIME_HOST, clean_run, docker_config_in, hosting_yaml};
 use crate::support::registry::TestRegistry;
+use crate::support::run::{Outcome, Run};
 use crate::support::standins::StandIns;
 
 /// How the node's containerd reaches `kind-registry:5000`.
@@ -109,10 +110,8 @@ impl WhyBench {
         }
     }
 
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = clean_cmd(self.dir.path());
-        cmd.env("KUBECONFIG", &self.kubeconfig);
-        cmd
+    fn cmd(&self) -> Run {
+        clean_run(self.dir.path()).kubeconfig(&self.kubeconfig)
     }
 
     /// Pushes `image` as `myimg:dev` with our binary; the printed ref.
@@ -138,41 +137,18 @@ impl WhyBench {
         extra_env: &[(&str, &Path)],
         args: &[&str],
     ) -> String {
-        let output = self
+        let run = self
             .cmd()
             .envs(extra_env.iter().copied())
             .args(["push", archive.to_str().unwrap(), "--tag", "myimg:dev"])
             .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap().trim().to_string()
+            .output();
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.stdout.trim().to_string()
     }
 
-    fn why(&self, args: &[&str]) -> Run {
-        let output = self.cmd().arg("why").args(args).output().unwrap();
-        Run {
-            code: output.status.code().expect("killed by a signal"),
-            stdout: redact_ports(&String::from_utf8(output.stdout).unwrap()),
-            stderr: redact_ports(&String::from_utf8(output.stderr).unwrap()),
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|err| panic!("{err}: {self:?}"))
+    fn why(&self, args: &[&str]) -> Outcome {
+        self.cmd().arg("why").args(args).output()
     }
 }
 
@@ -206,8 +182,8 @@ fn an_image_named_by_the_host_we_push_to_is_wrong_host_with_the_right_ref() {
     assert_eq!(
         run.stdout,
         "pod default/web on node stand-in-node\n\
-         ✗ web (127.0.0.1:PORT/myimg:dev): wrong-host\n    \
-         why: the image names the registry as 127.0.0.1:PORT, which is where it is reached from \
+         ✗ web (127.0.0.1:[PORT]/myimg:dev): wrong-host\n    \
+         why: the image names the registry as 127.0.0.1:[PORT], which is where it is reached from \
          this machine; the nodes' container runtime reaches it as kind-registry:5000\n    \
          fix: use image kind-registry:5000/myimg:dev in the pod spec\n"
     );
@@ -250,7 +226,7 @@ fn a_node_without_the_mapping_is_registry_not_mapped_with_the_snippet() {
         (
             Mapping::Refused,
             "connect to",
-            "dial tcp 127.0.0.1:PORT: connect: connection refused",
+            "dial tcp 127.0.0.1:[PORT]: connect: connection refused",
         ),
     ] {
         let bench = WhyBench::new(TestRegistry::start(), mapping);
@@ -328,7 +304,7 @@ fn a_tls_registry_is_asked_with_ca_file_or_insecure_as_push_asks_it() {
     assert!(
         explanation.contains(
             "(the registry could not be asked whether it holds the image (reaching the registry \
-             127.0.0.1:PORT: the TLS certificate of 127.0.0.1:PORT is not trusted"
+             127.0.0.1:[PORT]: the TLS certificate of 127.0.0.1:[PORT] is not trusted"
         ),
         "{explanation}"
     );
@@ -396,15 +372,9 @@ fn a_missing_pod_is_named_with_its_namespace() {
     let run = bench.why(&["pod/nothere"]);
     assert_eq!((run.code, run.stdout.as_str()), (3, ""), "{run:?}");
     assert_eq!(
-        run.stderr_lines_first(),
+        run.stderr.lines().next().unwrap_or_default(),
         "error: pod default/nothere not found"
     );
-}
-
-impl Run {
-    fn stderr_lines_first(&self) -> &str {
-        self.stderr.lines().next().unwrap_or_default()
-    }
 }
 
 #[test]
@@ -451,14 +421,9 @@ fn without_registry() -> (ApiServer, Arc<Containerd>, TempDir) {
 }
 
 /// `why POD -o json` run by `cmd`: the exit code, and the first container's finding.
-fn first_finding(cmd: &mut assert_cmd::Command, pod: &str) -> (i32, Value) {
-    let output = cmd.args(["why", pod, "-o", "json"]).output().unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
-    (
-        output.status.code().expect("killed by a signal"),
-        report["containers"][0].clone(),
-    )
+fn first_finding(run: Run, pod: &str) -> (i32, Value) {
+    let run = run.args(["why", pod, "-o", "json"]).output();
+    (run.code, run.json()["containers"][0].clone())
 }
 
 #[test]
@@ -469,7 +434,7 @@ fn without_a_registry_a_digest_or_latest_after_a_load_is_named() {
     api.create_pod("pinned", &format!("myimg:dev@{digest}"), None);
     api.create_pod("latest", "myimg:latest", None);
     api.create_pod("always", "myimg:dev-0123456789ab", Some("Always"));
-    let why = |pod: &str| first_finding(clean_cmd(dir.path()).env("KUBECONFIG", &kubeconfig), pod);
+    let why = |pod: &str| first_finding(clean_run(dir.path()).kubeconfig(&kubeconfig), pod);
     let (code, pinned) = why("pod/pinned");
     assert_eq!(
         (code, &pinned["cause"]),
@@ -585,10 +550,9 @@ fn without_a_registry_an_image_the_node_lacks_is_not_on_node_and_a_loaded_one_is
     api.create_pod("missing", "myimg:other", Some("IfNotPresent"));
     let why = |pod: &str| {
         first_finding(
-            clean_cmd(dir.path()).env("KUBECONFIG", &kubeconfig).env(
-                "PATH",
-                format!("{}:/usr/bin:/bin", standins.bin_dir().display()),
-            ),
+            clean_run(dir.path())
+                .kubeconfig(&kubeconfig)
+                .path(format!("{}:/usr/bin:/bin", standins.bin_dir().display())),
             pod,
         )
     };
@@ -624,15 +588,14 @@ fn a_running_pod_exits_0_saying_it_runs() {
         .start();
     let dir = TempDir::new().unwrap();
     let kubeconfig = api.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
-    let output = clean_cmd(dir.path())
-        .env("KUBECONFIG", &kubeconfig)
+    let run = clean_run(dir.path())
+        .kubeconfig(&kubeconfig)
         .args(["why", "pod/running"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
+        .output();
+    assert_eq!(run.code, 0);
     assert_eq!(
-        String::from_utf8(output.stdout).unwrap(),
+        run.stdout,
         format!("pod default/running on node stand-in-node\n✓ c0 ({image}): it runs\n")
     );
-    assert_eq!(String::from_utf8(output.stderr).unwrap(), "");
+    assert_eq!(run.stderr, "");
 }

@@ -14,8 +14,9 @@ use tempfile::TempDir;
 use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode};
 use crate::support::containerd::Containerd;
 use crate::support::fixtures::{Format, Image};
-use crate::support::push::{Outcome, clean_cmd, hosting_yaml};
+use crate::support::push::{Outcome, clean_run, hosting_yaml};
 use crate::support::registry::TestRegistry;
+use crate::support::run::Run;
 use crate::support::standins::StandIns;
 
 const SCHEDULER_SAYS: &str = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes \
@@ -53,10 +54,7 @@ impl Cluster {
         let kubeconfig = self
             .api
             .write_kubeconfig(self.dir.path(), "kind-dev", "kind-dev");
-        why_with(
-            clean_cmd(self.dir.path()).env("KUBECONFIG", kubeconfig),
-            target,
-        )
+        why_with(clean_run(self.dir.path()).kubeconfig(&kubeconfig), target)
     }
 
     /// Pushes a sample image as `myimg:dev` with our binary.
@@ -66,27 +64,17 @@ impl Cluster {
         let kubeconfig = self
             .api
             .write_kubeconfig(self.dir.path(), "kind-dev", "kind-dev");
-        let output = clean_cmd(self.dir.path())
-            .env("KUBECONFIG", kubeconfig)
+        let run = clean_run(self.dir.path())
+            .kubeconfig(&kubeconfig)
             .args(["push", archive.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+            .output();
+        assert_eq!(run.code, 0, "{}", run.stderr);
         assert_eq!(self.registry.get("/v2/myimg/tags/list").status, 200);
     }
 }
 
-fn why_with(cmd: &mut assert_cmd::Command, target: &str) -> Outcome {
-    let output = cmd.args(["why", target, "-o", "json"]).output().unwrap();
-    Outcome {
-        code: output.status.code().expect("killed by a signal"),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
+fn why_with(run: Run, target: &str) -> Outcome {
+    run.args(["why", target, "-o", "json"]).output()
 }
 
 fn finding(run: &Outcome) -> Value {
@@ -191,10 +179,9 @@ fn pull_policy_never_without_a_registry_says_to_load_the_nodes() {
     let kubeconfig = api.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
     api.create_pod("web", "myimg:dev", Some("Never"));
     let run = why_with(
-        clean_cmd(dir.path()).env("KUBECONFIG", &kubeconfig).env(
-            "PATH",
-            format!("{}:/usr/bin:/bin", standins.bin_dir().display()),
-        ),
+        clean_run(dir.path())
+            .kubeconfig(&kubeconfig)
+            .path(format!("{}:/usr/bin:/bin", standins.bin_dir().display())),
         "pod/web",
     );
     assert_eq!(run.code, 3, "{run:?}");

@@ -527,22 +527,6 @@ pub(crate) fn unused_port() -> u16 {
     listener.local_addr().expect("local address").port()
 }
 
-/// Replaces every `127.0.0.1:<digits>` with `127.0.0.1:PORT`, so outputs can be pinned whole.
-pub(crate) fn redact_ports(text: &str) -> String {
-    const LOOPBACK: &str = "127.0.0.1:";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find(LOOPBACK) {
-        let after = &rest[i + LOOPBACK.len()..];
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        out.push_str(&rest[..i + LOOPBACK.len()]);
-        out.push_str(if digits > 0 { "PORT" } else { "" });
-        rest = &after[digits..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// One request as the log keeps it.
 struct Logged {
     request: String,

@@ -16,10 +16,3 @@ pub(crate) fn clean_env<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Comman
     }
     cmd.env("HOME", home).env("NO_COLOR", "1")
 }
-
-/// The built `kubectl-registry` with a clean environment.
-pub(crate) fn plugin_cmd(home: &Path) -> assert_cmd::Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-registry"));
-    clean_env(&mut cmd, home);
-    assert_cmd::Command::from_std(cmd)
-}

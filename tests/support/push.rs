@@ -10,45 +10,19 @@ use base64::Engine as _;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::support::apiserver::{ApiServer, redact_ports};
+use crate::support::apiserver::ApiServer;
 use crate::support::containerd::Containerd;
 use crate::support::env::clean_env;
 use crate::support::fixtures::{self, Image};
 use crate::support::registry::TestRegistry;
+use crate::support::run::Run;
 
 /// The name pods use for the registry, as kind's script advertises it.
 pub(crate) const RUNTIME_HOST: &str = "kind-registry:5000";
 pub(crate) const HELP: &str = "https://kind.sigs.k8s.io/docs/user/local-registry/";
 pub(crate) const CONTEXT: &str = "kind-dev";
 
-/// What a run printed; loopback ports and the bench's temp dir redacted.
-#[derive(Debug)]
-pub(crate) struct Outcome {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl Outcome {
-    pub(crate) fn stderr_lines(&self) -> Vec<&str> {
-        self.stderr.lines().collect()
-    }
-
-    pub(crate) fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|err| panic!("stdout is not JSON ({err}): {:?}", self.stdout))
-    }
-
-    /// Asserts a clean success: exit 0 and nothing at all on stderr.
-    pub(crate) fn assert_clean_success(&self) {
-        assert_eq!(
-            (self.code, self.stderr.as_str()),
-            (0, ""),
-            "stdout: {}",
-            self.stdout
-        );
-    }
-}
+pub(crate) use crate::support::run::Outcome;
 
 /// A registry advertised by a cluster through the KEP-1755 ConfigMap, and a temp dir for archives.
 pub(crate) struct Bench {
@@ -86,32 +60,18 @@ impl Bench {
     }
 
     /// The binary, clean environment, pointed at the bench's kubeconfig.
-    pub(crate) fn cmd(&self) -> Command {
-        let mut cmd = clean_cmd(self.dir.path());
-        cmd.env("KUBECONFIG", &self.kubeconfig);
-        cmd
+    pub(crate) fn cmd(&self) -> Run {
+        clean_run(self.dir.path()).kubeconfig(&self.kubeconfig)
     }
 
     /// `kubectl registry push ARGS...`
     pub(crate) fn push(&self, args: &[&str]) -> Outcome {
-        self.run(self.cmd().arg("push").args(args))
+        self.cmd().arg("push").args(args).output()
     }
 
-    /// Runs `cmd` and redacts what it printed.
-    pub(crate) fn run(&self, cmd: &mut Command) -> Outcome {
-        let output = cmd.output().expect("running kubectl-registry");
-        let redact = |bytes: Vec<u8>| {
-            let text = String::from_utf8(bytes).expect("UTF-8 output");
-            redact_ports(&text).replace(&self.dir.path().display().to_string(), "$DIR")
-        };
-        Outcome {
-            code: output
-                .status
-                .code()
-                .expect("kubectl-registry was killed by a signal (a crash)"),
-            stdout: redact(output.stdout),
-            stderr: redact(output.stderr),
-        }
+    /// Runs `run`; what it printed, redacted.
+    pub(crate) fn run(&self, run: Run) -> Outcome {
+        run.output()
     }
 
     /// The manifest stored under `repo:tag`, as skopeo reads it back, and its digest.
@@ -131,6 +91,18 @@ impl Bench {
         tag: &str,
     ) -> (String, Value) {
         outcome.assert_clean_success();
+        self.assert_landed(outcome, repo, tag)
+    }
+
+    /// [`Bench::assert_pushed`] but for stderr, which may hold warnings: exit 0, stdout exactly
+    /// the runtime ref of what landed, every blob there; the manifest as JSON.
+    pub(crate) fn assert_landed(
+        &self,
+        outcome: &Outcome,
+        repo: &str,
+        tag: &str,
+    ) -> (String, Value) {
+        assert_eq!(outcome.code, 0, "{outcome:?}");
         let (bytes, digest) = self.landed(&format!("{repo}:{tag}"));
         let reference = format!("{RUNTIME_HOST}/{repo}:{tag}@{digest}");
         assert_eq!(outcome.stdout, format!("{reference}\n"));
@@ -291,6 +263,11 @@ pub(crate) fn docker_config_in(
 
 /// The binary with a clean environment: its own HOME and DOCKER_CONFIG, no proxies, no
 /// registry or cluster variables.
+pub(crate) fn clean_run(home: &Path) -> Run {
+    Run::plugin(home).no_docker_config()
+}
+
+/// [`clean_run`] as an `assert_cmd` command.
 pub(crate) fn clean_cmd(home: &Path) -> Command {
     let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
     Command::from_std(clean_std_cmd(binary.as_os_str(), home))

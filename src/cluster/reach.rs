@@ -10,6 +10,7 @@ use crate::cluster::route::{self, TunnelWhy, Way};
 use crate::cluster::tunnel::Tunnel;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
+use crate::image::registry::TunnelEndpoint;
 use crate::output::Printer;
 
 /// How long an advertised host may take to accept a connection before the tunnel is taken.
@@ -47,6 +48,11 @@ impl Reach {
             Some(tunnel) => tunnel.explain(error),
             None => error,
         }
+    }
+
+    /// Through a tunnel: where the registry client speaks TLS first, by the Service's name.
+    pub fn endpoint(&self) -> Option<TunnelEndpoint> {
+        self.tunnel.as_ref().map(|tunnel| tunnel.endpoint().clone())
     }
 
     /// How many times the tunnel's streams moved to another pod (0 straight to a host).
@@ -128,7 +134,8 @@ pub async fn reach(
                     tunnel
                 }
                 None => {
-                    let tunnel = Arc::new(Tunnel::open(cluster, &service, printer).await?);
+                    let name = service.dns_name(registry.host_from_cluster_network.as_ref());
+                    let tunnel = Arc::new(Tunnel::open(cluster, &service, &name, printer).await?);
                     opened().push((service, Arc::clone(&tunnel)));
                     tunnel
                 }

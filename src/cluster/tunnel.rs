@@ -3,7 +3,9 @@
 //! registry's Service. The registry client talks to `127.0.0.1:PORT` as to any registry; a
 //! connection that drops is simply reopened by its retry, as a new stream. When the pod is
 //! replaced (a rollout, a drain), the Service is resolved again to a ready pod, and the pod
-//! change is counted so that the push checks its blobs again before the manifest.
+//! change is counted so that the push checks its blobs again before the manifest. The registry
+//! is spoken to by the Service's DNS name over TLS first, with the cluster's service CA trusted
+//! where it publishes one (`TunnelEndpoint`).
 
 mod bridge;
 mod frames;
@@ -18,6 +20,7 @@ use crate::cluster::client::{Cluster, Forwarder};
 use crate::cluster::hosting::ServiceRef;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
+use crate::image::registry::TunnelEndpoint;
 use crate::output::Printer;
 
 /// How long a resolved pod is used for new streams before the Service is asked again: a pod
@@ -27,6 +30,7 @@ const RESOLVE_AGAIN: Duration = Duration::from_secs(1);
 /// An open tunnel; it closes (listener and streams) when dropped.
 pub struct Tunnel {
     host: RegistryHost,
+    endpoint: TunnelEndpoint,
     route: Arc<Route>,
     accept: tokio::task::JoinHandle<()>,
 }
@@ -58,9 +62,19 @@ struct Resolved {
 
 impl Tunnel {
     /// Resolves `service` to a ready pod, checks that a port-forward to it opens (permission,
-    /// protocol), and listens on a loopback port.
-    pub async fn open(cluster: &Cluster, service: &ServiceRef, printer: &Printer) -> Result<Self> {
-        let backend = cluster.service_backend(service).await?;
+    /// protocol), reads the cluster's service CA in its namespace, and listens on a loopback
+    /// port. `dns_name` is the Service's name its registry's certificate is checked against.
+    pub async fn open(
+        cluster: &Cluster,
+        service: &ServiceRef,
+        dns_name: &str,
+        printer: &Printer,
+    ) -> Result<Self> {
+        let (backend, service_ca) = tokio::join!(
+            cluster.service_backend(service),
+            cluster.service_ca(&service.namespace)
+        );
+        let backend = backend?;
         let forwarder = cluster.forwarder(&backend);
         // The first stream shows at once what would fail every one: RBAC, the protocol.
         drop(forwarder.open().await?);
@@ -72,7 +86,25 @@ impl Tunnel {
             .local_addr()
             .context(ExitCode::Failure, || "reading the tunnel's loopback port")?
             .port();
-        let host = RegistryHost::parse(&format!("127.0.0.1:{port}")).expect("a loopback host");
+        let local = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let host = RegistryHost::parse(&local.to_string()).expect("a loopback host");
+        if service_ca.is_some() {
+            printer.debug(&format!(
+                "tunnel: trusting the cluster's service CA of namespace {} for the registry",
+                service.namespace
+            ));
+        }
+        let endpoint =
+            TunnelEndpoint::new(dns_name, local, service.to_string(), service_ca, printer)
+                .ok_or_else(|| {
+                    Error::new(
+                        ExitCode::Cluster,
+                        format!(
+                            "{} is not a DNS name to reach {service} by",
+                            crate::output::shown(dns_name)
+                        ),
+                    )
+                })?;
         printer.debug(&format!(
             "tunnel: {host} -> {} of {service}, through the API server",
             forwarder.describe()
@@ -92,6 +124,7 @@ impl Tunnel {
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&route)));
         Ok(Self {
             host,
+            endpoint,
             route,
             accept,
         })
@@ -100,6 +133,11 @@ impl Tunnel {
     /// Where the registry client connects: `127.0.0.1:PORT`.
     pub fn host(&self) -> &RegistryHost {
         &self.host
+    }
+
+    /// The Service's name the registry client speaks TLS to first, resolved to this tunnel.
+    pub fn endpoint(&self) -> &TunnelEndpoint {
+        &self.endpoint
     }
 
     /// How many times new streams moved to another pod: a registry pod without a volume

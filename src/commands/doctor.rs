@@ -25,7 +25,9 @@ use crate::cluster::product;
 use crate::cluster::tunnel::Tunnel;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
-use crate::image::registry::{ClusterLogin, Deletion, RegistryClient, TransportOptions};
+use crate::image::registry::{
+    ClusterLogin, Deletion, RegistryClient, TransportOptions, TunnelEndpoint,
+};
 use crate::nodes::{self, LoadPlan};
 use crate::output::Printer;
 use crate::settings::{REGISTRY_HOST_ENV, Settings};
@@ -293,6 +295,8 @@ struct ProbeTarget<'a> {
     /// The host push uploads to from here (the tunnel's, when it tunnels), or why there is none.
     host: Result<RegistryHost>,
     tunnelled: bool,
+    /// The opened tunnel's Service name, which TLS is tried with first.
+    endpoint: Option<TunnelEndpoint>,
     vantage: Vantage,
     repository: Result<String>,
     cluster_login: Option<ClusterLogin>,
@@ -305,6 +309,9 @@ impl<'a> ProbeTarget<'a> {
         tunnel: Option<&Option<Tunnel>>,
         printer: &Printer,
     ) -> Self {
+        let endpoint = tunnel
+            .and_then(Option::as_ref)
+            .map(|tunnel| tunnel.endpoint().clone());
         let host = match tunnel {
             Some(Some(tunnel)) => Ok(tunnel.host().clone()),
             Some(None) => Err(Error::new(
@@ -321,6 +328,7 @@ impl<'a> ProbeTarget<'a> {
             registry,
             host,
             tunnelled: tunnel.is_some(),
+            endpoint,
             vantage: found.vantage,
             repository: openshift::repository_in_project(registry, found, probe::PROBE_REPOSITORY),
             cluster_login,
@@ -329,10 +337,18 @@ impl<'a> ProbeTarget<'a> {
 
     /// `HOST answers GET /v2/ over http`, and which network picked the host when it is not the
     /// laptop's.
-    fn answered(&self, host: &RegistryHost, scheme: &str) -> String {
-        let answered = format!("{host} answers GET /v2/ over {scheme}");
+    fn answered(&self, host: &RegistryHost, client: &RegistryClient) -> String {
+        let answered = format!("{host} answers GET /v2/ over {}", client.scheme_name());
         if self.tunnelled {
-            return format!("{answered}: the registry, through the tunnel");
+            let how = match (client.tunnel_tls_name(), &self.endpoint) {
+                (Some(name), _) => format!(" (TLS to {name}, the Service's name)"),
+                (None, Some(endpoint)) => format!(
+                    " (it answered TLS to {} in plain HTTP)",
+                    endpoint.dns_name()
+                ),
+                (None, None) => String::new(),
+            };
+            return format!("{answered}{how}: the registry, through the tunnel");
         }
         match self.vantage.network {
             Network::Host | Network::Tunnel => answered,
@@ -440,6 +456,7 @@ async fn answering_client(
         ca_file: args.access.ca_file.clone(),
         help: target.registry.help.clone(),
         cluster_login: target.cluster_login.clone(),
+        tunnel: target.endpoint.clone(),
         ..settings.transport_options()
     };
     let client = RegistryClient::new(host, &options).map_err(|error| {
@@ -452,7 +469,7 @@ async fn answering_client(
     }
     report.add(Check::passed(
         CheckId::Registry,
-        target.answered(host, client.scheme_name()),
+        target.answered(host, &client),
     ));
     Ok(client)
 }

@@ -150,6 +150,7 @@ pub(crate) async fn open_registry(
         ca_file: access.ca_file.clone(),
         help: registry.help.clone(),
         cluster_login: openshift::cluster_login(registry, host, discovered, printer),
+        tunnel: reach.endpoint(),
         ..settings.transport_options()
     };
     let client = RegistryClient::new(host, &options)?;

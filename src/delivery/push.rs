@@ -39,7 +39,7 @@ use crate::image::archive::{self, Archive, Image};
 use crate::image::engine;
 use crate::image::reference::RegistryHost;
 use crate::image::reference::{ImageName, Target};
-use crate::image::registry::{self, ClusterLogin, TransportOptions};
+use crate::image::registry::{self, ClusterLogin, TransportOptions, TunnelEndpoint};
 use crate::interrupt;
 use crate::output::Printer;
 use crate::settings::Settings;
@@ -251,6 +251,8 @@ struct RegistryPlan<'a> {
     /// Through a tunnel: its loopback host lives as long as this run, so it is neither
     /// printed nor recorded.
     tunnelled: bool,
+    /// Through a tunnel: the Service's name, which TLS is tried with first.
+    tunnel: Option<TunnelEndpoint>,
     cluster_login: Option<ClusterLogin>,
 }
 
@@ -300,6 +302,7 @@ fn registry_plan<'a>(
             discovered.vantage.network
         },
         tunnelled,
+        tunnel: reach.endpoint(),
         cluster_login: openshift::cluster_login(registry, push_host, discovered, printer),
     };
     Ok((plan, target))
@@ -389,6 +392,7 @@ fn registry_push<'a>(
             ca_file: args.ca_file.clone(),
             help: registry.help.clone(),
             cluster_login: plan.cluster_login.clone(),
+            tunnel: plan.tunnel.clone(),
             ..settings.transport_options()
         },
         cache_dir: settings.cache_dir.as_deref().filter(|_| !plan.tunnelled),

@@ -2,6 +2,7 @@
 //! concurrent uploads. Every error names the operation and `host/repo` and carries the cluster's guide.
 
 mod auth;
+mod below_http;
 mod credentials;
 mod engine_side;
 mod errors;
@@ -12,6 +13,7 @@ mod open_uploads;
 mod proxy;
 mod request;
 mod transport;
+mod tunnelled;
 mod upload;
 mod watchdog;
 
@@ -26,14 +28,14 @@ pub use self::manifest_check::{Deletion, Removal};
 pub use self::open_uploads::cancel_all as cancel_open_uploads;
 pub use self::proxy::Proxies;
 pub use self::transport::TransportOptions;
+pub use self::tunnelled::TunnelEndpoint;
 pub use self::watchdog::{Stalled, Watchdog};
 
 use self::auth::{Auth, Scope};
-use self::errors::unexpected_answer;
+use self::below_http::ConnectFailure;
+use self::errors::{is_plain_http_to_tls_answer, plain_http_to_tls_error, unexpected_answer};
 use self::request::{Request, failure_in, retry_delay, send};
-use self::transport::{
-    ConnectFailure, Scheme, Transport, is_plain_http_to_tls_answer, plain_http_to_tls_error,
-};
+use self::transport::{Scheme, Transport};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 
@@ -85,6 +87,16 @@ impl RegistryClient {
         &self.inner.transport.host
     }
 
+    /// Through a tunnel over TLS: the Service's name, which the certificate is checked against
+    /// (an engine pushing to the tunnel's `127.0.0.1:PORT` would check another name, or none).
+    pub fn tunnel_tls_name(&self) -> Option<&str> {
+        let transport = &self.inner.transport;
+        (transport.scheme() == Scheme::Https)
+            .then_some(transport.tunnel.as_ref())
+            .flatten()
+            .map(TunnelEndpoint::dns_name)
+    }
+
     /// `GET /v2/`: checks that the registry answers, settles HTTP or HTTPS, and answers its auth
     /// challenge so that wrong credentials show up before any upload.
     pub async fn ping(&self) -> Result<()> {
@@ -112,6 +124,7 @@ impl RegistryClient {
                 }
             };
             if response.status().is_success() {
+                transport.answered();
                 return Ok(());
             }
             let answer = RegistryResponse::read(response, transport.limits.request_timeout).await;

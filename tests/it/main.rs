@@ -42,6 +42,7 @@ mod rollout;
 mod rollout_late;
 mod rollout_shapes;
 mod tunnel;
+mod tunnel_tls;
 mod watch;
 mod watch_rewrites;
 mod why;

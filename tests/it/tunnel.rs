@@ -481,7 +481,7 @@ fn doctor_checks_the_hop_and_the_registry_through_it() {
         registry["detail"]
             .as_str()
             .unwrap()
-            .ends_with("answers GET /v2/ over http: the registry, through the tunnel"),
+            .ends_with("answers GET /v2/ over http (it answered TLS to registry.kube-system.svc.cluster.local in plain HTTP): the registry, through the tunnel"),
         "{registry}"
     );
     assert_eq!(check(&checks, "round-trip")["ok"], true);

@@ -20,6 +20,9 @@ pub(crate) struct RegistryConfig {
     pub tls: bool,
     /// With `tls`: the registry's certificate expired on 2020-01-02 (its CA is still valid).
     pub expired_certificate: bool,
+    /// With `tls`: the certificate's subjectAltName (`DNS:registry.dev.svc`), instead of
+    /// 127.0.0.1 and localhost; skopeo then reads it back without checking the name.
+    pub certificate_names: Option<String>,
     /// Bearer token auth, with tokens from a stand-in token server.
     pub token_auth: Option<TokenAuth>,
     /// Refuse DELETE (distribution's default: `storage.delete.enabled: false`).
@@ -104,7 +107,8 @@ impl TestRegistry {
             server
         });
         let tls = if config.tls {
-            make_certificates(dir.path());
+            let names = config.certificate_names.as_deref();
+            make_certificates_naming(dir.path(), names.unwrap_or(LOOPBACK_NAMES));
             if config.expired_certificate {
                 reissue_expired(dir.path());
             }
@@ -248,7 +252,7 @@ impl TestRegistry {
     pub(crate) fn skopeo_raw_manifest(&self, repo_and_tag: &str) -> Vec<u8> {
         let mut command = Command::new("skopeo");
         command.args(["inspect", "--raw"]);
-        if self.config.tls {
+        if self.config.tls && self.config.certificate_names.is_none() {
             command.arg(format!(
                 "--cert-dir={}",
                 self.dir.path().join("certs").display()
@@ -364,8 +368,16 @@ fn write_htpasswd(path: &Path, user: &str, password: &str) {
     std::fs::write(path, output.stdout).expect("writing htpasswd");
 }
 
+/// What a test registry's certificate names unless told otherwise.
+const LOOPBACK_NAMES: &str = "IP:127.0.0.1,DNS:localhost";
+
 /// A CA, and a server certificate it signs for 127.0.0.1 and localhost, made with openssl.
 pub(crate) fn make_certificates(dir: &Path) {
+    make_certificates_naming(dir, LOOPBACK_NAMES);
+}
+
+/// A CA, and a server certificate it signs with `names` as its subjectAltName.
+pub(crate) fn make_certificates_naming(dir: &Path, names: &str) {
     let certs = dir.join("certs");
     std::fs::create_dir_all(&certs).expect("certs dir");
     let run = |args: &[&str]| {
@@ -421,8 +433,10 @@ pub(crate) fn make_certificates(dir: &Path) {
     .concat());
     std::fs::write(
         dir.join("server.ext"),
-        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n\
-         subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+        format!(
+            "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n\
+             subjectAltName={names}\n"
+        ),
     )
     .expect("writing server.ext");
     run(&[

@@ -1,8 +1,9 @@
-//! Registries that are Services: minikube's registry addon as the addon installs it, and a
-//! Service resolved to one ready pod and the port its registry listens on (for a tunnel).
+//! Registries that are Services: minikube's registry addon as the addon installs it, a
+//! Service resolved to one ready pod and the port its registry listens on (for a tunnel), and
+//! the service CA a cluster publishes for the certificates of its Services (OpenShift).
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, ListParams};
 
@@ -114,6 +115,39 @@ impl Cluster {
             pod: pod.metadata.name.unwrap_or_default(),
             port: target,
         })
+    }
+}
+
+/// The ConfigMap OpenShift's service CA operator puts in every namespace, and its key: the CA
+/// that signs the serving certificates of Services (`service.beta.openshift.io/serving-cert-*`).
+const SERVICE_CA_CONFIGMAP: &str = "openshift-service-ca.crt";
+const SERVICE_CA_KEY: &str = "service-ca.crt";
+
+impl Cluster {
+    /// The cluster's service CA (PEM) as published in `namespace`, when it publishes one; a
+    /// ConfigMap we may not read, or cannot, is the same as none (said with -v).
+    pub async fn service_ca(&self, namespace: &str) -> Option<String> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), namespace);
+        let what = || format!("reading ConfigMap {namespace}/{SERVICE_CA_CONFIGMAP}");
+        let said = match self.lookup(api.get(SERVICE_CA_CONFIGMAP).await, what) {
+            Ok(Lookup::Found(configmap)) => {
+                let pem = configmap
+                    .data
+                    .and_then(|mut data| data.remove(SERVICE_CA_KEY))
+                    .filter(|pem| !pem.trim().is_empty());
+                if pem.is_some() {
+                    return pem;
+                }
+                format!("it has no {SERVICE_CA_KEY}")
+            }
+            Ok(Lookup::NotFound) => "the cluster publishes none there".to_string(),
+            Ok(Lookup::Forbidden) => "we may not read it".to_string(),
+            Err(error) => error.message().to_string(),
+        };
+        self.printer.debug(&format!(
+            "no service CA from ConfigMap {namespace}/{SERVICE_CA_CONFIGMAP}: {said}"
+        ));
+        None
     }
 }
 

@@ -53,6 +53,20 @@ impl ServiceRef {
             port: host.port(),
         })
     }
+
+    /// The name the registry's TLS certificate is checked against through a tunnel: the
+    /// cluster-network host when it names this Service (what pods pull from, so what the
+    /// certificate must name), else `NAME.NS.svc`.
+    pub fn dns_name(&self, cluster_host: Option<&RegistryHost>) -> String {
+        let same = |host: &&RegistryHost| {
+            Self::from_cluster_host(host)
+                .is_some_and(|named| named.namespace == self.namespace && named.name == self.name)
+        };
+        match cluster_host.filter(same) {
+            Some(host) => host.hostname().trim_end_matches('.').to_ascii_lowercase(),
+            None => format!("{}.{}.svc", self.name, self.namespace),
+        }
+    }
 }
 
 /// minikube's registry addon (deploy/addons/registry in minikube's source).

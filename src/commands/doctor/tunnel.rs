@@ -25,7 +25,8 @@ pub(super) async fn check(
         return None;
     };
     let why = why.text(registry);
-    Some(match opened(cluster, &service, printer).await {
+    let name = service.dns_name(registry.host_from_cluster_network.as_ref());
+    Some(match opened(cluster, &service, &name, printer).await {
         Ok((tunnel, allowed)) => (
             Check::passed(
                 CheckId::Tunnel,
@@ -43,6 +44,7 @@ pub(super) async fn check(
 async fn opened(
     cluster: &Cluster,
     service: &crate::cluster::hosting::ServiceRef,
+    name: &str,
     printer: &Printer,
 ) -> Result<(Tunnel, String), Check> {
     let namespace = &service.namespace;
@@ -60,7 +62,7 @@ async fn opened(
         }
         Err(error) => return Err(Check::from_error(CheckId::Tunnel, &error)),
     };
-    match Tunnel::open(cluster, service, printer).await {
+    match Tunnel::open(cluster, service, name, printer).await {
         Ok(tunnel) => Ok((tunnel, allowed)),
         Err(error) => Err(Check::from_error(CheckId::Tunnel, &error)),
     }

@@ -78,6 +78,13 @@ async fn by_daemon(
 ) -> Result<Option<Pushed>> {
     let client = RegistryClient::new(plan.host, &plan.transport)?;
     client.ping().await?;
+    if let Some(name) = client.tunnel_tls_name() {
+        printer.debug(&format!(
+            "not the daemon's own push: the registry speaks TLS through the tunnel, its certificate checked for {name}, which a push to {} would not check",
+            client.host()
+        ));
+        return Ok(None);
+    }
     let repo = plan.target.repository.as_str();
     let tag = plan.target.tag.as_str();
     let id = found.facts.id.as_str();

@@ -247,6 +247,22 @@ pub(super) fn unexpected_answer(answer: RegistryResponse) -> Error {
     }
 }
 
+/// Go's HTTP server answers a plain request on a TLS port with this 400 body.
+pub(super) fn is_plain_http_to_tls_answer(status: reqwest::StatusCode, body: &[u8]) -> bool {
+    status == reqwest::StatusCode::BAD_REQUEST
+        && String::from_utf8_lossy(body).contains("HTTP request to an HTTPS server")
+}
+
+/// The cause to show when we spoke plain HTTP to a TLS port and may not switch.
+pub(super) fn plain_http_to_tls_error(transport: &super::transport::Transport) -> Error {
+    let host = &transport.host;
+    Error::new(
+        ExitCode::Registry,
+        format!("{host} speaks HTTPS, but we spoke plain HTTP to it"),
+    )
+    .with_hint("pass --ca-file with the registry's CA to use HTTPS (or --insecure to skip the certificate check)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,13 +34,19 @@ impl Proxies {
         }
     }
 
-    /// The proxy rule for our HTTP clients.
-    pub(super) fn to_reqwest(&self) -> Proxy {
+    /// The proxy rule for our HTTP clients; `spared` (a tunnel's Service name, resolved to
+    /// loopback) is never proxied either.
+    pub(super) fn to_reqwest(&self, spared: Option<&str>) -> Proxy {
         let Self {
             https, http, all, ..
         } = self.clone();
+        let spared = spared.map(str::to_ascii_lowercase);
         Proxy::custom(move |url| {
-            if is_loopback_url(url) {
+            let is_spared = spared.as_deref().is_some_and(|name| {
+                url.host_str()
+                    .is_some_and(|host| host.eq_ignore_ascii_case(name))
+            });
+            if is_loopback_url(url) || is_spared {
                 return None;
             }
             match url.scheme() {

@@ -9,12 +9,11 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, WWW_AUTHENTICATE};
 use reqwest::{Method, Response, StatusCode, Url};
 
 use super::auth::{Auth, Scope, unspoken_scheme, unspoken_scheme_error};
+use super::below_http::{ConnectFailure, connect_failure};
 use super::errors::{
     RegistryResponse, Retryable, is_retryable, is_transient_status, retry_after, unexpected_answer,
 };
-use super::transport::{
-    ConnectFailure, SendFailure, Transport, connect_failure, explain_send_error, stalled_error,
-};
+use super::transport::{SendFailure, Transport, explain_send_error, stalled_error};
 use super::watchdog::Watchdog;
 use crate::error::{Error, ExitCode, Result};
 use crate::limits::{Limits, MAX_RETRY_DELAY};

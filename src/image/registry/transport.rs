@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use reqwest::{Certificate, Client, Url, redirect};
 
+use super::below_http::{ConnectFailure, connect_failure};
 use super::credentials::{ClusterLogin, CredentialSources};
 use super::proxy::Proxies;
+use super::tunnelled::TunnelEndpoint;
 use super::watchdog::Stalled;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
@@ -32,6 +34,8 @@ pub struct TransportOptions {
     /// The cluster's token, for a token realm on the registry's own host when no docker or
     /// podman credentials name it (OpenShift).
     pub cluster_login: Option<ClusterLogin>,
+    /// Through a tunnel: the Service's name, which TLS is tried with first.
+    pub tunnel: Option<TunnelEndpoint>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +75,7 @@ pub(super) struct Transport {
     pub has_ca_file: bool,
     pub help: Option<String>,
     pub limits: Limits,
+    pub tunnel: Option<TunnelEndpoint>,
     https: AtomicBool,
 }
 
@@ -85,6 +90,7 @@ impl Transport {
             has_ca_file: options.ca_file.is_some(),
             help: options.help.clone(),
             limits: options.limits,
+            tunnel: options.tunnel.clone(),
             https: AtomicBool::new(scheme == Scheme::Https),
         })
     }
@@ -101,6 +107,45 @@ impl Transport {
         self.https.store(scheme == Scheme::Https, Ordering::Relaxed);
     }
 
+    /// The registry answered over the scheme we speak now: through a tunnel, that is the
+    /// scheme of every client through it from now on (said with -v, and `--insecure` over TLS
+    /// said once).
+    pub(super) fn answered(&self) {
+        let Some(tunnel) = &self.tunnel else {
+            return;
+        };
+        let https = self.scheme() == Scheme::Https;
+        if tunnel.settled_https() != Some(https) {
+            tunnel.settle(https);
+            tunnel.say_settled(https, self.insecure);
+        }
+        if https && self.insecure {
+            tunnel.say_unchecked();
+        }
+    }
+
+    /// Who a TLS failure is of: the host, or through a tunnel the registry behind the Service
+    /// and the name it was spoken to as.
+    pub(super) fn tls_peer(&self) -> String {
+        match &self.tunnel {
+            Some(tunnel) => format!(
+                "the registry behind {} (as {})",
+                tunnel.service(),
+                tunnel.dns_name()
+            ),
+            None => self.host.to_string(),
+        }
+    }
+
+    /// The host and port URLs name: through a tunnel over TLS the Service's name (resolved to
+    /// the tunnel), else the host.
+    fn authority(&self) -> &RegistryHost {
+        self.tunnel
+            .as_ref()
+            .and_then(|tunnel| tunnel.authority(self.scheme() == Scheme::Https))
+            .unwrap_or(&self.host)
+    }
+
     /// Whether the rules let us switch to `scheme` after the server showed it speaks that one.
     pub(super) fn may_switch_to(&self, scheme: Scheme) -> bool {
         match scheme {
@@ -113,7 +158,7 @@ impl Transport {
     /// Whether `url` is the registry itself, over the scheme we settled on: the only place
     /// our credentials may go.
     pub(super) fn is_origin(&self, url: &Url) -> bool {
-        url.scheme() == self.scheme().as_str() && same_authority(url, &self.host)
+        url.scheme() == self.scheme().as_str() && same_authority(url, self.authority())
     }
 
     /// Refuses a URL the registry sent us to (an upload `Location`) that would leave HTTPS.
@@ -133,7 +178,11 @@ impl Transport {
 
     /// `scheme://host/v2/<path>`.
     pub(super) fn url(&self, path: &str) -> Result<Url> {
-        let text = format!("{}://{}/v2/{path}", self.scheme().as_str(), self.host);
+        let text = format!(
+            "{}://{}/v2/{path}",
+            self.scheme().as_str(),
+            self.authority()
+        );
         Url::parse(&text).context(ExitCode::Registry, || {
             format!(
                 "{} is not a valid registry URL",
@@ -143,8 +192,16 @@ impl Transport {
     }
 }
 
-/// Loopback gets plain HTTP (as docker does); a CA file means the user expects TLS; anything else HTTPS.
+/// Loopback gets plain HTTP (as docker does), except a tunnel's, where TLS is tried first (or
+/// the scheme an earlier client through it settled on); a CA file means the user expects TLS;
+/// anything else HTTPS.
 fn initial_scheme(host: &RegistryHost, options: &TransportOptions) -> Scheme {
+    if let Some(tunnel) = &options.tunnel {
+        return match tunnel.settled_https() {
+            Some(false) => Scheme::Http,
+            Some(true) | None => Scheme::Https,
+        };
+    }
     if options.ca_file.is_none() && host.is_loopback() {
         Scheme::Http
     } else {
@@ -153,13 +210,18 @@ fn initial_scheme(host: &RegistryHost, options: &TransportOptions) -> Scheme {
 }
 
 fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
-    let mut builder = base_client(&options.proxies)
+    let spared = options.tunnel.as_ref().map(TunnelEndpoint::dns_name);
+    let mut builder = base_client(&options.proxies, spared)
         .pool_idle_timeout(Duration::from_secs(60))
         .http2_adaptive_window(true);
-    let extra_roots = match &options.ca_file {
+    let mut extra_roots = match &options.ca_file {
         Some(path) => read_ca_file(path)?,
         None => Vec::new(),
     };
+    if let Some(tunnel) = &options.tunnel {
+        builder = tunnel.route(builder);
+        extra_roots.extend(tunnel.service_ca());
+    }
     if options.insecure {
         builder = builder.tls_danger_accept_invalid_certs(true);
     }
@@ -183,12 +245,16 @@ fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
         // A machine without a system CA store (a slim container) can still reach a plain-HTTP
         // loopback registry, or a TLS one whose CA was given.
         Err(err) if scheme == Scheme::Http || !extra_roots.is_empty() => {
-            base_client(&options.proxies)
-                .tls_danger_accept_invalid_certs(options.insecure)
-                .tls_certs_only(extra_roots)
-                .build()
-                .map_err(|_| err)
-                .context(ExitCode::Registry, || "setting up the HTTP client")
+            let fallback = base_client(&options.proxies, spared);
+            match &options.tunnel {
+                Some(tunnel) => tunnel.route(fallback),
+                None => fallback,
+            }
+            .tls_danger_accept_invalid_certs(options.insecure)
+            .tls_certs_only(extra_roots)
+            .build()
+            .map_err(|_| err)
+            .context(ExitCode::Registry, || "setting up the HTTP client")
         }
         Err(err) => Err(no_system_roots(err)),
     }
@@ -201,12 +267,13 @@ fn no_system_roots(cause: impl Into<crate::error::Cause>) -> Error {
 }
 
 /// What every client of ours has: our name, the connect bound, the environment's proxies but
-/// never for loopback, and redirects that never leave HTTPS.
-fn base_client(proxies: &Proxies) -> reqwest::ClientBuilder {
+/// never for loopback (nor for `spared`, a tunnel's Service name), and redirects that never
+/// leave HTTPS.
+fn base_client(proxies: &Proxies, spared: Option<&str>) -> reqwest::ClientBuilder {
     Client::builder()
         .user_agent(concat!("kubectl-registry/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(CONNECT_TIMEOUT)
-        .proxy(proxies.to_reqwest())
+        .proxy(proxies.to_reqwest(spared))
         .redirect(redirect::Policy::custom(|attempt| {
             let leaves_https = attempt
                 .previous()
@@ -242,83 +309,6 @@ fn read_ca_file(path: &std::path::Path) -> Result<Vec<Certificate>> {
     Ok(certs)
 }
 
-/// What went wrong below HTTP, as far as we can tell from the error chain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ConnectFailure {
-    /// Nothing listens, the name does not resolve, or the network drops us.
-    Unreachable,
-    /// We spoke TLS and the server answered in plain HTTP.
-    ServerSpeaksHttp,
-    /// The server's certificate did not verify.
-    UntrustedCertificate,
-    /// The server's certificate is past its `notAfter` (seconds since the epoch, when told).
-    ExpiredCertificate(Option<u64>),
-    /// Some other TLS failure.
-    Tls,
-    /// The connection broke after it was made (reset, closed mid-request).
-    Dropped,
-    /// A timeout.
-    TimedOut,
-}
-
-/// Reads a reqwest error's chain for the reason underneath.
-pub(super) fn connect_failure(err: &reqwest::Error) -> Option<ConnectFailure> {
-    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    let mut found = None;
-    while let Some(current) = next {
-        if let Some(tls) = as_rustls_error(current) {
-            return Some(match tls {
-                rustls::Error::InvalidMessage(_) => ConnectFailure::ServerSpeaksHttp,
-                rustls::Error::InvalidCertificate(rustls::CertificateError::Expired) => {
-                    ConnectFailure::ExpiredCertificate(None)
-                }
-                rustls::Error::InvalidCertificate(rustls::CertificateError::ExpiredContext {
-                    not_after,
-                    ..
-                }) => ConnectFailure::ExpiredCertificate(Some(not_after.as_secs())),
-                rustls::Error::InvalidCertificate(_) => ConnectFailure::UntrustedCertificate,
-                _ => ConnectFailure::Tls,
-            });
-        }
-        if let Some(io) = current.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::*;
-            found = match io.kind() {
-                ConnectionRefused | NotFound | HostUnreachable | NetworkUnreachable
-                | AddrNotAvailable => Some(ConnectFailure::Unreachable),
-                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => {
-                    Some(ConnectFailure::Dropped)
-                }
-                TimedOut => Some(ConnectFailure::TimedOut),
-                _ => found,
-            };
-        }
-        next = current.source();
-    }
-    if found.is_some() {
-        return found;
-    }
-    if err.is_timeout() {
-        Some(ConnectFailure::TimedOut)
-    } else if err.is_connect() {
-        Some(ConnectFailure::Unreachable)
-    } else if err.is_request() || err.is_body() {
-        // Sent, at least in part, and no answer came back: hyper's "connection closed before
-        // message completed" and its kin.
-        Some(ConnectFailure::Dropped)
-    } else {
-        None
-    }
-}
-
-/// rustls errors travel inside (nested) `io::Error`s, whose `source()` skips the wrapped error itself.
-fn as_rustls_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    if let Some(tls) = err.downcast_ref::<rustls::Error>() {
-        return Some(tls);
-    }
-    let inner = err.downcast_ref::<std::io::Error>()?.get_ref()?;
-    as_rustls_error(inner)
-}
-
 /// The cause to show for a request that never got an answer.
 pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> Error {
     let host = &transport.host;
@@ -339,19 +329,29 @@ pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
             }),
         ),
         Some(ConnectFailure::UntrustedCertificate) => (
-            format!("the TLS certificate of {host} is not trusted"),
+            format!("the TLS certificate of {} is not trusted", transport.tls_peer()),
             Some(
                 "pass --ca-file with the CA that signed the registry's certificate, or --insecure to skip the check"
                     .to_string(),
             ),
         ),
+        Some(ConnectFailure::WrongName) => {
+            let presented = super::below_http::presented_names(&err);
+            let (message, hint) = super::below_http::wrong_name(
+                host,
+                transport.tunnel.as_ref(),
+                presented.as_deref(),
+            );
+            (message, Some(hint))
+        }
         Some(ConnectFailure::ExpiredCertificate(not_after)) => (
             match not_after {
                 Some(seconds) => format!(
-                    "the TLS certificate of {host} expired on {}",
-                    utc_text(seconds)
+                    "the TLS certificate of {} expired on {}",
+                    transport.tls_peer(),
+                    super::below_http::utc_text(seconds)
                 ),
-                None => format!("the TLS certificate of {host} has expired"),
+                None => format!("the TLS certificate of {} has expired", transport.tls_peer()),
             },
             Some(format!(
                 "renew the registry's certificate (whoever runs {host} can); \
@@ -364,7 +364,7 @@ pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
             )),
         ),
         Some(ConnectFailure::Tls) => (
-            format!("the TLS handshake with {host} failed"),
+            format!("the TLS handshake with {} failed", transport.tls_peer()),
             Some("pass --ca-file with the registry's CA, or --insecure".to_string()),
         ),
         Some(ConnectFailure::Dropped) => (
@@ -385,33 +385,6 @@ pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
         Some(hint) => error.with_hint(hint),
         None => error,
     }
-}
-
-/// `2020-01-02 00:00:00 UTC` for seconds since the Unix epoch (proleptic Gregorian calendar).
-fn utc_text(seconds: u64) -> String {
-    let days = seconds / 86_400;
-    let rest = seconds % 86_400;
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
 }
 
 /// The cause to show when an operation made no progress for its whole allowance.
@@ -458,22 +431,6 @@ impl std::fmt::Display for SendFailure {
 
 impl std::error::Error for SendFailure {}
 
-/// Go's HTTP server answers a plain request on a TLS port with this 400 body.
-pub(super) fn is_plain_http_to_tls_answer(status: reqwest::StatusCode, body: &[u8]) -> bool {
-    status == reqwest::StatusCode::BAD_REQUEST
-        && String::from_utf8_lossy(body).contains("HTTP request to an HTTPS server")
-}
-
-/// The cause to show when we spoke plain HTTP to a TLS port and may not switch.
-pub(super) fn plain_http_to_tls_error(transport: &Transport) -> Error {
-    let host = &transport.host;
-    Error::new(
-        ExitCode::Registry,
-        format!("{host} speaks HTTPS, but we spoke plain HTTP to it"),
-    )
-    .with_hint("pass --ca-file with the registry's CA to use HTTPS (or --insecure to skip the certificate check)")
-}
-
 /// Whether `url` names `host`: the same name, and the same port with `url`'s scheme default
 /// filled in (`127.0.0.1:80` is `http://127.0.0.1/`); a host without a port is on its URL's
 /// default port.
@@ -492,16 +449,6 @@ pub(crate) fn same_authority(url: &Url, host: &RegistryHost) -> bool {
 mod tests {
     use super::*;
     use crate::image::reference::is_loopback_url;
-
-    #[test]
-    fn utc_text_is_the_calendar_date() {
-        assert_eq!(utc_text(0), "1970-01-01 00:00:00 UTC");
-        // `date -u -d @1577923200`, `date -u -d @951782399`, `date -u -d @4107542400`
-        assert_eq!(utc_text(1_577_923_200), "2020-01-02 00:00:00 UTC");
-        assert_eq!(utc_text(951_782_399), "2000-02-28 23:59:59 UTC");
-        assert_eq!(utc_text(951_868_800), "2000-03-01 00:00:00 UTC");
-        assert_eq!(utc_text(4_107_542_400), "2100-03-01 00:00:00 UTC");
-    }
 
     /// A transport to `host`, settled on HTTPS or plain HTTP.
     fn transport(host: &str, https: bool) -> Transport {

@@ -50,6 +50,12 @@ pub async fn run(
             service: format!("{}/{}", service.namespace, service.name),
             port: service.port,
             why: *why,
+            tls_name: service.dns_name(
+                discovered
+                    .registry
+                    .as_ref()
+                    .and_then(|registry| registry.host_from_cluster_network.as_ref()),
+            ),
             said: format!("{service}"),
             because: discovered
                 .registry
@@ -162,12 +168,15 @@ pub struct PushPreview {
 }
 
 /// `push.tunnel` in `-o json`: `service` (`namespace/name`), its `port` (or null), `why`
-/// (`flag`, `no-host`, `minikube-addon` or `host-silent`).
+/// (`flag`, `no-host`, `minikube-addon` or `host-silent`), `tlsName` (the Service's DNS name,
+/// which TLS is tried with first and the certificate checked against).
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TunnelPreview {
     pub service: String,
     pub port: Option<u16>,
     pub why: TunnelWhy,
+    pub tls_name: String,
     #[serde(skip)]
     said: String,
     #[serde(skip)]
@@ -199,8 +208,9 @@ impl PushPreview {
         };
         if let (Some(registry), Some(tunnel)) = (registry, preview.tunnel) {
             let description = format!(
-                "push through a tunnel through the API server to {} ({}) and print refs on {}",
-                tunnel.said, tunnel.because, registry.host_from_container_runtime
+                "push through a tunnel through the API server to {} ({}) and print refs on {}; \
+                 TLS to {} first (its certificate checked for that name), plain HTTP if the registry answers in it",
+                tunnel.said, tunnel.because, registry.host_from_container_runtime, tunnel.tls_name
             );
             return Self {
                 network: Network::Tunnel,

@@ -444,11 +444,12 @@ fn info_says_push_would_tunnel_and_why() {
     assert_eq!(report["push"]["network"], "tunnel");
     assert_eq!(
         report["push"]["tunnel"],
-        json!({"service": "kube-system/registry", "port": 80, "why": "minikube-addon"})
+        json!({"service": "kube-system/registry", "port": 80, "why": "minikube-addon",
+               "tlsName": "registry.kube-system.svc.cluster.local"})
     );
     let text = cluster.run(&["info"]);
     assert!(
-        text.stdout.contains("push through a tunnel through the API server to Service kube-system/registry port 80 (minikube's registry addon is reached only inside the cluster) and print refs on localhost:5000"),
+        text.stdout.contains("push through a tunnel through the API server to Service kube-system/registry port 80 (minikube's registry addon is reached only inside the cluster) and print refs on localhost:5000; TLS to registry.kube-system.svc.cluster.local first (its certificate checked for that name), plain HTTP if the registry answers in it"),
         "{}",
         text.stdout
     );

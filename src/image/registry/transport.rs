@@ -464,6 +464,36 @@ mod tests {
     }
 
     #[test]
+    fn through_a_tunnel_tls_goes_first_to_the_services_name_and_the_settled_scheme_is_kept() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let printer = crate::output::Printer::new(0, true, false);
+        let local: std::net::SocketAddr = "127.0.0.1:40123".parse().unwrap();
+        let service = "Service dev/registry".to_string();
+        let endpoint =
+            TunnelEndpoint::new("registry.dev.svc", local, service, None, &printer).unwrap();
+        let options = TransportOptions {
+            tunnel: Some(endpoint),
+            ..TransportOptions::default()
+        };
+        let host = RegistryHost::parse("127.0.0.1:40123").unwrap();
+        let first = Transport::new(&host, &options).unwrap();
+        assert_eq!(first.scheme(), Scheme::Https);
+        let tls = "https://registry.dev.svc:40123/v2/";
+        assert_eq!(first.url("").unwrap().as_str(), tls);
+        assert!(first.is_origin(&url(tls)));
+        assert!(!first.is_origin(&url("https://127.0.0.1:40123/v2/")));
+        // It answered our TLS hello in plain HTTP: 127.0.0.1, and every client after on HTTP.
+        first.set_scheme(Scheme::Http);
+        first.answered();
+        assert_eq!(
+            first.url("").unwrap().as_str(),
+            "http://127.0.0.1:40123/v2/"
+        );
+        let next = Transport::new(&host, &options).unwrap();
+        assert_eq!(next.scheme(), Scheme::Http);
+    }
+
+    #[test]
     fn the_origin_is_the_registry_host_over_the_settled_scheme() {
         let plain = transport("127.0.0.1:5000", false);
         assert!(plain.is_origin(&url("http://127.0.0.1:5000/v2/app/blobs/uploads/x")));

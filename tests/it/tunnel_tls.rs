@@ -271,7 +271,7 @@ fn doctor_says_the_registry_answers_tls_for_the_services_name() {
     assert_eq!(
         registry["detail"],
         format!(
-            "127.0.0.1:PORT answers GET /v2/ over https (TLS to {SERVICE_NAME}, the Service's name): the registry, through the tunnel"
+            "127.0.0.1:[PORT] answers GET /v2/ over https (TLS to {SERVICE_NAME}, the Service's name): the registry, through the tunnel"
         ),
         "{}",
         run.stderr

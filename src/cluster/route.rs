@@ -32,6 +32,8 @@ pub enum TunnelWhy {
     NoHost,
     /// minikube's addon, reached from outside its VM.
     MinikubeAddon,
+    /// OpenShift's registry without a route: only its Service's name is known.
+    NoRoute,
     /// The advertised `host` does not answer from here.
     HostSilent,
 }
@@ -45,6 +47,9 @@ impl TunnelWhy {
             ),
             TunnelWhy::MinikubeAddon => {
                 "minikube's registry addon is reached only inside the cluster".to_string()
+            }
+            TunnelWhy::NoRoute => {
+                "OpenShift's registry has no route (images.config.openshift.io/cluster names no external hostname)".to_string()
             }
             TunnelWhy::HostSilent => format!("host {} does not answer from here", registry.host),
         }
@@ -88,6 +93,7 @@ pub fn way(registry: &LocalRegistry, vantage: Vantage) -> Result<Way<'_>, Error>
             } else {
                 let why = match registry.source {
                     RegistrySource::MinikubeAddon => TunnelWhy::MinikubeAddon,
+                    RegistrySource::Openshift => TunnelWhy::NoRoute,
                     _ => TunnelWhy::NoHost,
                 };
                 Ok(Way::Tunnel { service, why })
@@ -145,6 +151,14 @@ mod tests {
         assert!(matches!(
             way(&with_host, outside()).unwrap(),
             Way::DirectIfAnswering { .. }
+        ));
+        let no_route = registry(false, RegistrySource::Openshift);
+        assert!(matches!(
+            way(&no_route, outside()).unwrap(),
+            Way::Tunnel {
+                why: TunnelWhy::NoRoute,
+                ..
+            }
         ));
     }
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::support::apiserver::{ApiServer, StandInNode, unused_port};
+use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode, unused_port};
 use crate::support::fixtures::{self, Format, Image};
 use crate::support::openshift_registry::{OpenshiftRegistry, TokenRequest};
 use crate::support::push::{Node, Outcome, clean_run};
@@ -38,25 +38,45 @@ impl Openshift {
     }
 
     fn with_front(front: OpenshiftRegistry) -> Self {
+        Self::with_cluster(front, true, |api, front| {
+            api.openshift(INTERNAL, &[&front.host()])
+        })
+    }
+
+    /// The API server's image config and objects as `shape` makes them around `front`; over
+    /// HTTPS as OpenShift's (kubectl sends no token over plain HTTP) unless `!https` (the
+    /// stand-in relays port-forwards only over plain HTTP).
+    fn with_cluster(
+        front: OpenshiftRegistry,
+        https: bool,
+        shape: impl FnOnce(ApiServerBuilder, &OpenshiftRegistry) -> ApiServerBuilder,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        // HTTPS as OpenShift's API server: kubectl sends no token over plain HTTP.
         let certs = dir.path().join("api-certs");
         std::fs::create_dir(&certs).unwrap();
         make_certificates(&certs);
-        let api = ApiServer::builder()
+        let mut api = ApiServer::builder()
             .require_token(USER_TOKEN)
-            .tls(&certs.join("server.crt"), &certs.join("server.key"))
-            .openshift(INTERNAL, &[&front.host()])
-            .node(StandInNode::new("crc").label("node.openshift.io/os_id", "rhcos"))
-            .start();
+            .node(StandInNode::new("crc").label("node.openshift.io/os_id", "rhcos"));
+        if https {
+            api = api.tls(&certs.join("server.crt"), &certs.join("server.key"));
+        }
+        let api = shape(api, &front).start();
+        let ca = if https {
+            format!(
+                "\n    certificate-authority: {}",
+                certs.join("certs/ca.crt").display()
+            )
+        } else {
+            String::new()
+        };
         std::fs::write(
             dir.path().join("kubeconfig"),
             format!(
                 "apiVersion: v1
 kind: Config
 clusters:
-- cluster:
-    certificate-authority: {ca}
+- cluster:{ca}
     server: {server}
   name: api-crc-testing:6443
 contexts:
@@ -72,7 +92,6 @@ users:
     token: {USER_TOKEN}
 ",
                 server = api.url(),
-                ca = certs.join("certs/ca.crt").display(),
             ),
         )
         .unwrap();
@@ -404,5 +423,77 @@ fn a_pod_pushes_to_the_internal_registry_with_its_service_account_token() {
     assert!(
         !tokens.is_empty() && tokens.iter().all(|t| *t == granted(ACCOUNT_TOKEN)),
         "the registry's token endpoint got {tokens:?}"
+    );
+}
+
+/// OpenShift's registry without a route: from outside the cluster push tunnels to Service
+/// `openshift-image-registry/image-registry` through the API server, speaks TLS to its name,
+/// trusts the service CA OpenShift publishes in the namespace (`openshift-service-ca.crt`), and
+/// logs in with the cluster token at the realm the registry names on that host.
+#[test]
+fn without_a_route_the_internal_registry_is_pushed_to_over_tls_through_the_tunnel() {
+    let dir = tempfile::tempdir().unwrap();
+    let front = OpenshiftRegistry::start_tls_naming(
+        &[USER_TOKEN],
+        dir.path(),
+        "DNS:image-registry.openshift-image-registry.svc,DNS:image-registry.openshift-image-registry.svc.cluster.local",
+    );
+    let service_ca = std::fs::read_to_string(front.ca_file()).unwrap();
+    let cluster = Openshift::with_cluster(front, false, |api, front| {
+        let namespace = "openshift-image-registry";
+        let mut pod = crate::support::cluster_objects::running_pod(
+            "image-registry-66f5c7d4b8-lq2xz",
+            serde_json::json!({"docker-registry": "default"}),
+            serde_json::json!([{"name": "registry", "image": "quay.io/openshift/origin-docker-registry",
+                                "ports": [{"containerPort": 5000, "protocol": "TCP"}]}]),
+        );
+        pod["metadata"]["namespace"] = serde_json::json!(namespace);
+        api.openshift(INTERNAL, &[])
+            .object(serde_json::json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "image-registry", "namespace": namespace},
+                "spec": {"selector": {"docker-registry": "default"},
+                         "ports": [{"name": "5000-tcp", "port": 5000, "targetPort": 5000}]},
+            }))
+            .object(pod)
+            .object(serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "openshift-service-ca.crt", "namespace": namespace},
+                "data": {"service-ca.crt": service_ca},
+            }))
+            .forward(
+                namespace,
+                "image-registry-66f5c7d4b8-lq2xz",
+                5000,
+                front.host().parse().unwrap(),
+            )
+    });
+    let image = Image::sample(91);
+    let path = cluster.archive(&image);
+    let run = cluster.run(cluster.cmd().args(["push", &path, "-v"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("pushing through a tunnel to Service openshift-image-registry/image-registry port 5000 through the API server: OpenShift's registry has no route"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("is spoken to as image-registry.openshift-image-registry.svc over TLS, its certificate checked for the Service's name"),
+        "{}",
+        run.stderr
+    );
+    let tokens = cluster.front.token_requests();
+    assert!(
+        !tokens.is_empty() && tokens.iter().all(|t| *t == granted(USER_TOKEN)),
+        "the registry's token endpoint got {tokens:?}"
+    );
+    let bytes = cluster
+        .front
+        .registry
+        .skopeo_raw_manifest("myproject/myimg:dev");
+    let digest = fixtures::sha256(&bytes);
+    assert_eq!(
+        run.stdout,
+        format!("{INTERNAL}/myproject/myimg:dev@{digest}\n")
     );
 }

@@ -3,7 +3,9 @@
 //! packaged here): 401 with a Bearer challenge whose realm is its own `/openshift/token`; that
 //! endpoint takes Basic credentials whose password is a cluster token (any user name) and
 //! hands the token back as the registry token; requests bearing it go through to the registry.
-//! It can serve HTTPS, as a route does, answering plain HTTP as Go's servers do.
+//! It can serve HTTPS, as a route does (or the registry's own serving certificate for its
+//! Service's names), answering plain HTTP as Go's servers do; its realm is on the host the
+//! request named, as OpenShift's registry builds it.
 
 use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -17,7 +19,7 @@ use base64::Engine as _;
 
 use super::apiserver::tls_config;
 use super::http1::{Head, copy_body, read_head};
-use super::registry::{TestRegistry, make_certificates};
+use super::registry::{TestRegistry, make_certificates, make_certificates_naming};
 
 /// Header lines a request may have before it is refused: keeps every loop bounded.
 const IDLE: Duration = Duration::from_secs(30);
@@ -54,18 +56,27 @@ struct Front {
 impl OpenshiftRegistry {
     /// Starts a registry whose token endpoint accepts any of `accepted_tokens`.
     pub(crate) fn start(accepted_tokens: &[&str]) -> Self {
-        Self::start_with(accepted_tokens, None)
+        Self::start_with(accepted_tokens, None, None)
     }
 
     /// Like [`Self::start`], serving HTTPS with a certificate made in `certs` (as a route
     /// signed by the cluster's ingress CA).
     pub(crate) fn start_tls(accepted_tokens: &[&str], certs: &Path) -> Self {
-        Self::start_with(accepted_tokens, Some(certs))
+        Self::start_with(accepted_tokens, Some(certs), None)
     }
 
-    fn start_with(accepted_tokens: &[&str], certs: Option<&Path>) -> Self {
+    /// Like [`Self::start_tls`], its certificate for `names` (a subjectAltName), as the service
+    /// CA signs the registry's own serving certificate for its Service's names.
+    pub(crate) fn start_tls_naming(accepted_tokens: &[&str], certs: &Path, names: &str) -> Self {
+        Self::start_with(accepted_tokens, Some(certs), Some(names))
+    }
+
+    fn start_with(accepted_tokens: &[&str], certs: Option<&Path>, names: Option<&str>) -> Self {
         let tls = certs.map(|dir| {
-            make_certificates(dir);
+            match names {
+                Some(names) => make_certificates_naming(dir, names),
+                None => make_certificates(dir),
+            }
             tls_config(&dir.join("server.crt"), &dir.join("server.key"))
         });
         let registry = TestRegistry::start();
@@ -163,7 +174,10 @@ impl Front {
             .and_then(|value| value.strip_prefix("Bearer "));
         if !bearer.is_some_and(|token| self.accepted.iter().any(|t| t == token)) {
             copy_body(&head, &mut client, &mut std::io::sink())?;
-            let realm = format!("{}://127.0.0.1:{}/openshift/token", self.scheme, self.port);
+            // As OpenShift's registry: the realm on the host the request named.
+            let own = format!("127.0.0.1:{}", self.port);
+            let host = head.header("host").unwrap_or(&own);
+            let realm = format!("{}://{host}/openshift/token", self.scheme);
             return answer(
                 client.get_mut(),
                 "401 Unauthorized",

@@ -2,7 +2,7 @@
 //! `images.config.openshift.io/cluster` (the route users push to, the service name nodes pull
 //! from), and its rule that a repository is `<namespace>/<image stream>`.
 
-use super::{LocalRegistry, Note, RegistrySource};
+use super::{LocalRegistry, Note, RegistrySource, ServiceRef};
 use crate::error::{Error, ExitCode};
 use crate::image::reference::RegistryHost;
 
@@ -40,21 +40,23 @@ pub fn registry_from_openshift(
         })
     };
     let internal = parse("status.internalRegistryHostname", internal)?;
-    let host = match external.first() {
-        Some(route) => parse("status.externalRegistryHostnames", route)?,
+    // Without a route, the service name is all there is: from outside the cluster, push
+    // tunnels to that Service through the API server (TLS, its certificate from the service CA).
+    let (host, service) = match external.first() {
+        Some(route) => (parse("status.externalRegistryHostnames", route)?, None),
         None => {
             notes.push(Note::Debug(format!(
-                "{IMAGE_CONFIG} names no external hostname: the registry has no route, so only the cluster network reaches it"
+                "{IMAGE_CONFIG} names no external hostname: the registry has no route, so only the cluster network reaches it (from outside, through a tunnel to its Service)"
             )));
-            internal.clone()
+            (internal.clone(), ServiceRef::from_cluster_host(&internal))
         }
     };
     Ok(Some(LocalRegistry {
         host,
         host_from_container_runtime: internal.clone(),
         host_from_cluster_network: Some(internal),
-        service: None,
-        host_advertised: true,
+        host_advertised: service.is_none(),
+        service,
         help: Some(OPENSHIFT_REGISTRY_GUIDE.to_string()),
         source: RegistrySource::Openshift,
     }))

@@ -35,6 +35,19 @@ fn the_route_is_pushed_to_and_the_service_named_in_pod_specs() {
 fn without_a_route_only_the_service_is_known() {
     let registry = read(Some(INTERNAL), &[]).unwrap().unwrap();
     assert_eq!(registry.host.as_str(), INTERNAL);
+    // From outside the cluster push tunnels to the Service.
+    assert!(!registry.host_advertised);
+    let service = registry.service.unwrap();
+    assert_eq!(
+        (
+            service.namespace.as_str(),
+            service.name.as_str(),
+            service.port
+        ),
+        ("openshift-image-registry", "image-registry", Some(5000))
+    );
+    let routed = read(Some(INTERNAL), &[ROUTE]).unwrap().unwrap();
+    assert!(routed.host_advertised && routed.service.is_none());
 }
 
 #[test]

@@ -286,7 +286,7 @@ impl Auth {
         let cluster_login = self
             .cluster_login
             .as_ref()
-            .filter(|_| found.is_none() && realm_is_on_the_registrys_host(&transport.host, realm));
+            .filter(|_| found.is_none() && realm_is_on_registry(transport, realm));
         let Some(login) = cluster_login else {
             return Ok(found.clone());
         };
@@ -390,6 +390,13 @@ fn may_send_credentials_to(realm: &Url, insecure: bool) -> bool {
 
 /// The cluster's token goes only to a realm on the registry's own host, never to a third party
 /// (how it travels is [`may_send_credentials_to`]'s rule, as for any credentials).
+/// The registry's own host: as we reached it, or (through a tunnel over TLS) the Service's
+/// name we spoke to, which OpenShift's registry builds its realm from (the request's `Host`).
+fn realm_is_on_registry(transport: &Transport, realm: &Url) -> bool {
+    realm_is_on_the_registrys_host(&transport.host, realm)
+        || realm_is_on_the_registrys_host(transport.authority(), realm)
+}
+
 fn realm_is_on_the_registrys_host(host: &RegistryHost, realm: &Url) -> bool {
     same_authority(realm, host)
 }

@@ -139,7 +139,7 @@ impl Transport {
 
     /// The host and port URLs name: through a tunnel over TLS the Service's name (resolved to
     /// the tunnel), else the host.
-    fn authority(&self) -> &RegistryHost {
+    pub(super) fn authority(&self) -> &RegistryHost {
         self.tunnel
             .as_ref()
             .and_then(|tunnel| tunnel.authority(self.scheme() == Scheme::Https))

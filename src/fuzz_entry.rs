@@ -9,7 +9,7 @@ mod engines;
 mod image;
 mod registry;
 
-pub use cluster::{hosting, kubeconfig};
+pub use cluster::{hosting, kubeconfig, portforward_frames};
 pub use engines::{containerd, engine_api, engine_conf, tar_split};
 pub use image::{archive, oci_json, reference};
 pub use registry::{auth, docker_config, registry_answers};

@@ -10,6 +10,9 @@
 mod bridge;
 mod frames;
 
+#[cfg(fuzzing)]
+pub(crate) use frames::{Frame, Reader, kubelet_words};
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -239,7 +239,13 @@ async fn exported_archive(found: &engine::Found) -> Result<Arc<Archive>> {
     let (opened, engine) = found
         .read_export(move |export| Archive::from_reader(export, &name))
         .await?;
-    engine.map_err(|failure| failure.error)?;
+    if let Err(failure) = engine {
+        // Cut off: the pass stopped reading first, and its reason is the better one.
+        if failure.cut_off {
+            opened.map_err(Error::from)?;
+        }
+        return Err(failure.error);
+    }
     Ok(Arc::new(opened.map_err(Error::from)?))
 }
 

@@ -1,5 +1,6 @@
 //! Targets for what the cluster and its tools hand us: the KEP-1755 ConfigMap and the older
-//! node annotations, kubeconfig files and exec credential plugins' answers.
+//! node annotations, kubeconfig files and exec credential plugins' answers, and the API
+//! server's port-forward frames.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -9,6 +10,7 @@ use crate::cluster::hosting::{
     Advertisement, HelpUrl, registry_from_configmap, registry_from_node_annotations,
 };
 use crate::cluster::kubeconfig::read_and_select;
+use crate::cluster::tunnel::{Frame, Reader, kubelet_words};
 
 /// The hosting ConfigMap as `info` and `push` read it. The first byte chooses what the rest is:
 /// the value of `localRegistryHosting.v1` alone; the ConfigMap's whole data (key, value, key,
@@ -115,4 +117,41 @@ pub fn kubeconfig(data: &[u8]) {
         let _ = (selected.facts.server, selected.context);
     }
     let _ = parse_answer(answer);
+}
+
+/// The API server's port-forward messages for one port, as the tunnel's bridge reads them: the
+/// first two bytes are the port asked for, then messages, each two bytes of length
+/// (little-endian) and its bytes.
+/// Each channel opens once, with its port, before it carries anything; a data or error frame
+/// is the message past its channel byte; the kubelet's words are kept short.
+pub fn portforward_frames(data: &[u8]) {
+    let Some((port, mut rest)) = data.split_first_chunk::<2>() else {
+        return;
+    };
+    let port = u16::from_le_bytes(*port);
+    let mut reader = Reader::new(port);
+    let mut opened = [false; 2];
+    while let Some((len, after)) = rest.split_first_chunk::<2>() {
+        let len = usize::from(u16::from_le_bytes(*len));
+        let (message, next) = after.split_at(after.len().min(len));
+        rest = next;
+        match reader.read(message) {
+            Ok(Frame::Opened) => {
+                let channel = usize::from(message[0]);
+                assert!(!opened[channel], "channel {channel} opened twice");
+                assert_eq!(message[1..], port.to_le_bytes());
+                opened[channel] = true;
+            }
+            Ok(Frame::Data(bytes)) => {
+                assert!(opened[0], "data before the data channel opened");
+                assert_eq!(bytes, &message[1..]);
+            }
+            Ok(Frame::Error(text)) => {
+                assert!(opened[1], "an error before the error channel opened");
+                assert_eq!(text, &message[1..]);
+                assert!(kubelet_words(text).len() <= super::ERROR_TEXT_LIMIT);
+            }
+            Err(broke) => assert!(broke.to_string().len() < 200, "{broke}"),
+        }
+    }
 }

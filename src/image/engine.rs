@@ -152,17 +152,17 @@ impl Found {
         let mut reading = tokio::task::spawn_blocking(move || {
             let out = pass(&mut reader);
             // A tar ends before its writer's last padding: read that too, or the engine dies of
-            // SIGPIPE mid-write. More than padding left means the pass stopped early: the
-            // engine is stopped instead.
+            // SIGPIPE mid-write. More than padding left means the pass stopped early.
             let _ = io::copy(&mut (&mut reader).take(TRAILER_LIMIT), &mut io::sink());
-            out
+            let at_end = matches!(reader.read(&mut [0u8; 1]), Ok(0));
+            (out, at_end)
         });
         let joined = match running.bound(&mut reading).await {
             Ok(joined) => joined,
             Err(Stalled(limit)) => {
                 running.stop().await;
                 let joined = reading.await;
-                let out = joined.context(ExitCode::Failure, || "reading the export")?;
+                let (out, _) = joined.context(ExitCode::Failure, || "reading the export")?;
                 let stalled = EngineFailure {
                     error: self.failed(format!(
                         "no bytes came for {} ({STALL_TIMEOUT_ENV})",
@@ -173,7 +173,17 @@ impl Found {
                 return Ok((out, Err(stalled)));
             }
         };
-        let out = joined.context(ExitCode::Failure, || "reading the export")?;
+        let (out, at_end) = joined.context(ExitCode::Failure, || "reading the export")?;
+        if !at_end {
+            // The pass stopped early (it had its answer, or the export broke a bound): the
+            // engine is stopped, not waited for, as one that ignores SIGPIPE would never end.
+            running.stop().await;
+            let stopped = EngineFailure {
+                error: self.failed("it was stopped before the end of its export".to_string()),
+                cut_off: true,
+            };
+            return Ok((out, Err(stopped)));
+        }
         let ended = running.finish().await.map_err(|ended| match ended {
             Ended::Failed(said) => EngineFailure {
                 error: self.failed(said),
@@ -220,8 +230,8 @@ impl Found {
 #[derive(Debug)]
 pub struct EngineFailure {
     pub error: Error,
-    /// The engine died writing to a pipe we had stopped reading (SIGPIPE): what stopped us
-    /// explains the failure better than this.
+    /// We stopped reading first (the engine was stopped, or died of SIGPIPE writing to our
+    /// pipe): what stopped us explains the failure better than this.
     pub cut_off: bool,
 }
 

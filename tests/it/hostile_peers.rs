@@ -324,7 +324,10 @@ fn an_xz_archive_claiming_a_four_gigabyte_dictionary_is_refused_within_bounded_m
 
 /// A docker CLI stand-in (alone on PATH with the system's tools) whose `image inspect` says the
 /// image holds `size` bytes (or says nothing of it), and whose `image save` begins a layer that
-/// never ends: a tar header claiming a terabyte, then zeros for ever.
+/// never ends: a tar header claiming a terabyte, then zeros for ever, from a child of its own
+/// (as a CLI's helper process would) that ignores SIGPIPE and goes on writing when its reader
+/// has gone, so nothing but a kill of the whole group ends it; that child's pid is written in
+/// `save-started` as it begins.
 fn endless_docker(bench: &Bench, size: Option<u64>) -> (std::path::PathBuf, std::path::PathBuf) {
     let bin = bench.path("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -355,7 +358,7 @@ fn endless_docker(bench: &Bench, size: Option<u64>) -> (std::path::PathBuf, std:
         format!(
             "#!/bin/sh\n\
              if [ \"$1 $2 $3\" = 'image inspect junk:forever' ]; then exec cat '{inspect}'; fi\n\
-             if [ \"$1 $2 $3\" = 'image save junk:forever' ]; then touch '{started}'; cat '{head}'; exec cat /dev/zero; fi\n\
+             if [ \"$1 $2 $3\" = 'image save junk:forever' ]; then cat '{head}'; (trap '' PIPE; while :; do cat /dev/zero 2>/dev/null; done) & echo $! > '{started}'; wait; fi\n\
              echo \"Error response from daemon: No such image: $3\" >&2\nexit 1\n",
             inspect = inspect_file.display(),
             started = started.display(),
@@ -370,7 +373,7 @@ fn endless_docker(bench: &Bench, size: Option<u64>) -> (std::path::PathBuf, std:
 #[test]
 fn an_engine_export_that_streams_junk_for_ever_is_stopped_past_what_its_inspect_said() {
     let bench = Bench::new();
-    let (bin, _) = endless_docker(&bench, Some(1 << 20));
+    let (bin, started) = endless_docker(&bench, Some(1 << 20));
     let run = bench.run(
         bench
             .cmd()
@@ -387,6 +390,28 @@ fn an_engine_export_that_streams_junk_for_ever_is_stopped_past_what_its_inspect_
         run.stderr
     );
     bench.assert_not_tagged("junk", "forever");
+    assert_gone(std::fs::read_to_string(&started).unwrap().trim());
+}
+
+/// The process `pid` has ended (killed: a zombie its new parent has yet to reap counts as
+/// ended) within a few seconds: the bound our own reaping keeps.
+fn assert_gone(pid: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state follows the command's name in parentheses: "PID (COMM) S ...".
+        let running = state
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'));
+        if !running {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the engine's export (pid {pid}) outlived the push: {state}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]
@@ -403,10 +428,14 @@ fn sigterm_ends_a_push_whose_engine_streams_junk_for_ever_within_five_seconds() 
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !started.exists() {
+    let engine = loop {
+        let pid = std::fs::read_to_string(&started).unwrap_or_default();
+        if pid.ends_with('\n') {
+            break pid.trim().to_string();
+        }
         assert!(Instant::now() < deadline, "the export never started");
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     let sent = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -428,4 +457,5 @@ fn sigterm_ends_a_push_whose_engine_streams_junk_for_ever_within_five_seconds() 
         "SIGTERM took {took:?}: {stderr}"
     );
     assert_eq!(output.status.code(), Some(143), "{stderr}");
+    assert_gone(&engine);
 }

@@ -15,8 +15,6 @@ use super::frames::{self, Frame};
 /// The most bytes one message carries: kubectl's SPDY streams copy 32 KiB at a time, and a
 /// layer's bytes come faster than that.
 pub(super) const FRAME: usize = 64 << 10;
-/// The most of the kubelet's error text kept.
-const ERROR_TEXT: usize = 4 << 10;
 
 /// How a bridged connection ended, when not cleanly.
 #[derive(Debug)]
@@ -114,10 +112,7 @@ async fn downstream(
                 .map_err(|err| Broke::Failed(format!("writing the connection: {err}")))?,
             Ok(Frame::Opened) => {}
             Ok(Frame::Error(text)) => {
-                let text = &text[..text.len().min(ERROR_TEXT)];
-                return Err(Broke::KubeletSaid(
-                    String::from_utf8_lossy(text).trim().to_string(),
-                ));
+                return Err(Broke::KubeletSaid(frames::kubelet_words(text)));
             }
             Err(broke) => return Err(Broke::Failed(broke.to_string())),
         }

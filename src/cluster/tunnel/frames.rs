@@ -5,13 +5,13 @@
 //! the I/O is the bridge's.
 
 /// The data channel of the one port we forward.
-pub(super) const DATA: u8 = 0;
+pub(crate) const DATA: u8 = 0;
 /// Its error channel: the kubelet's words when the pod's port cannot be reached.
-pub(super) const ERROR: u8 = 1;
+pub(crate) const ERROR: u8 = 1;
 
 /// What one message from the API server says.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Frame<'a> {
+pub(crate) enum Frame<'a> {
     /// Bytes the pod's port sent.
     Data(&'a [u8]),
     /// Text of the kubelet's error (it may come in several messages).
@@ -20,9 +20,18 @@ pub(super) enum Frame<'a> {
     Opened,
 }
 
+/// The most of the kubelet's error text we keep: its words are a line or two.
+const ERROR_TEXT: usize = 4 << 10;
+
+/// The kubelet's error text as we repeat it: cut to a bounded length, made text, trimmed.
+pub(crate) fn kubelet_words(text: &[u8]) -> String {
+    let text = &text[..text.len().min(ERROR_TEXT)];
+    String::from_utf8_lossy(text).trim().to_string()
+}
+
 /// A message that breaks the protocol.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub(super) enum FrameError {
+pub(crate) enum FrameError {
     #[error("an empty port-forward message (no channel byte)")]
     Empty,
     #[error("a port-forward message on channel {0}, where only 0 and 1 (one port) exist")]
@@ -35,14 +44,14 @@ pub(super) enum FrameError {
 
 /// Reads the API server's messages for one forwarded port, in order.
 #[derive(Debug)]
-pub(super) struct Reader {
+pub(crate) struct Reader {
     port: u16,
     /// Channels 0 and 1 have said their port.
     opened: [bool; 2],
 }
 
 impl Reader {
-    pub(super) fn new(port: u16) -> Self {
+    pub(crate) fn new(port: u16) -> Self {
         Self {
             port,
             opened: [false; 2],
@@ -50,7 +59,7 @@ impl Reader {
     }
 
     /// One binary message, as it arrived.
-    pub(super) fn read<'a>(&mut self, message: &'a [u8]) -> Result<Frame<'a>, FrameError> {
+    pub(crate) fn read<'a>(&mut self, message: &'a [u8]) -> Result<Frame<'a>, FrameError> {
         let (&channel, rest) = message.split_first().ok_or(FrameError::Empty)?;
         let index = match channel {
             DATA => 0,
@@ -115,5 +124,15 @@ mod tests {
             })
         );
         assert_eq!(reader.read(b"\0GET"), Err(FrameError::Opening(0, 3)));
+    }
+
+    #[test]
+    fn the_kubelets_words_are_kept_short_and_as_text() {
+        assert_eq!(
+            kubelet_words(b" dial tcp4 127.0.0.1:5000: connect: connection refused\n"),
+            "dial tcp4 127.0.0.1:5000: connect: connection refused"
+        );
+        assert_eq!(kubelet_words(b"port \xff"), "port \u{fffd}");
+        assert_eq!(kubelet_words(&[b'x'; 1 << 20]).len(), ERROR_TEXT);
     }
 }

@@ -254,6 +254,11 @@ async fn stream_export(
     let layers = match (sink.finish().await, engine) {
         // The engine died because we stopped reading: the registry's failure is why.
         (Err(registry), Err(engine)) if engine.cut_off => return Err(registry),
+        // We stopped reading first: the pass's reason, if it has one, is why.
+        (Ok(_), Err(engine)) if engine.cut_off => {
+            read.map_err(Error::from)?;
+            return Err(engine.error);
+        }
         // It failed or stalled on its own: what the registry and the pass met follows from that.
         (_, Err(engine)) => return Err(engine.error),
         (uploaded, Ok(())) => uploaded?,

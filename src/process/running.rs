@@ -20,6 +20,17 @@ use super::{
     Bound, MAX_LINE_BYTES, Out, Output, ProcessError, Run, Stdin, StdinWriter, TAIL_LINES,
 };
 
+/// A child's pipe we own, in blocking mode, as a file: its descriptor (its handle on Windows).
+macro_rules! pipe_file {
+    ($pipe:expr) => {{
+        #[cfg(unix)]
+        let owned = $pipe.into_owned_fd();
+        #[cfg(windows)]
+        let owned = $pipe.into_owned_handle();
+        owned.map(File::from)
+    }};
+}
+
 /// Pipe buffer for a streamed stdin.
 const STREAM_BUFFER: usize = 1 << 20;
 
@@ -93,7 +104,7 @@ pub(super) fn spawn(run: Run<'_>) -> Result<Running, ProcessError> {
     let feeding = match (run.stdin, child.stdin.take()) {
         (Stdin::Bytes(bytes), Some(pipe)) => Some(tokio::spawn(feed_bytes(pipe, bytes))),
         (Stdin::Writer(write), Some(pipe)) => {
-            let pipe = blocking_file(pipe.into_owned_fd()).map_err(|source| ProcessError::Io {
+            let pipe = pipe_file!(pipe).map_err(|source| ProcessError::Io {
                 command: command.clone(),
                 source,
             })?;
@@ -131,7 +142,7 @@ impl Running {
     /// of its own, under a bound of the caller's, then [`wait`](Self::wait).
     pub fn take_stdout(&mut self) -> io::Result<Option<File>> {
         match self.stream.take() {
-            Some(stdout) => blocking_file(stdout.into_owned_fd()).map(Some),
+            Some(stdout) => pipe_file!(stdout).map(Some),
             None => Ok(None),
         }
     }
@@ -506,9 +517,4 @@ impl Tail {
     fn into_bytes(self) -> Vec<u8> {
         Vec::from(self.lines).join("\n").into_bytes()
     }
-}
-
-/// A pipe's end we own, in blocking mode, as a file.
-fn blocking_file(owned: io::Result<std::os::fd::OwnedFd>) -> io::Result<File> {
-    owned.map(File::from)
 }

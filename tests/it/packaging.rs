@@ -821,12 +821,51 @@ fn merge_writes_each_platforms_archive_sha256_into_the_manifest() {
 }
 
 #[test]
-fn merge_refuses_a_release_missing_a_platforms_archive_and_writes_nothing() {
+fn merge_publishes_the_platforms_that_were_built_and_leaves_out_the_rest() {
     let out = tempfile::tempdir().unwrap();
     let dist = out.path().join("dist");
     // Not this machine's platform: a fake binary is packed without running it.
-    pack_fake_platform(&dist, "linux", "arm64");
-    pack_fake_platform(&dist, "darwin", "arm64");
+    let linux = pack_fake_platform(&dist, "linux", "arm64");
+    let darwin = pack_fake_platform(&dist, "darwin", "arm64");
+    let merged = out.path().join("plugin.yaml");
+    let output = release(&[
+        "merge",
+        "--from",
+        dist.to_str().unwrap(),
+        "--manifest-out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let (linux_sha, darwin_sha) = (sha256_file(&linux), sha256_file(&darwin));
+    assert_eq!(
+        text(&output.stdout),
+        format!("linux/arm64 {linux_sha}\ndarwin/arm64 {darwin_sha}\n")
+    );
+    let stderr = text(&output.stderr);
+    let version = env!("CARGO_PKG_VERSION");
+    for missing in ["linux_amd64", "darwin_amd64", "windows_amd64"] {
+        assert!(
+            stderr.contains(&format!(
+                "warning: no archive {}/kubectl-registry_{version}_{missing}.tar.gz: its platform is left out of {}",
+                dist.display(),
+                merged.display()
+            )),
+            "{stderr}"
+        );
+    }
+    // What krew reads lists exactly the two platforms built, each with its archive's sha256.
+    let written = read_manifest(&merged);
+    validate("registry", &written).unwrap();
+    assert_eq!(written.spec.platforms.len(), 2);
+    assert_eq!(platform_for(&written, "linux", "arm64").sha256, linux_sha);
+    assert_eq!(platform_for(&written, "darwin", "arm64").sha256, darwin_sha);
+}
+
+#[test]
+fn merge_refuses_a_release_with_no_platform_built_and_writes_nothing() {
+    let out = tempfile::tempdir().unwrap();
+    let dist = out.path().join("dist");
+    std::fs::create_dir_all(&dist).unwrap();
     let merged = out.path().join("plugin.yaml");
     let output = release(&[
         "merge",
@@ -839,12 +878,18 @@ fn merge_refuses_a_release_missing_a_platforms_archive_and_writes_nothing() {
     assert_eq!(text(&output.stdout), "");
     let stderr = text(&output.stderr);
     let version = env!("CARGO_PKG_VERSION");
-    for missing in ["linux_amd64", "darwin_amd64", "windows_amd64"] {
+    assert!(stderr.starts_with("error: no platform of "), "{stderr}");
+    for missing in [
+        "linux_amd64",
+        "linux_arm64",
+        "darwin_amd64",
+        "darwin_arm64",
+        "windows_amd64",
+    ] {
         assert!(
             stderr.contains(&format!("kubectl-registry_{version}_{missing}.tar.gz")),
             "{stderr}"
         );
     }
-    assert!(!stderr.contains("linux_arm64"), "{stderr}");
     assert!(!merged.exists());
 }

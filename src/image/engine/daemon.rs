@@ -311,6 +311,7 @@ impl Drop for EngineTag {
 }
 
 /// One request without a body over the engine's socket, answered by its status.
+#[cfg(unix)]
 fn blocking_request(
     socket: &Path,
     method: &str,
@@ -336,6 +337,16 @@ fn blocking_request(
                 crate::output::shown(&line)
             ))
         })
+}
+
+/// Engines reached by socket here are unix sockets (Windows engines' named pipes are their CLIs'
+/// to reach), so elsewhere there is no request to make.
+#[cfg(not(unix))]
+fn blocking_request(socket: &Path, _: &str, _: &str, _: Duration) -> std::io::Result<u16> {
+    Err(std::io::Error::other(format!(
+        "{} is a unix socket, which this system does not have",
+        socket.display()
+    )))
 }
 
 /// Image references and IDs are made of URL-safe characters; anything else names nothing.

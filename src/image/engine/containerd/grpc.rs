@@ -41,6 +41,7 @@ pub(super) struct Grpc {
 
 impl Grpc {
     /// `stall` bounds each wait for bytes; `connect` the connection.
+    #[cfg(unix)]
     pub(super) fn new(
         socket: &Path,
         namespace: &str,
@@ -61,6 +62,21 @@ impl Grpc {
             client,
             namespace: namespace.to_string(),
         })
+    }
+
+    /// containerd listens on a unix socket, which this system does not have: nerdctl's images
+    /// are then read through nothing of ours.
+    #[cfg(not(unix))]
+    pub(super) fn new(
+        socket: &Path,
+        _namespace: &str,
+        _connect: Duration,
+        _stall: Duration,
+    ) -> Result<Self, Failure> {
+        Err(Failure::unanswered(format!(
+            "{} is a unix socket, which this system does not have",
+            socket.display()
+        )))
     }
 
     /// A call with one answer.

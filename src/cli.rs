@@ -306,6 +306,15 @@ pub struct RegistryAccessArgs {
     pub ca_file: Option<PathBuf>,
 }
 
+impl From<&RegistryAccessArgs> for crate::inventory::RegistryAccess {
+    fn from(args: &RegistryAccessArgs) -> Self {
+        Self {
+            insecure: args.insecure,
+            ca_file: args.ca_file.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Args)]
 pub struct OutputArgs {
     /// Output format.

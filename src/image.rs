@@ -1,7 +1,8 @@
-//! The image layer: digests and references, archives and engine stores that images are read from, and
-//! the OCI distribution client that pushes them.
+//! The image layer: digests and references, archives and engine stores that images are read from,
+//! a config's `created` time, and the OCI distribution client that pushes them.
 
 pub mod archive;
+pub mod created;
 pub mod digest;
 pub mod engine;
 pub(crate) mod go_json;

@@ -5,12 +5,14 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod delivery;
+pub mod diagnosis;
 pub mod environment;
 pub mod error;
 #[cfg(fuzzing)]
 pub mod fuzz_entry;
 pub mod image;
 pub mod interrupt;
+pub mod inventory;
 pub mod limits;
 pub mod nodes;
 pub mod output;

@@ -1,7 +1,8 @@
 //! Node access, below the commands and the delivery: which nodes a kind or k3d cluster has and
-//! how to reach each one's runtime (`cluster`), what each node holds (`survey`: blobs and
-//! snapshotter; `images`: names, digests, a small blob, removal), the tag a node-loaded image gets
-//! (`node_load_tag`), and the product's own load command (`plan`, `product_plan`) that `info`,
+//! how to reach each one's runtime (`cluster`), how a command reaches them where no registry is
+//! advertised (`reach`), what each node holds (`survey`: blobs and snapshotter; `images`: names,
+//! digests, a small blob, removal), the content tags a node-loaded image gets and how they are
+//! read back (`tags`), and the product's own load command (`plan`, `product_plan`) that `info`,
 //! `doctor` and the push show and run. Every node command goes through `exec`, on the one runner.
 
 mod cluster;
@@ -9,12 +10,13 @@ mod exec;
 mod images;
 mod plan;
 mod product_plan;
+mod reach;
 mod survey;
+mod tags;
 
 use crate::cluster::hosting::{HOSTING_CONFIGMAP, KEP_URL};
 use crate::cluster::product::Product;
 use crate::error::{Error, ExitCode};
-use crate::image::digest::Digest;
 
 pub use cluster::NodeCluster;
 pub(crate) use exec::{FINISH_FACTOR, Failure, capture, stream_into};
@@ -23,7 +25,10 @@ pub use images::{
     node_images, node_names, remove as remove_node_images,
 };
 pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadPlan, PlanSource};
+pub(crate) use reach::{node_cluster, nodes_product};
 pub use survey::{NodeHoldings, NodeSurvey, survey};
+pub use tags::node_load_tag;
+pub(crate) use tags::{NodeTag, read as read_node_tags};
 
 /// No registry advertised and no product we can load into: the ways out.
 pub fn nothing_advertised(context: Option<&str>) -> Error {
@@ -75,36 +80,9 @@ fn cluster_phrase(context: Option<&str>) -> String {
     })
 }
 
-/// The tag a node-loaded image gets beside the user's: `TAG-<first 12 hex of the image ID>`.
-///
-/// The image ID (the config's digest) changes when and only when the content (config and
-/// layer diff_ids) changes, whatever the compression; a new tag rolls pods where a reused one
-/// does not; it is never `latest` (which means pull Always); and a tag resolves on the node,
-/// where a digest ref of a loaded image does not (kind#2394). Tags are at most 128 characters.
-pub fn node_load_tag(tag: &str, image_id: &Digest) -> String {
-    const HEX: usize = 12;
-    let keep = tag.len().min(128 - HEX - 1);
-    // Tags are ASCII ([A-Za-z0-9_.-]), so any byte index is a char boundary; be safe anyway.
-    let base = tag.get(..keep).unwrap_or(tag);
-    format!("{base}-{}", &image_id.hex()[..HEX])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn node_load_tag_appends_the_image_id_and_stays_a_valid_tag() {
-        let id: Digest = format!("sha256:{}", "0123456789ab".repeat(5) + "cdef")
-            .parse()
-            .unwrap();
-        assert_eq!(node_load_tag("dev", &id), "dev-0123456789ab");
-        assert_eq!(node_load_tag("latest", &id), "latest-0123456789ab");
-        let long = "t".repeat(128);
-        let tag = node_load_tag(&long, &id);
-        assert_eq!(tag.len(), 128);
-        assert!(tag.ends_with("-0123456789ab"));
-    }
 
     #[test]
     fn nothing_advertised_names_the_configmap_and_every_way_out() {

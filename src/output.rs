@@ -266,6 +266,16 @@ fn needs_escape(c: char) -> bool {
     }
 }
 
+/// `1.2 MB`, `640 kB`, `312 B` (decimal units, as docker prints sizes).
+pub fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1_000_000_000 => format!("{:.1} GB", b as f64 / 1e9),
+        b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
+        b if b >= 1_000 => format!("{:.0} kB", b as f64 / 1e3),
+        b => format!("{b} B"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,5 +335,13 @@ mod tests {
         assert!(!escaped.contains('\u{202e}'));
         let back: serde_json::Value = serde_json::from_str(&escaped).unwrap();
         assert_eq!(back, value);
+    }
+
+    #[test]
+    fn sizes_read_in_decimal_units_as_docker_prints_them() {
+        assert_eq!(human_size(999), "999 B");
+        assert_eq!(human_size(640_000), "640 kB");
+        assert_eq!(human_size(1_234_567), "1.2 MB");
+        assert_eq!(human_size(3_000_000_000), "3.0 GB");
     }
 }

@@ -2,30 +2,19 @@
 //! size, created time and the workloads that use it; without a registry, the content tags this
 //! tool loaded into each node. A table, or `-o json`.
 
-pub(crate) mod attached;
-pub(crate) mod created;
-pub(crate) mod inventory;
-pub(crate) mod node_tags;
-pub(crate) mod rows;
-pub(crate) mod table;
-pub(crate) mod usage;
+mod rows;
+mod table;
 
 use serde::Serialize;
 
-use crate::cli::{LsArgs, OutputFormat, RegistryAccessArgs};
+use crate::cli::{LsArgs, OutputFormat};
 use crate::cluster::ClusterOptions;
-use crate::cluster::client::{Cluster, ImageUse, ImageUses, usage_forbidden};
-use crate::cluster::discovery::{self, Discovered};
-use crate::cluster::hosting::LocalRegistry;
-use crate::cluster::openshift;
-use crate::cluster::product::{self, Product};
-use crate::cluster::reach::{self, Reach};
+use crate::cluster::discovery;
 use crate::error::{Context, ExitCode, Result};
-use crate::image::reference::RegistryHost;
-use crate::image::registry::{RegistryClient, TransportOptions};
+use crate::inventory::{self, Usage, UsageNeed, hosts, open_registry, read_uses};
+use crate::nodes::{self, node_cluster, nodes_product};
 use crate::output::Printer;
 use crate::settings::Settings;
-use usage::Usage;
 
 pub async fn run(
     args: &LsArgs,
@@ -44,8 +33,14 @@ pub async fn run(
     .await?;
     let rows = match &discovered.registry {
         Some(registry) => {
-            let (client, _tunnel) =
-                open_registry(&discovered, registry, &args.access, settings, printer).await?;
+            let (client, _tunnel) = open_registry(
+                &discovered,
+                registry,
+                &(&args.access).into(),
+                settings,
+                printer,
+            )
+            .await?;
             let entries = inventory::read(
                 &client,
                 &args.repositories,
@@ -64,9 +59,8 @@ pub async fn run(
         None => {
             let (cluster, product) = nodes_product(&discovered).await?;
             let nodes = cluster.nodes().await?;
-            let node_cluster =
-                node_tags::node_cluster(&product, &nodes, settings.limits.node_timeout)?;
-            let tags = node_tags::read(&node_cluster, printer).await?;
+            let node_cluster = node_cluster(&product, &nodes, settings.limits.node_timeout)?;
+            let tags = nodes::read_node_tags(&node_cluster, printer).await?;
             let usage = Usage::new(uses.as_deref().unwrap_or_default(), &[]);
             tags.into_iter()
                 .filter(|tag| {
@@ -125,112 +119,4 @@ pub(crate) struct Row {
 
 fn nothing_attached(attachments: &Option<Vec<rows::AttachmentRow>>) -> bool {
     attachments.as_ref().is_none_or(Vec::is_empty)
-}
-
-/// Every name the registry is known by: where we push, what the nodes pull, what pods use.
-pub(crate) fn hosts(registry: &LocalRegistry) -> Vec<&RegistryHost> {
-    let mut hosts = vec![&registry.host, &registry.host_from_container_runtime];
-    hosts.extend(registry.host_from_cluster_network.as_ref());
-    hosts
-}
-
-/// A client for the host this run reaches the registry at, answering its ping, and the way it
-/// is reached (a tunnel through the API server stays open while that lives).
-pub(crate) async fn open_registry(
-    discovered: &Discovered,
-    registry: &LocalRegistry,
-    access: &RegistryAccessArgs,
-    settings: &Settings,
-    printer: &Printer,
-) -> Result<(RegistryClient, Reach)> {
-    let reach = reach::reach(discovered, registry, printer).await?;
-    let host = &reach.host;
-    let options = TransportOptions {
-        insecure: access.insecure,
-        ca_file: access.ca_file.clone(),
-        help: registry.help.clone(),
-        cluster_login: openshift::cluster_login(registry, host, discovered, printer),
-        tunnel: reach.endpoint(),
-        ..settings.transport_options()
-    };
-    let client = RegistryClient::new(host, &options)?;
-    client.ping().await.map_err(|err| reach.explain(err))?;
-    Ok((client, reach))
-}
-
-/// Whether a run may go on without knowing which images are in use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UsageNeed {
-    /// `ls`: say so and show no users.
-    Optional,
-    /// `prune`: refuse (exit 3) when the workloads cannot be read.
-    Required { command: &'static str },
-    /// `prune --ignore-usage`: not read at all.
-    Ignored,
-}
-
-/// Every image the cluster's pods and workloads name; `None` when they could not be read and
-/// the run may go on without them.
-pub(crate) async fn read_uses(
-    discovered: &Discovered,
-    cluster_args: &ClusterOptions,
-    settings: &Settings,
-    printer: &Printer,
-    need: UsageNeed,
-) -> Result<Option<Vec<ImageUse>>> {
-    if need == UsageNeed::Ignored {
-        printer.warn("--ignore-usage: the workloads are not read; images they use may be removed");
-        return Ok(None);
-    }
-    let connected;
-    let cluster = match &discovered.cluster {
-        Some(cluster) => cluster,
-        None => match Cluster::connect(cluster_args, settings, printer).await {
-            Ok(cluster) => {
-                connected = cluster;
-                &connected
-            }
-            Err(err) => {
-                return match need {
-                    UsageNeed::Required { .. } => Err(err.with_hint(
-                        "the workloads tell what is in use; pass --ignore-usage to go on without them",
-                    )),
-                    _ => {
-                        printer.warn(&format!(
-                            "which workloads use the images is not shown: {}",
-                            err.message()
-                        ));
-                        Ok(None)
-                    }
-                };
-            }
-        },
-    };
-    match cluster.image_uses().await? {
-        ImageUses::Listed(uses) => {
-            printer.debug(&format!("{} image uses in pods and workloads", uses.len()));
-            Ok(Some(uses))
-        }
-        ImageUses::Forbidden { resource, message } => match need {
-            UsageNeed::Required { command } => Err(usage_forbidden(&resource, &message, command)),
-            _ => {
-                printer.warn(&format!(
-                    "which workloads use the images is not shown: listing {resource} in all namespaces is forbidden"
-                ));
-                Ok(None)
-            }
-        },
-    }
-}
-
-/// The cluster and its product, for the nodes' content tags.
-pub(crate) async fn nodes_product(discovered: &Discovered) -> Result<(&Cluster, Product)> {
-    let cluster = discovered.cluster.as_ref().ok_or_else(|| {
-        crate::error::Error::new(
-            ExitCode::Load,
-            "no registry and no cluster to read the nodes of",
-        )
-    })?;
-    let nodes = cluster.nodes().await?;
-    Ok((cluster, product::detect(cluster.facts(), &nodes)))
 }

@@ -11,10 +11,9 @@ use crate::cli::PruneArgs;
 use crate::cluster::ClusterOptions;
 use crate::cluster::discovery;
 use crate::cluster::hosting::{LocalRegistry, RegistrySource};
-use crate::commands::ls::usage::Usage;
-use crate::commands::ls::{self, UsageNeed};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::registry::{RegistryClient, Removal};
+use crate::inventory::{self, Usage, UsageNeed};
 use crate::output::Printer;
 use crate::settings::Settings;
 use plan::Doomed;
@@ -42,21 +41,28 @@ pub async fn run(
                 )
                 .with_hint("drop --gc when pruning the nodes"));
             }
-            let uses = ls::read_uses(&discovered, cluster_args, settings, printer, need).await?;
+            let uses =
+                inventory::read_uses(&discovered, cluster_args, settings, printer, need).await?;
             return nodes::prune(args, &discovered, uses.as_deref(), settings, printer).await;
         }
     };
     if registry.source == RegistrySource::Openshift {
         return Err(openshift_refusal(registry));
     }
-    let uses = ls::read_uses(&discovered, cluster_args, settings, printer, need).await?;
-    let (client, _tunnel) =
-        ls::open_registry(&discovered, registry, &args.access, settings, printer).await?;
-    let reader = ls::inventory::Reader("prune");
-    let entries = ls::inventory::read(&client, &args.repositories, reader, printer).await?;
+    let uses = inventory::read_uses(&discovered, cluster_args, settings, printer, need).await?;
+    let (client, _tunnel) = inventory::open_registry(
+        &discovered,
+        registry,
+        &(&args.access).into(),
+        settings,
+        printer,
+    )
+    .await?;
+    let reader = inventory::Reader("prune");
+    let entries = inventory::read(&client, &args.repositories, reader, printer).await?;
     let usage = uses
         .as_deref()
-        .map(|uses| Usage::new(uses, &ls::hosts(registry)));
+        .map(|uses| Usage::new(uses, &inventory::hosts(registry)));
     let keep = usize::try_from(args.keep).unwrap_or(usize::MAX);
     let plan = plan::plan(&entries, usage.as_ref(), keep);
     let mut report = Report::new(args.dry_run, !args.repositories.is_empty(), plan);

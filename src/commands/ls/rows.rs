@@ -8,13 +8,8 @@ use std::collections::{BTreeSet, HashMap};
 use serde::Serialize;
 
 use super::Row;
-use super::attached::attestation_kind;
-use super::inventory::TagEntry;
 use crate::image::digest::Digest;
-
-/// Subjects followed from an attachment to the image it belongs to (a signature of an
-/// attestation of an image); deeper chains stop here.
-const MAX_CHAIN: usize = 4;
+use crate::inventory::{TagEntry, attestation_kind, root_subject, subjects};
 
 /// Something that belongs to a row's manifest (`-o json`'s `attachments`).
 #[derive(Debug, Clone, Serialize)]
@@ -25,30 +20,6 @@ pub(crate) struct AttachmentRow {
     pub digest: String,
     pub kind: String,
     pub size: u64,
-}
-
-/// The image a subject belongs to, following attachments of attachments: `subject` itself when
-/// it is no attachment's digest.
-pub(crate) fn root_subject<'a>(
-    subject: &'a Digest,
-    subject_of: &HashMap<&'a Digest, &'a Digest>,
-) -> &'a Digest {
-    let mut at = subject;
-    for _ in 0..MAX_CHAIN {
-        match subject_of.get(at) {
-            Some(next) => at = next,
-            None => break,
-        }
-    }
-    at
-}
-
-/// Each attached entry's digest and its subject's.
-pub(crate) fn subjects(entries: &[TagEntry]) -> HashMap<&Digest, &Digest> {
-    entries
-        .iter()
-        .filter_map(|entry| Some((&entry.digest, &entry.attached.as_ref()?.subject)))
-        .collect()
 }
 
 /// The rows of `entries` (one repository's or many, in repository and tag order); `users` says
@@ -140,7 +111,7 @@ fn row(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::ls::attached::attached;
+    use crate::inventory::attached;
 
     fn entry(tag: &str, digest: &Digest) -> TagEntry {
         TagEntry {

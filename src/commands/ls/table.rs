@@ -4,6 +4,7 @@
 
 use super::Row;
 use super::rows::AttachmentRow;
+use crate::output::human_size;
 
 /// The table for `rows`; `nodes`: the node-content-tag shape.
 pub(crate) fn render(rows: &[Row], nodes: bool) -> String {
@@ -123,16 +124,6 @@ fn short_tag(tag: &str) -> String {
     }
 }
 
-/// `1.2 MB`, `640 kB`, `312 B` (decimal units, as docker prints sizes).
-pub(crate) fn human_size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1_000_000_000 => format!("{:.1} GB", b as f64 / 1e9),
-        b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
-        b if b >= 1_000 => format!("{:.0} kB", b as f64 / 1e3),
-        b => format!("{b} B"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,7 +153,5 @@ mod tests {
              app          v1                                            sha256:aaaaaaaaaaaa   1.2 MB   2024-05-01T12:00:00Z   Deployment/default/web\n\
              \x20            └ cosign signature sha256-aaaaaaaaaaaa….sig   sha256:bbbbbbbbbbbb   640 B    -                      -"
         );
-        assert_eq!(human_size(999), "999 B");
-        assert_eq!(human_size(640_000), "640 kB");
     }
 }

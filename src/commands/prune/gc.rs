@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cluster::hosting::LocalRegistry;
-use crate::commands::ls::table::human_size;
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
+use crate::output::human_size;
 use crate::process::{Argv, Bound, Run};
 
 /// Where the registry image keeps its config and its storage.

@@ -11,12 +11,11 @@ use super::plan::{Dated, Why, newest_threshold};
 use crate::cli::{OutputFormat, PruneArgs};
 use crate::cluster::client::ImageUse;
 use crate::cluster::discovery::Discovered;
-use crate::commands::ls::created;
-use crate::commands::ls::node_tags::{self, NodeTag};
-use crate::commands::ls::usage::Usage;
-use crate::commands::ls::{self};
 use crate::error::{Context, Error, ExitCode, Result};
+use crate::image::created;
+use crate::inventory::Usage;
 use crate::nodes::{self, ImageStore};
+use crate::nodes::{NodeTag, node_cluster, nodes_product, read_node_tags};
 use crate::output::Printer;
 use crate::settings::Settings;
 
@@ -60,10 +59,10 @@ pub(super) async fn prune(
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
-    let (cluster, product) = ls::nodes_product(discovered).await?;
+    let (cluster, product) = nodes_product(discovered).await?;
     let nodes = cluster.nodes().await?;
-    let node_cluster = node_tags::node_cluster(&product, &nodes, settings.limits.node_timeout)?;
-    let tags: Vec<NodeTag> = node_tags::read(&node_cluster, printer)
+    let node_cluster = node_cluster(&product, &nodes, settings.limits.node_timeout)?;
+    let tags: Vec<NodeTag> = read_node_tags(&node_cluster, printer)
         .await?
         .into_iter()
         .filter(|tag| args.repositories.is_empty() || args.repositories.contains(&tag.repository))

@@ -7,11 +7,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use crate::commands::ls::created;
-use crate::commands::ls::inventory::TagEntry;
-use crate::commands::ls::rows::root_subject;
-use crate::commands::ls::usage::Usage;
+use crate::image::created;
 use crate::image::digest::Digest;
+use crate::inventory::{TagEntry, Usage, root_subject};
 
 /// Why a tag stays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -334,7 +332,7 @@ mod tests {
             None,
             &[(200 + digest_of, 7)],
         );
-        entry.attached = crate::commands::ls::attached::attached(&entry.tag, None);
+        entry.attached = crate::inventory::attached(&entry.tag, None);
         entry
     }
 

@@ -5,9 +5,9 @@ use serde::Serialize;
 use super::gc::Collected;
 use super::plan::{Doomed, Kept, Plan};
 use crate::cli::OutputFormat;
-use crate::commands::ls::table::human_size;
 use crate::error::{Context, ExitCode, Result};
 use crate::output::Printer;
+use crate::output::human_size;
 
 pub(super) struct Report {
     pub dry_run: bool,

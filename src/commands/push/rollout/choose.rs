@@ -4,8 +4,8 @@
 //! different images, stops the push before anything is sent. Pure.
 
 use crate::cluster::rollout::{TemplateContainer, Workload, WorkloadKind};
-use crate::commands::why::on_registry;
 use crate::delivery::push::Landing;
+use crate::diagnosis::{on_registry, parse_workload};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::reference::ImageName;
 
@@ -131,7 +131,7 @@ pub(crate) fn parse(text: &str) -> Result<Wanted> {
         }
         None => (text, None),
     };
-    let (kind, name) = crate::commands::why::parse_workload(workload)?;
+    let (kind, name) = parse_workload(workload)?;
     Ok(Wanted {
         kind,
         name,

@@ -9,8 +9,8 @@ use std::time::Instant;
 use super::{Ended, Outcome, Rollouts, Wanted};
 use crate::cluster::client::{Crash, Lookup, PodFacts};
 use crate::cluster::rollout::{self, Follow, Seen, Target, Workload};
-use crate::commands::why;
-use crate::error::{Error, ExitCode};
+use crate::diagnosis;
+use crate::error::{Context, Error, ExitCode};
 use crate::limits::seconds_text;
 
 pub(super) struct Settle<'a> {
@@ -171,13 +171,13 @@ impl Settle<'_> {
         let rollouts = self.rollouts;
         let setting = &rollouts.setting;
         let name = pod.name.clone();
-        let explained = match rollouts.cluster() {
+        let report = match rollouts.cluster() {
             Ok(cluster) => {
-                why::explain(
+                diagnosis::examine(
                     &rollouts.discovered,
                     cluster,
                     pod,
-                    setting.access,
+                    &setting.access.into(),
                     setting.settings,
                     setting.printer,
                 )
@@ -185,21 +185,26 @@ impl Settle<'_> {
             }
             Err(err) => Err(err),
         };
+        let explained = report.and_then(|report| {
+            let json = serde_json::to_value(&report)
+                .context(ExitCode::Failure, || "writing why's report as JSON")?;
+            Ok((report, json))
+        });
         let headline = format!(
             "{}: the new pod {name} cannot pull its image",
             self.wanted.label()
         );
         let found = match explained {
-            Ok(explained) => {
-                for line in explained.text.lines() {
+            Ok((report, json)) => {
+                for line in report.render().lines() {
                     setting.printer.note(line);
                 }
-                let error = explained
-                    .verdict
+                let error = report
+                    .verdict()
                     .unwrap_or_else(|| Error::new(ExitCode::Failure, headline.clone()));
                 Found {
                     pod: Some(name),
-                    why: Some(explained.json),
+                    why: Some(json),
                     log: Vec::new(),
                     error: Some(Error::new(
                         error.exit_code(),

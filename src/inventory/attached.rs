@@ -4,6 +4,8 @@
 //! signatures among them, and BuildKit's attestation manifests inside an index. Each belongs to
 //! its subject: listed under it, kept while it is kept, deleted with it. Pure.
 
+use std::collections::HashMap;
+
 use crate::image::digest::Digest;
 use crate::image::oci::{ManifestOrIndex, describe_artifact};
 
@@ -108,6 +110,26 @@ pub(crate) fn attestation_kind(subject: Option<&Digest>) -> String {
         Some(subject) => format!("BuildKit attestation of {}", subject.short()),
         None => "BuildKit attestation".to_string(),
     }
+}
+
+/// Subjects followed from an attachment to the image it belongs to (a signature of an
+/// attestation of an image); deeper chains stop here.
+const MAX_CHAIN: usize = 4;
+
+/// The image a subject belongs to, following attachments of attachments: `subject` itself when
+/// it is no attachment's digest.
+pub(crate) fn root_subject<'a>(
+    subject: &'a Digest,
+    subject_of: &HashMap<&'a Digest, &'a Digest>,
+) -> &'a Digest {
+    let mut at = subject;
+    for _ in 0..MAX_CHAIN {
+        match subject_of.get(at) {
+            Some(next) => at = next,
+            None => break,
+        }
+    }
+    at
 }
 
 #[cfg(test)]

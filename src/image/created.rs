@@ -88,6 +88,19 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + day_of_era - 719_468
 }
 
+/// The `created` of an image config, when it has one that is a time: a missing one, Go's zero
+/// time (cosign's `0001-01-01T00:00:00Z`) and the epoch (reproducible builds) are unknown.
+pub(crate) fn created_of(config: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Config {
+        created: Option<String>,
+    }
+    serde_json::from_slice::<Config>(config)
+        .ok()
+        .and_then(|config| config.created)
+        .filter(|created| !created.is_empty() && !is_placeholder(created))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

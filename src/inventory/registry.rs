@@ -9,8 +9,8 @@ use futures_util::StreamExt;
 use futures_util::stream;
 
 use super::attached::{Attached, attached};
-use super::created;
 use crate::error::{Error, ExitCode, Result};
+use crate::image::created::{self, created_of};
 use crate::image::digest::Digest;
 use crate::image::oci::{ManifestOrIndex, parse_manifest};
 use crate::image::registry::{Catalog, RegistryClient};
@@ -259,15 +259,10 @@ fn referenced(manifest: &ManifestOrIndex) -> BTreeMap<Digest, u64> {
         .collect()
 }
 
-/// The `created` of an image config, when it has one that is a time: a missing one, Go's zero
-/// time (cosign's `0001-01-01T00:00:00Z`) and the epoch (reproducible builds) are unknown.
-pub(crate) fn created_of(config: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Config {
-        created: Option<String>,
-    }
-    serde_json::from_slice::<Config>(config)
-        .ok()
-        .and_then(|config| config.created)
-        .filter(|created| !created.is_empty() && !created::is_placeholder(created))
+/// Each attached entry's digest and its subject's.
+pub(crate) fn subjects(entries: &[TagEntry]) -> HashMap<&Digest, &Digest> {
+    entries
+        .iter()
+        .filter_map(|entry| Some((&entry.digest, &entry.attached.as_ref()?.subject)))
+        .collect()
 }

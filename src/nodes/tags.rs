@@ -1,17 +1,16 @@
-//! The content tags this tool loaded into the nodes (`NAME:TAG-<12 hex>`, the hex being the
-//! start of the image's config digest), per node, with each image's config `created`.
+//! The content tags this tool gives the images it loads into the nodes (`NAME:TAG-<12 hex>`, the
+//! hex being the start of the image's config digest): the tag written (`node_load_tag`), and
+//! the tags read back per node, with each image's config `created`.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
-use crate::cluster::client::NodeFacts;
-use crate::cluster::product::{Product, ProductKind};
+use super::{ImageStore, NodeAccess};
 use crate::error::{Error, ExitCode, Result};
+use crate::image::created::created_of;
 use crate::image::digest::Digest;
 use crate::image::oci::parse_manifest;
 use crate::image::reference::ImageName;
-use crate::nodes::{self, ImageStore, NodeAccess, NodeCluster};
-use crate::output::{Printer, escape_control as printable};
+use crate::output::Printer;
 
 /// The hex digits a content tag ends with.
 const HEX: usize = 12;
@@ -29,88 +28,17 @@ pub(crate) struct NodeTag {
     pub created: Option<String>,
 }
 
-/// The cluster's nodes, reachable one by one (kind, k3d, minikube) or through the product's
-/// `ctr` on the local node (microk8s, k3s), each command bounded by `bound`; or why not.
-pub(crate) fn node_cluster(
-    product: &Product,
-    nodes: &[NodeFacts],
-    bound: Duration,
-) -> Result<NodeAccess> {
-    if let Some(cluster) = NodeCluster::of(product, nodes) {
-        return Ok(NodeAccess::Containers(cluster.bounded(bound)));
-    }
-    if let Some(argv) = product.kind.node_ctr() {
-        let node = nodes
-            .first()
-            .map(|node| node.name.clone())
-            .unwrap_or_else(|| product.kind.as_str().to_string());
-        return Ok(NodeAccess::LocalCtr { argv, node, bound });
-    }
-    if product.kind == ProductKind::Minikube {
-        return minikube(product, nodes, bound);
-    }
-    Err(Error::new(
-            ExitCode::Load,
-            format!(
-                "no registry is advertised, and the nodes of {} cannot be asked what they hold",
-                product.target_phrase()
-            ),
-        )
-    .with_hint("ls and prune read the nodes of kind, k3d and minikube clusters (docker exec NODE ctr, minikube ssh) and the local node of microk8s and k3s (their ctr); give the cluster a registry to list and prune it instead"))
-}
-
-/// minikube's nodes, by their runtime: containerd's (images in its `k8s.io` namespace,
-/// `minikube ssh -n NODE -- sudo ctr`) or docker's (minikube's default: images in the node's
-/// dockerd, `minikube ssh -n NODE -- docker`). CRI-O's containers-storage is not read.
-fn minikube(product: &Product, nodes: &[NodeFacts], bound: Duration) -> Result<NodeAccess> {
-    let profile = product
-        .cluster_name
-        .clone()
-        .unwrap_or_else(|| "minikube".to_string());
-    let target = product.target_phrase();
-    if nodes.is_empty() {
-        return Err(Error::new(
-            ExitCode::Load,
-            format!("no registry is advertised, and the nodes of {target} could not be listed"),
-        )
-        .with_hint("ls and prune ask each node of a minikube cluster through `minikube ssh -n NODE`; they need to list the cluster's Nodes (kubectl auth can-i list nodes)"));
-    }
-    let store_of = |node: &NodeFacts| match node.container_runtime.as_deref() {
-        Some(runtime) if runtime.starts_with("containerd://") => Some(ImageStore::Containerd),
-        Some(runtime) if runtime.starts_with("docker://") => Some(ImageStore::Docker),
-        _ => None,
-    };
-    let store = store_of(&nodes[0]);
-    let mismatch = match store {
-        None => Some(&nodes[0]),
-        Some(_) => nodes.iter().find(|node| store_of(node) != store),
-    };
-    if let Some(node) = mismatch {
-        let runtime = node.container_runtime.as_deref().unwrap_or("not given");
-        let name = runtime.split("://").next().unwrap_or(runtime);
-        let listing = format!("minikube image ls -p {profile}");
-        let removal = format!("minikube image rm IMAGE... -p {profile}");
-        let error = Error::new(
-            ExitCode::Load,
-            format!(
-                "no registry is advertised, and node {} of {target} runs the {name} runtime ({}); ls and prune read minikube nodes that all run containerd, or all docker",
-                printable(&node.name),
-                printable(runtime)
-            ),
-        );
-        let error = error.with_hint(format!(
-            "list the node's images with `{listing}`, remove old content tags with `{removal}`"
-        ));
-        return Err(error
-            .with_hint(format!("or run the profile on containerd or docker: `minikube start -p {profile} --container-runtime=containerd` (a new profile)"))
-            .with_hint(format!("or give the cluster a registry to list and prune it instead: {}", product.registry_guide())));
-    }
-    Ok(NodeAccess::Minikube {
-        profile,
-        nodes: nodes.iter().map(|node| node.name.clone()).collect(),
-        store: store.unwrap_or(ImageStore::Containerd),
-        bound,
-    })
+/// The tag a node-loaded image gets beside the user's: `TAG-<first 12 hex of the image ID>`.
+///
+/// The image ID (the config's digest) changes when and only when the content (config and
+/// layer diff_ids) changes, whatever the compression; a new tag rolls pods where a reused one
+/// does not; it is never `latest` (which means pull Always); and a tag resolves on the node,
+/// where a digest ref of a loaded image does not (kind#2394). Tags are at most 128 characters.
+pub fn node_load_tag(tag: &str, image_id: &Digest) -> String {
+    let keep = tag.len().min(128 - HEX - 1);
+    // Tags are ASCII ([A-Za-z0-9_.-]), so any byte index is a char boundary; be safe anyway.
+    let base = tag.get(..keep).unwrap_or(tag);
+    format!("{base}-{}", &image_id.hex()[..HEX])
 }
 
 /// Every content tag of ours on every node, node by node, in name order.
@@ -122,7 +50,7 @@ pub(crate) async fn read(cluster: &NodeAccess, printer: &Printer) -> Result<Vec<
         tags.sort_by(|a, b| (&a.node, &a.name).cmp(&(&b.node, &b.name)));
         return Ok(tags);
     }
-    let listed = nodes::node_images(cluster).await.map_err(failed)?;
+    let listed = super::node_images(cluster).await.map_err(failed)?;
     let mut tags = Vec::new();
     for (node, images) in listed {
         // A manifest's config and created time, read once per node.
@@ -163,7 +91,7 @@ pub(crate) async fn read(cluster: &NodeAccess, printer: &Printer) -> Result<Vec<
 /// the hex is checked against it directly, and docker reports the config's `created`.
 async fn read_docker(cluster: &NodeAccess) -> std::result::Result<Vec<NodeTag>, String> {
     let mut tags = Vec::new();
-    for (node, images) in nodes::docker_images(cluster).await? {
+    for (node, images) in super::docker_images(cluster).await? {
         for image in images {
             let Some((repository, tag, hex)) = content_tag(&image.name) else {
                 continue;
@@ -205,13 +133,13 @@ async fn config_of(
     node: &str,
     manifest: &Digest,
 ) -> std::result::Result<(Digest, Option<String>), String> {
-    let bytes = nodes::node_content(cluster, node, manifest).await?;
+    let bytes = super::node_content(cluster, node, manifest).await?;
     let parsed = parse_manifest(&bytes).map_err(|err| format!("not a manifest: {err}"))?;
     let config = parsed
         .config
         .ok_or_else(|| "an index, not an image manifest".to_string())?;
-    let created = match nodes::node_content(cluster, node, &config.digest).await {
-        Ok(bytes) => super::inventory::created_of(&bytes),
+    let created = match super::node_content(cluster, node, &config.digest).await {
+        Ok(bytes) => created_of(&bytes),
         Err(_) => None,
     };
     Ok((config.digest, created))
@@ -238,5 +166,18 @@ mod tests {
         );
         assert_eq!(content_tag("docker.io/library/myimg:dev-0123456789a"), None);
         assert_eq!(content_tag("docker.io/library/myimg:-0123456789ab"), None);
+    }
+
+    #[test]
+    fn node_load_tag_appends_the_image_id_and_stays_a_valid_tag() {
+        let id: Digest = format!("sha256:{}", "0123456789ab".repeat(5) + "cdef")
+            .parse()
+            .unwrap();
+        assert_eq!(node_load_tag("dev", &id), "dev-0123456789ab");
+        assert_eq!(node_load_tag("latest", &id), "latest-0123456789ab");
+        let long = "t".repeat(128);
+        let tag = node_load_tag(&long, &id);
+        assert_eq!(tag.len(), 128);
+        assert!(tag.ends_with("-0123456789ab"));
     }
 }

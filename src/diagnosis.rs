@@ -1,0 +1,79 @@
+//! The diagnosis the commands share, below them: why a pod's containers do not start. The
+//! evidence (`evidence`: the pod's status and events, what the registry holds, what the node
+//! holds and is) gathered, each container's cause found (`causes`, pure, in the kubelet's own
+//! words: `kubelet_words`), and the report (`report`) that `why` prints and `push --rollout`
+//! tells when its new pod cannot pull. `target` reads `why`'s and `--rollout`'s `TYPE/NAME`.
+
+mod causes;
+mod evidence;
+mod kubelet_words;
+mod report;
+mod target;
+
+use crate::cluster::client::{Cluster, ContainerState, PodFacts};
+use crate::cluster::discovery::Discovered;
+use crate::error::Result;
+use crate::inventory::RegistryAccess;
+use crate::output::Printer;
+use crate::settings::Settings;
+use causes::{ContainerView, Facts, Finding, Shown};
+
+pub(crate) use causes::on_registry;
+pub(crate) use evidence::read_pod;
+pub(crate) use report::Report;
+pub(crate) use target::{parse_target, parse_workload};
+
+/// Each container's finding, from the pod's status and events, the registry and the node.
+pub(crate) async fn examine(
+    discovered: &Discovered,
+    cluster: &Cluster,
+    pod: PodFacts,
+    access: &RegistryAccess,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<Report> {
+    let namespace = pod.namespace.clone();
+    let events = cluster.pod_events(&namespace, &pod.name).await?;
+    let node_arch = evidence::node_arch(cluster, pod.node.as_deref(), printer).await;
+    let in_registry = evidence::registry_answers(discovered, &pod, access, settings, printer).await;
+    let on_node =
+        evidence::node_answers(discovered, cluster, &pod, settings.limits.node_timeout).await;
+    let containers: Vec<Finding> = pod
+        .containers
+        .iter()
+        .zip(in_registry.iter().zip(&on_node))
+        .map(|(container, (in_registry, on_node))| {
+            let view = ContainerView {
+                name: container.name.clone(),
+                image: container.image.clone(),
+                pull_policy: container.pull_policy.clone(),
+                state: match &container.state {
+                    ContainerState::Started => Shown::Runs,
+                    ContainerState::Waiting { reason, message } => Shown::Waiting {
+                        reason: reason.clone(),
+                        message: message.clone(),
+                    },
+                    ContainerState::Unknown => Shown::NoStatus,
+                },
+            };
+            causes::diagnose(
+                &view,
+                &Facts {
+                    registry: discovered.registry.as_ref(),
+                    events: &events,
+                    in_registry,
+                    on_node,
+                    node_arch: node_arch.as_deref(),
+                    node: pod.node.as_deref(),
+                    unscheduled: pod.unscheduled.as_deref(),
+                },
+            )
+        })
+        .collect();
+    Ok(Report {
+        pod: pod.name.clone(),
+        namespace: pod.namespace.clone(),
+        node: pod.node.clone(),
+        containers,
+    })
+}

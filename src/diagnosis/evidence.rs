@@ -1,0 +1,233 @@
+//! The evidence a diagnosis weighs: the pod a target names, the node's architecture, what the
+//! cluster's registry holds of each failing container's image, and, without a registry, what
+//! the pod's node holds (asked as `ls` asks it).
+
+use super::causes::{InRegistry, OnNode, on_registry};
+use super::target::Target;
+use crate::cluster::client::{Cluster, ContainerState, Lookup, PodFacts};
+use crate::cluster::discovery::Discovered;
+use crate::cluster::product;
+use crate::error::{Error, ExitCode, Result};
+use crate::image::oci::parse_manifest;
+use crate::image::reference::ImageName;
+use crate::inventory::{RegistryAccess, open_registry};
+use crate::nodes::{self, node_cluster};
+use crate::output::Printer;
+use crate::settings::Settings;
+
+const ARCH_LABEL: &str = "kubernetes.io/arch";
+
+/// The pod `target` names: the pod itself, or a deployment's newest pod.
+pub(crate) async fn read_pod(
+    cluster: &Cluster,
+    namespace: &str,
+    target: &Target,
+) -> Result<PodFacts> {
+    let not_found = |what: &str, name: &str| {
+        Error::new(
+            ExitCode::Cluster,
+            format!("{what} {namespace}/{name} not found"),
+        )
+        .with_hint(format!(
+            "name the namespace with -n NAMESPACE; `kubectl get {what}s -n {namespace}` lists them"
+        ))
+    };
+    let forbidden = |what: &str, name: &str| {
+        Error::new(
+            ExitCode::Cluster,
+            format!("reading {what} {namespace}/{name} is not allowed for these credentials"),
+        )
+        .with_hint(format!(
+            "why needs get on {what}s (and list on pods and events) in {namespace}"
+        ))
+    };
+    match target {
+        Target::Pod(name) => match cluster.pod(namespace, name).await? {
+            Lookup::Found(pod) => Ok(pod),
+            Lookup::NotFound => Err(not_found("pod", name)),
+            Lookup::Forbidden => Err(forbidden("pod", name)),
+        },
+        Target::Deployment(name) => match cluster.deployment_pod(namespace, name).await? {
+            Lookup::Found(Some(pod)) => Ok(pod),
+            Lookup::Found(None) => Err(Error::new(
+                ExitCode::Cluster,
+                format!("deployment {namespace}/{name} has no pod"),
+            )
+            .with_hint(format!(
+                "`kubectl describe deployment {name} -n {namespace}` shows why none was created"
+            ))),
+            Lookup::NotFound => Err(not_found("deployment", name)),
+            Lookup::Forbidden => Err(forbidden("deployment", name)),
+        },
+        Target::Workload(kind, _) => Err(Error::new(
+            ExitCode::Usage,
+            format!("why reads pods and deployments, not {}", kind.plural()),
+        )),
+    }
+}
+
+/// The node's architecture label, when the node list may be read.
+pub(super) async fn node_arch(
+    cluster: &Cluster,
+    node: Option<&str>,
+    printer: &Printer,
+) -> Option<String> {
+    let node = node?;
+    match cluster.nodes().await {
+        Ok(nodes) => nodes
+            .into_iter()
+            .find(|facts| facts.name == node)
+            .and_then(|facts| facts.labels.get(ARCH_LABEL).cloned()),
+        Err(err) => {
+            printer.debug(&format!(
+                "the node list could not be read: {}",
+                err.message()
+            ));
+            None
+        }
+    }
+}
+
+/// For each container, what the cluster's registry holds of its image (asked only for a
+/// failing container whose image is on that registry).
+pub(super) async fn registry_answers(
+    discovered: &Discovered,
+    pod: &PodFacts,
+    access: &RegistryAccess,
+    settings: &Settings,
+    printer: &Printer,
+) -> Vec<InRegistry> {
+    let mut answers = vec![InRegistry::NotAsked; pod.containers.len()];
+    let Some(registry) = &discovered.registry else {
+        return answers;
+    };
+    let wanted: Vec<usize> = pod
+        .containers
+        .iter()
+        .enumerate()
+        .filter(|(_, container)| matches!(container.state, ContainerState::Waiting { .. }))
+        .filter(|(_, container)| on_registry(&container.image, registry))
+        .map(|(at, _)| at)
+        .collect();
+    if wanted.is_empty() {
+        return answers;
+    }
+    let (client, _tunnel) =
+        match open_registry(discovered, registry, access, settings, printer).await {
+            Ok(opened) => opened,
+            Err(err) => {
+                for at in wanted {
+                    answers[at] = InRegistry::Unknown(err.with_causes());
+                }
+                return answers;
+            }
+        };
+    for at in wanted {
+        let Ok(name) = ImageName::parse(&pod.containers[at].image) else {
+            continue;
+        };
+        let reference = name
+            .digest
+            .clone()
+            .unwrap_or_else(|| name.tag_or_default().to_string());
+        answers[at] = match client.manifest(&name.path, &reference).await {
+            Ok(None) => InRegistry::Absent,
+            Ok(Some(manifest)) => InRegistry::Present {
+                platforms: platforms_of(&manifest.bytes),
+            },
+            Err(err) => InRegistry::Unknown(err.with_causes()),
+        };
+    }
+    answers
+}
+
+/// Without a registry, for each failing container named by a tag: whether the pod's node holds
+/// it, asked as ls asks (`ctr images ls` in each node of a kind, k3d or minikube cluster, or
+/// through microk8s's and k3s's own `ctr` on their local node).
+pub(super) async fn node_answers(
+    discovered: &Discovered,
+    cluster: &Cluster,
+    pod: &PodFacts,
+    bound: std::time::Duration,
+) -> Vec<OnNode> {
+    let mut answers = vec![OnNode::NotAsked; pod.containers.len()];
+    let Some(node) = pod
+        .node
+        .as_deref()
+        .filter(|_| discovered.registry.is_none())
+    else {
+        return answers;
+    };
+    let wanted: Vec<(usize, String)> = pod
+        .containers
+        .iter()
+        .enumerate()
+        .filter(|(_, container)| matches!(container.state, ContainerState::Waiting { .. }))
+        .filter_map(|(at, container)| {
+            let name = ImageName::parse(&container.image).ok()?;
+            name.digest.is_none().then(|| (at, name.normalized()))
+        })
+        .collect();
+    if wanted.is_empty() {
+        return answers;
+    }
+    let held = match what_the_node_holds(cluster, node, bound).await {
+        Ok(held) => held,
+        Err(why) => {
+            for (at, _) in wanted {
+                answers[at] = OnNode::Unknown(why.clone());
+            }
+            return answers;
+        }
+    };
+    for (at, normalized) in wanted {
+        answers[at] = if held.contains(&normalized) {
+            OnNode::Holds
+        } else {
+            OnNode::Lacks(normalized)
+        };
+    }
+    answers
+}
+
+/// The image names in `node`'s containerd.
+async fn what_the_node_holds(
+    cluster: &Cluster,
+    node: &str,
+    bound: std::time::Duration,
+) -> std::result::Result<Vec<String>, String> {
+    let nodes = cluster
+        .nodes()
+        .await
+        .map_err(|err| err.message().to_string())?;
+    let product = product::detect(cluster.facts(), &nodes);
+    let access = node_cluster(&product, &nodes, bound).map_err(|err| err.message().to_string())?;
+    let listed = nodes::node_names(&access).await?;
+    listed
+        .into_iter()
+        .find(|(name, _)| name == node)
+        .map(|(_, names)| names)
+        .ok_or_else(|| {
+            format!(
+                "node {node} is not among the nodes {} lists",
+                product.target_phrase()
+            )
+        })
+}
+
+/// The platforms an index lists (`linux/arm64`); empty for a single manifest.
+fn platforms_of(bytes: &[u8]) -> Vec<String> {
+    let Ok(parsed) = parse_manifest(bytes) else {
+        return Vec::new();
+    };
+    if !parsed.is_index() {
+        return Vec::new();
+    }
+    parsed
+        .children()
+        .iter()
+        .filter(|child| !child.is_attachment())
+        .filter_map(|child| child.platform())
+        .map(|platform| platform.to_string())
+        .collect()
+}

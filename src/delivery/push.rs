@@ -373,7 +373,9 @@ async fn push_to_registry(
 
 /// An OpenShift route whose certificate we do not trust: say how to get its CA.
 fn with_ingress_hint(err: Error, registry: &LocalRegistry) -> Error {
-    let openshift_route = registry.source == RegistrySource::Openshift;
+    // A route-less registry is tunnelled to: its certificate is the service CA's, not ingress's.
+    let openshift_route =
+        registry.source == RegistrySource::Openshift && registry.service.is_none();
     if openshift_route && registry::is_untrusted_certificate(&err) {
         err.with_hint(INGRESS_CA_HINT)
     } else {

@@ -171,7 +171,7 @@ fn ca_file_adds_the_ca_and_without_it_the_certificate_is_not_trusted_nor_downgra
     assert!(
         untrusted
             .stderr
-            .contains("pass --ca-file with the CA that signed the registry's certificate"),
+            .contains("pass --ca-file with the CA that signed the registry's certificate, or --insecure to skip the check; the cluster publishes no service CA (ConfigMap openshift-service-ca.crt) in the Service's namespace"),
         "{}",
         untrusted.stderr
     );
@@ -247,6 +247,22 @@ fn a_registry_answering_plain_http_is_spoken_to_in_plain_http() {
         run.stderr.contains(&format!("tunnel: the registry behind Service dev/registry port 5000 is spoken to as {SERVICE_NAME} in plain HTTP: it answered our TLS hello in plain HTTP")),
         "{}",
         run.stderr
+    );
+    // A system without CA certificates (a slim container) still tries TLS and falls back.
+    let nothing = bench.path("no-certificates");
+    std::fs::create_dir(&nothing).unwrap();
+    let slim = bench.run(
+        bench
+            .cmd()
+            .env("SSL_CERT_FILE", nothing.join("absent.pem"))
+            .env("SSL_CERT_DIR", &nothing)
+            .args(["push", path.as_str(), "--tag", "slim:v1"]),
+    );
+    assert_eq!(slim.code, 0, "{}", slim.stderr);
+    let (_, digest) = bench.landed("slim:v1");
+    assert_eq!(
+        slim.stdout,
+        format!("{SERVICE_NAME}:5000/slim:v1@{digest}\n")
     );
 }
 

@@ -228,7 +228,14 @@ fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
     let with_system_roots = match crate::tls_roots::system_roots() {
         // The roots this process already read: reqwest's own verifier would read them again.
         Some(roots) => {
-            if roots.is_empty() && scheme == Scheme::Https && extra_roots.is_empty() {
+            // Through a tunnel the registry may answer in plain HTTP (minikube's addon): a
+            // TLS one fails its handshake as untrusted, as a loopback one does.
+            let may_be_plain = options.tunnel.is_some();
+            if roots.is_empty()
+                && scheme == Scheme::Https
+                && extra_roots.is_empty()
+                && !may_be_plain
+            {
                 return Err(no_system_roots(
                     "no CA certificates were found on this system",
                 ));
@@ -323,17 +330,28 @@ pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
         Some(ConnectFailure::ServerSpeaksHttp) => (
             format!("{host} answered in plain HTTP, not HTTPS"),
             Some(if transport.has_ca_file {
-                format!("drop --ca-file: {host} does not use TLS (pass --insecure to allow plain HTTP to it)")
+                format!(
+                    "drop --ca-file: {host} does not use TLS (pass --insecure to allow plain HTTP to it)"
+                )
             } else {
                 format!("pass --insecure to allow plain HTTP to {host}")
             }),
         ),
         Some(ConnectFailure::UntrustedCertificate) => (
-            format!("the TLS certificate of {} is not trusted", transport.tls_peer()),
-            Some(
-                "pass --ca-file with the CA that signed the registry's certificate, or --insecure to skip the check"
-                    .to_string(),
+            format!(
+                "the TLS certificate of {} is not trusted",
+                transport.tls_peer()
             ),
+            Some(format!(
+                "pass --ca-file with the CA that signed the registry's certificate, or --insecure to skip the check{}",
+                match &transport.tunnel {
+                    Some(tunnel) if tunnel.has_service_ca() =>
+                        "; the cluster's service CA (ConfigMap openshift-service-ca.crt) did not sign it",
+                    Some(_) =>
+                        "; the cluster publishes no service CA (ConfigMap openshift-service-ca.crt) in the Service's namespace",
+                    None => "",
+                }
+            )),
         ),
         Some(ConnectFailure::WrongName) => {
             let presented = super::below_http::presented_names(&err);
@@ -351,7 +369,10 @@ pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
                     transport.tls_peer(),
                     super::below_http::utc_text(seconds)
                 ),
-                None => format!("the TLS certificate of {} has expired", transport.tls_peer()),
+                None => format!(
+                    "the TLS certificate of {} has expired",
+                    transport.tls_peer()
+                ),
             },
             Some(format!(
                 "renew the registry's certificate (whoever runs {host} can); \
@@ -367,10 +388,7 @@ pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
             format!("the TLS handshake with {} failed", transport.tls_peer()),
             Some("pass --ca-file with the registry's CA, or --insecure".to_string()),
         ),
-        Some(ConnectFailure::Dropped) => (
-            format!("the connection to {host} broke off"),
-            None,
-        ),
+        Some(ConnectFailure::Dropped) => (format!("the connection to {host} broke off"), None),
         Some(ConnectFailure::TimedOut) => (
             format!("the registry at {host} did not answer in time"),
             None,

@@ -96,7 +96,15 @@ class PortForwardApiServer:
     def _accept(self):
         while True:
             conn, _ = self.listener.accept()
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._serve_quietly, args=(conn,), daemon=True).start()
+
+    def _serve_quietly(self, conn):
+        # A client that ends (a push done, kubectl killed) resets what the relay still writes:
+        # the end of that connection, as for the real API server, not the bench's failure.
+        try:
+            self._serve(conn)
+        except OSError:
+            conn.close()
 
     def _serve(self, conn):
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -157,12 +165,12 @@ class PortForwardApiServer:
         pod.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def from_pod():
-            while True:
-                data = pod.recv(256 << 10)
-                if not data:
-                    break
-                send(2, b"\x00" + data)
             try:
+                while True:
+                    data = pod.recv(256 << 10)
+                    if not data:
+                        break
+                    send(2, b"\x00" + data)
                 send(8, b"")
             except OSError:
                 pass

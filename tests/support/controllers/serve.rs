@@ -8,10 +8,13 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::wire::{
-    api_groups, apps_group, apps_resources, authorization_resources, is_workload, kind_names,
-    named_in, query_value, respond_json, respond_text, status, strategic_merge,
+    is_workload, kind_names, named_in, query_value, respond_json, respond_text, status,
+    strategic_merge,
 };
 use super::{Controllers, watch};
+use crate::support::apiserver::discovery::{
+    api_groups, apps_group, apps_resources, authorization_resources,
+};
 
 impl Controllers {
     /// Answers the request when it is the controllers'; false to leave it to the rest.
@@ -27,7 +30,7 @@ impl Controllers {
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         let watching = query_value(query, "watch").is_some_and(|w| w == "true" || w == "1");
         let answer = match (method, segments.as_slice()) {
-            ("GET", ["apis"]) => (200, api_groups()),
+            ("GET", ["apis"]) => (200, api_groups(false, true)),
             ("GET", ["apis", "apps"]) => (200, apps_group()),
             ("GET", ["apis", "apps", "v1"]) => (200, apps_resources()),
             ("GET", ["apis", "authorization.k8s.io", "v1"]) => (200, authorization_resources()),

@@ -1,5 +1,6 @@
 //! The stand-in controllers' wire: kinds and their resources, query parameters, the strategic
-//! merge of a pod template patch, responses, and the discovery documents kubectl reads.
+//! merge of a pod template patch and responses (the discovery documents are the API server's,
+//! `apiserver::discovery`).
 
 use std::io::Write;
 
@@ -102,40 +103,4 @@ pub(super) fn respond_text(stream: &mut dyn Write, code: u16, body: &str) {
         body.len()
     );
     let _ = stream.flush();
-}
-
-pub(super) fn api_groups() -> Value {
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [apps_group(),
-        {"name": "authorization.k8s.io", "versions": [{"groupVersion": "authorization.k8s.io/v1", "version": "v1"}],
-         "preferredVersion": {"groupVersion": "authorization.k8s.io/v1", "version": "v1"}}]})
-}
-
-pub(super) fn apps_group() -> Value {
-    let version = json!({"groupVersion": "apps/v1", "version": "v1"});
-    json!({"kind": "APIGroup", "apiVersion": "v1", "name": "apps", "versions": [version], "preferredVersion": version})
-}
-
-pub(super) fn authorization_resources() -> Value {
-    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "authorization.k8s.io/v1", "resources": [
-        {"name": "selfsubjectaccessreviews", "singularName": "selfsubjectaccessreview", "namespaced": false,
-         "kind": "SelfSubjectAccessReview", "verbs": ["create"]},
-    ]})
-}
-
-pub(super) fn apps_resources() -> Value {
-    let verbs = json!([
-        "create",
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "update",
-        "watch"
-    ]);
-    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1", "resources": [
-        {"name": "deployments", "singularName": "deployment", "namespaced": true, "kind": "Deployment", "verbs": verbs, "shortNames": ["deploy"], "categories": ["all"]},
-        {"name": "statefulsets", "singularName": "statefulset", "namespaced": true, "kind": "StatefulSet", "verbs": verbs, "shortNames": ["sts"], "categories": ["all"]},
-        {"name": "daemonsets", "singularName": "daemonset", "namespaced": true, "kind": "DaemonSet", "verbs": verbs, "shortNames": ["ds"], "categories": ["all"]},
-    ]})
 }

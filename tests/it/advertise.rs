@@ -2,7 +2,7 @@
 //! the stand-in API server, the real kubectl and `info` read back what it wrote, and every refusal
 //! (bad input, RBAC, conflicts) says what to do.
 
-use snapbox::{assert_data_eq, str};
+use snapbox::str;
 
 use crate::support::apiserver::{ApiServer, unused_port};
 use crate::support::registry::TestRegistry;
@@ -64,6 +64,10 @@ fn advertise_creates_the_configmap_that_real_kubectl_and_info_read_back() {
             "--no-verify",
         ],
     );
+    run.assert_stdout(str![[r#"
+configmap/local-registry-hosting created
+
+"#]]);
     assert_eq!(
         (run.code, run.stdout.as_str(), run.stderr.as_str()),
         (0, "configmap/local-registry-hosting created\n", "")
@@ -107,6 +111,33 @@ metadata:
 "#
     );
     let info = plugin(&server, &["info", "-o", "json"]);
+    info.assert_stdout(str![[r#"
+{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": {
+    "host": "localhost:5001",
+    "hostFromContainerRuntime": "kind-registry:5000",
+    "hostFromClusterNetwork": "kind-registry:5000",
+    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+    "source": "configmap"
+  },
+  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5001",
+    "description": "push to localhost:5001 and print refs on kind-registry:5000"
+  }
+}
+
+"#]]);
     let report: serde_json::Value = serde_json::from_str(&info.stdout).unwrap();
     assert_eq!(
         report["registry"],
@@ -130,6 +161,10 @@ fn an_existing_configmap_is_updated_and_keys_advertise_does_not_own_are_kept() {
         ])
         .start();
     let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
+    run.assert_stdout(str![[r#"
+configmap/local-registry-hosting configured
+
+"#]]);
     assert_eq!(
         (run.code, run.stdout.as_str(), run.stderr.as_str()),
         (0, "configmap/local-registry-hosting configured\n", "")
@@ -151,6 +186,10 @@ fn an_existing_configmap_is_updated_and_keys_advertise_does_not_own_are_kept() {
     );
 
     let again = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
+    again.assert_stdout(str![[r#"
+configmap/local-registry-hosting unchanged
+
+"#]]);
     assert_eq!(
         (again.code, again.stdout.as_str()),
         (0, "configmap/local-registry-hosting unchanged\n")
@@ -169,6 +208,10 @@ fn a_write_that_loses_a_race_is_retried_on_the_new_version_keeping_the_other_wri
         .concurrent_writes(2)
         .start();
     let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
+    run.assert_stdout(str![[r#"
+configmap/local-registry-hosting configured
+
+"#]]);
     assert_eq!(
         (run.code, run.stdout.as_str(), run.stderr.as_str()),
         (0, "configmap/local-registry-hosting configured\n", "")
@@ -196,9 +239,7 @@ fn a_configmap_that_keeps_changing_is_given_up_on_with_exit_3() {
         .concurrent_writes(5)
         .start();
     let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 error: writing ConfigMap kube-public/local-registry-hosting: it changed under us 5 times in a row
 hint: something else keeps rewriting it; find it (`kubectl -n kube-public get configmap local-registry-hosting -o yaml` shows its managedFields) and try again
 
@@ -213,9 +254,7 @@ fn a_forbidden_create_names_the_missing_permission_and_exits_3() {
         .forbid_verb("configmaps", "create")
         .start();
     let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 error: creating ConfigMap kube-public/local-registry-hosting: not allowed: the credentials of context "kind-dev" (http://127.0.0.1:[PORT]) may not create configmaps in namespace kube-public
 caused by: configmaps "local-registry-hosting" is forbidden: User "system:serviceaccount:default:dev" cannot create resource "configmaps" in API group "" in the namespace "kube-public"
 hint: advertising needs get, create, update and delete on configmaps in kube-public; `kubectl auth can-i create configmaps -n kube-public` checks it; a cluster admin can grant it with a Role and RoleBinding
@@ -253,9 +292,7 @@ fn a_forbidden_update_names_update() {
 fn hosts_and_help_links_discovery_would_refuse_are_usage_errors_before_any_request() {
     let server = ApiServer::builder().start();
     let run = plugin(&server, &["advertise", "http://localhost:5001"]);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 error: HOST is not usable
 caused by: "http://localhost:5001" is not a registry host[:port]: it starts with a scheme (http://); give the host alone
 hint: give host[:port] alone, e.g. localhost:5001 or registry:5000
@@ -306,9 +343,8 @@ fn dry_run_prints_a_configmap_the_real_kubectl_creates_and_writes_nothing() {
             "--no-verify",
         ],
     );
-    assert_eq!(
-        run.stdout,
-        r#"apiVersion: v1
+    run.assert_stdout(str![[r#"
+apiVersion: v1
 kind: ConfigMap
 metadata:
   name: local-registry-hosting
@@ -317,8 +353,8 @@ data:
   localRegistryHosting.v1: |
     host: "localhost:5001"
     help: "https://kind.sigs.k8s.io/docs/user/local-registry/"
-"#
-    );
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(server.requests(), Vec::<String>::new());
 
@@ -341,12 +377,20 @@ fn delete_removes_the_configmap_or_only_the_key_advertise_owns() {
         .hosting_v1("host: \"localhost:5001\"\n")
         .start();
     let run = plugin(&server, &["advertise", "--delete"]);
+    run.assert_stdout(str![[r#"
+configmap/local-registry-hosting deleted
+
+"#]]);
     assert_eq!(
         (run.code, run.stdout.as_str(), run.stderr.as_str()),
         (0, "configmap/local-registry-hosting deleted\n", "")
     );
     assert!(server.hosting_configmap().is_none());
     let again = plugin(&server, &["advertise", "--delete"]);
+    again.assert_stdout(str![[r#"
+configmap/local-registry-hosting unchanged (nothing was advertised)
+
+"#]]);
     assert_eq!(
         (again.code, again.stdout.as_str()),
         (
@@ -362,6 +406,10 @@ fn delete_removes_the_configmap_or_only_the_key_advertise_owns() {
         ])
         .start();
     let run = plugin(&shared, &["advertise", "--delete"]);
+    run.assert_stdout(str![[r#"
+configmap/local-registry-hosting configured
+
+"#]]);
     assert_eq!(
         (run.code, run.stdout.as_str()),
         (0, "configmap/local-registry-hosting configured\n")
@@ -374,7 +422,14 @@ fn delete_takes_no_host() {
     let server = ApiServer::builder().start();
     let run = plugin(&server, &["advertise", "localhost:5001", "--delete"]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
+    run.assert_stderr(str![[r#"
+error: the argument '[HOST[:PORT]]' cannot be used with '--delete'
+
+Usage: kubectl registry advertise <HOST[:PORT]>
+
+For more information, try '--help'.
+
+"#]]);
     assert_eq!(server.requests(), Vec::<String>::new());
 }
 
@@ -383,9 +438,11 @@ fn a_host_that_does_not_answer_like_a_registry_is_advertised_with_a_warning() {
     let server = ApiServer::builder().start();
     let host = format!("127.0.0.1:{}", unused_port());
     let run = plugin(&server, &["advertise", &host]);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stdout(str![[r#"
+configmap/local-registry-hosting created
+
+"#]]);
+    run.assert_stderr(str![[r#"
 warning: 127.0.0.1:[PORT] does not answer GET /v2/ like a registry from here (the registry at 127.0.0.1:[PORT] is down or not reachable from here: Connection refused (os error 111)); advertising it in ConfigMap kube-public/local-registry-hosting anyway (--no-verify skips this check)
 
 "#]]
@@ -401,6 +458,10 @@ fn a_real_registry_is_advertised_without_a_word() {
     let registry = TestRegistry::start();
     let server = ApiServer::builder().start();
     let run = plugin(&server, &["advertise", &registry.host()]);
+    run.assert_stdout(str![[r#"
+configmap/local-registry-hosting created
+
+"#]]);
     assert_eq!(
         (run.code, run.stdout.as_str(), run.stderr.as_str()),
         (0, "configmap/local-registry-hosting created\n", "")
@@ -429,6 +490,10 @@ fn keys_a_user_patched_in_with_real_kubectl_survive_advertise() {
         "",
     );
     let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
+    run.assert_stdout(str![[r#"
+configmap/local-registry-hosting configured
+
+"#]]);
     assert_eq!(
         (run.code, run.stdout.as_str()),
         (0, "configmap/local-registry-hosting configured\n")

@@ -4,7 +4,7 @@
 //! cut at the cap with memory bounded. The fault proxy stands between the binary and the
 //! stand-in API server, as a corporate proxy or a VPN gateway would.
 
-use snapbox::{assert_data_eq, str};
+use snapbox::str;
 use std::time::{Duration, Instant};
 
 use crate::support::apiserver::{ApiServer, StandInNode, kubeconfig_yaml};
@@ -62,9 +62,7 @@ fn a_login_page_where_the_api_server_should_be_is_named_as_a_web_page() {
         None,
     );
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 error: reading ConfigMap kube-public/local-registry-hosting: context "kind-dev" (http://127.0.0.1:[PORT]) is not answered by a Kubernetes API server: it answered 200 OK with a web page titled "Sign in – Corp Access", not the Kubernetes API
 hint: something else answers at that address (a login page of a proxy or VPN?): log in to it, or fix the server (or proxy-url) of the kubeconfig, then try `kubectl --context kind-dev get nodes`
 
@@ -116,9 +114,7 @@ fn an_api_server_that_never_answers_is_a_timeout_not_unreachable() {
     );
     let took = started.elapsed();
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 error: reading ConfigMap kube-public/local-registry-hosting: the API server of context "kind-dev" (http://127.0.0.1:[PORT]) did not answer within 15s
 hint: the connection was made but no answer came: is the cluster overloaded or stuck? `kubectl --context kind-dev get nodes` shows whether it answers
 

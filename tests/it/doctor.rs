@@ -219,19 +219,17 @@ fn an_api_server_that_is_down_fails_and_the_checks_after_it_say_why_they_did_not
         .kubeconfig_flag(&kubeconfig)
         .arg("doctor")
         .output();
-    assert_eq!(
-        run.stdout,
-        "\
+    run.assert_stdout(str![[r#"
 ✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
-✗ api-server: asking the API server its version: cannot reach the API server of context \"kind-dev\" (http://127.0.0.1:[PORT]): client error (Connect): tcp connect error: Connection refused (os error 111)
+✗ api-server: asking the API server its version: cannot reach the API server of context "kind-dev" (http://127.0.0.1:[PORT]): client error (Connect): tcp connect error: Connection refused (os error 111)
     hint: is the cluster running? `kubectl --context kind-dev get nodes` shows whether it answers
 – discovery: skipped: the cluster could not be read
 – registry: skipped: what the cluster advertises is not known
 – round-trip: skipped: what the cluster advertises is not known
 – nodes: skipped: what the cluster advertises is not known
 – node-load: skipped: what the cluster advertises is not known
-"
-    );
+
+"#]]);
     assert_eq!(run.code, 3);
 }
 

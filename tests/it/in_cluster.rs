@@ -8,6 +8,7 @@ use crate::support::fixtures::{Format, Image};
 use crate::support::push::{Bench, HELP, Outcome, RUNTIME_HOST, clean_run};
 use crate::support::registry::{TestRegistry, make_certificates};
 use crate::support::run::{Run, redactions};
+use snapbox::str;
 
 const SERVICE_ACCOUNT_TOKEN: &str = "pod-service-account-token";
 const CONFIGMAP_GET: &str = "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting";
@@ -205,16 +206,12 @@ fn a_missing_service_account_token_is_a_cluster_error_naming_the_file() {
     std::fs::remove_file(pod.bench.path("serviceaccount/token")).unwrap();
     let run = pod.run(&["info"]);
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: reading the pod's service account: [ROOT]/serviceaccount/token",
-            "caused by: No such file or directory (os error 2)",
-            "hint: a pod finds its service account in /var/run/secrets/kubernetes.io/serviceaccount \
-             unless the pod spec sets automountServiceAccountToken: false; or skip discovery with \
-             --registry HOST[:PORT]",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: reading the pod's service account: [ROOT]/serviceaccount/token
+caused by: No such file or directory (os error 2)
+hint: a pod finds its service account in /var/run/secrets/kubernetes.io/serviceaccount unless the pod spec sets automountServiceAccountToken: false; or skip discovery with --registry HOST[:PORT]
+
+"#]]);
     assert!(pod.bench.api.requests().is_empty());
 }
 

@@ -1,7 +1,7 @@
 //! `kubectl registry info` end to end: the built binary against the stand-in API server, for each
 //! discovery source, their precedence, and every way reading the cluster can fail.
 
-use snapbox::{assert_data_eq, str};
+use snapbox::str;
 use std::path::Path;
 
 use crate::support::apiserver::{ApiServer, StandInNode, kubeconfig_yaml, unused_port};
@@ -50,10 +50,8 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_text() {
         .node(kind_node("dev"))
         .start();
     let run = info(&server, "kind-dev", &[]);
-    assert_data_eq!(run.stderr, str![]);
-    assert_data_eq!(
-        run.stdout,
-        str![[r#"
+    run.assert_stderr(str![]);
+    run.assert_stdout(str![[r#"
 context:              kind-dev
 cluster:              kind-dev
 server:               http://127.0.0.1:[PORT]
@@ -66,8 +64,7 @@ source:               ConfigMap kube-public/local-registry-hosting (KEP-1755)
 network:              host (outside the cluster: a kubeconfig context)
 push:                 push to localhost:5001 and print refs on localhost:5001
 
-"#]]
-    );
+"#]]);
     assert_eq!(run.code, 0);
     assert_eq!(
         server.requests(),
@@ -83,9 +80,8 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_json() {
         .node(kind_node("dev"))
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
-    assert_eq!(
-        run.stdout,
-        r#"{
+    run.assert_stdout(str![[r#"
+{
   "context": "kind-dev",
   "cluster": "kind-dev",
   "server": "http://127.0.0.1:[PORT]",
@@ -109,8 +105,8 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_json() {
     "description": "push to localhost:5001 and print refs on localhost:5001"
   }
 }
-"#
-    );
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 }
 
@@ -120,6 +116,33 @@ fn every_configmap_field_is_reported_and_json_values_are_read() {
         .hosting_v1(r#"{"host": "localhost:5000", "hostFromContainerRuntime": "registry.localhost:5000", "hostFromClusterNetwork": "k3d-registry:5000", "somethingNew": true}"#)
         .start();
     let run = info(&server, "k3d-dev", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "k3d-dev",
+  "cluster": "k3d-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "k3d",
+    "clusterName": "dev"
+  },
+  "registry": {
+    "host": "localhost:5000",
+    "hostFromContainerRuntime": "registry.localhost:5000",
+    "hostFromClusterNetwork": "k3d-registry:5000",
+    "help": null,
+    "source": "configmap"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5000",
+    "description": "push to localhost:5000 and print refs on registry.localhost:5000"
+  }
+}
+
+"#]]);
     assert_eq!(
         json(&run)["registry"],
         serde_json::json!({
@@ -131,11 +154,20 @@ fn every_configmap_field_is_reported_and_json_values_are_read() {
         })
     );
     let text = info(&server, "k3d-dev", &[]);
-    assert!(
-        text.stdout.contains("runtime host:         registry.localhost:5000\ncluster-network host: k3d-registry:5000\nhelp:                 (none)\n"),
-        "{}",
-        text.stdout
-    );
+    text.assert_stdout(str![[r#"
+context:              k3d-dev
+cluster:              k3d-dev
+server:               http://127.0.0.1:[PORT]
+product:              k3d (cluster "dev")
+registry host:        localhost:5000
+runtime host:         registry.localhost:5000
+cluster-network host: k3d-registry:5000
+help:                 (none)
+source:               ConfigMap kube-public/local-registry-hosting (KEP-1755)
+network:              host (outside the cluster: a kubeconfig context)
+push:                 push to localhost:5000 and print refs on registry.localhost:5000
+
+"#]]);
     assert_eq!((run.code, text.code), (0, 0));
 }
 
@@ -145,10 +177,35 @@ fn a_scheme_in_the_configmap_host_is_stripped_with_a_warning() {
         .hosting_v1("host: http://localhost:5000\n")
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": {
+    "host": "localhost:5000",
+    "hostFromContainerRuntime": "localhost:5000",
+    "hostFromClusterNetwork": null,
+    "help": null,
+    "source": "configmap"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5000",
+    "description": "push to localhost:5000 and print refs on localhost:5000"
+  }
+}
+
+"#]]);
     assert_eq!(json(&run)["registry"]["host"], "localhost:5000");
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 warning: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1, field host "http://localhost:5000" has a scheme (http://); using localhost:5000
 
 "#]]
@@ -168,6 +225,33 @@ fn node_annotations_name_the_registry_when_no_configmap_does() {
         .microk8s_registry_service(32000)
         .start();
     let run = info(&server, "k3d-dev", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "k3d-dev",
+  "cluster": "k3d-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "k3d",
+    "clusterName": "dev"
+  },
+  "registry": {
+    "host": "localhost:5005",
+    "hostFromContainerRuntime": "registry.local:5000",
+    "hostFromClusterNetwork": null,
+    "help": null,
+    "source": "annotation"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5005",
+    "description": "push to localhost:5005 and print refs on registry.local:5000"
+  }
+}
+
+"#]]);
     assert_eq!(
         json(&run)["registry"],
         serde_json::json!({
@@ -197,9 +281,7 @@ fn microk8s_registry_service_is_the_last_resort() {
         .microk8s_registry_service(32000)
         .start();
     let run = info(&server, "microk8s", &[]);
-    assert_data_eq!(
-        run.stdout,
-        str![[r#"
+    run.assert_stdout(str![[r#"
 context:              microk8s
 cluster:              microk8s
 server:               http://127.0.0.1:[PORT]
@@ -212,8 +294,7 @@ source:               Service container-registry/registry (microk8s registry add
 network:              host (outside the cluster: a kubeconfig context)
 push:                 push to localhost:32000 and print refs on localhost:32000
 
-"#]]
-    );
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
@@ -238,6 +319,33 @@ fn the_configmap_beats_annotations_and_the_service() {
         .microk8s_registry_service(32000)
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "kind"
+  },
+  "registry": {
+    "host": "localhost:5001",
+    "hostFromContainerRuntime": "localhost:5001",
+    "hostFromClusterNetwork": null,
+    "help": null,
+    "source": "configmap"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5001",
+    "description": "push to localhost:5001 and print refs on localhost:5001"
+  }
+}
+
+"#]]);
     assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
     assert_eq!(json(&run)["registry"]["source"], "configmap");
 }
@@ -252,6 +360,33 @@ fn annotations_beat_the_service() {
         .microk8s_registry_service(32000)
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "kind"
+  },
+  "registry": {
+    "host": "localhost:5002",
+    "hostFromContainerRuntime": "localhost:5002",
+    "hostFromClusterNetwork": null,
+    "help": null,
+    "source": "annotation"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5002",
+    "description": "push to localhost:5002 and print refs on localhost:5002"
+  }
+}
+
+"#]]);
     assert_eq!(json(&run)["registry"]["host"], "localhost:5002");
     assert_eq!(json(&run)["registry"]["source"], "annotation");
 }
@@ -276,9 +411,8 @@ fn flags_beat_everything_and_the_cluster_is_not_contacted() {
             ])
             .args(["info", "-o", "json"]),
     );
-    assert_eq!(
-        run.stdout,
-        r#"{
+    run.assert_stdout(str![[r#"
+{
   "context": "kind-dev",
   "cluster": "kind-dev",
   "server": "http://127.0.0.1:[PORT]",
@@ -299,8 +433,8 @@ fn flags_beat_everything_and_the_cluster_is_not_contacted() {
     "description": "push to registry.localhost:5001 and print refs on kind-registry:5000"
   }
 }
-"#
-    );
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(server.requests(), Vec::<String>::new());
 }
@@ -318,9 +452,7 @@ fn the_environment_beats_the_configmap_and_the_cluster_is_not_contacted() {
             .env("KUBECTL_REGISTRY_RUNTIME_HOST", "registry:6000")
             .arg("info"),
     );
-    assert_data_eq!(
-        run.stdout,
-        str![[r#"
+    run.assert_stdout(str![[r#"
 context:              kind-dev
 cluster:              kind-dev
 server:               http://127.0.0.1:[PORT]
@@ -333,8 +465,7 @@ source:               KUBECTL_REGISTRY_HOST environment variable
 network:              host (the registry was named, not discovered)
 push:                 push to localhost:6000 and print refs on registry:6000
 
-"#]]
-    );
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(server.requests(), Vec::<String>::new());
 }
@@ -347,9 +478,8 @@ fn the_registry_flag_needs_no_kubeconfig_at_all() {
             .env("KUBECONFIG", home.path().join("missing"))
             .args(["--registry", "localhost:5001", "info", "-o", "json"]),
     );
-    assert_eq!(
-        run.stdout,
-        r#"{
+    run.assert_stdout(str![[r#"
+{
   "context": null,
   "cluster": null,
   "server": null,
@@ -370,10 +500,24 @@ fn the_registry_flag_needs_no_kubeconfig_at_all() {
     "description": "push to localhost:5001 and print refs on localhost:5001"
   }
 }
-"#
-    );
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     let text = outcome(registry_cmd(home.path()).args(["--registry", "localhost:5001", "info"]));
+    text.assert_stdout(str![[r#"
+context:              (none)
+cluster:              (none)
+server:               (none)
+product:              (not detected: the cluster was not contacted)
+registry host:        localhost:5001
+runtime host:         localhost:5001
+cluster-network host: (not advertised)
+help:                 (none)
+source:               --registry flag
+network:              host (the registry was named, not discovered)
+push:                 push to localhost:5001 and print refs on localhost:5001
+
+"#]]);
     assert_eq!(
         text.stdout.lines().take(4).collect::<Vec<_>>(),
         vec![
@@ -391,16 +535,13 @@ fn a_bad_registry_flag_is_a_usage_error() {
     let home = TempDir::new().unwrap();
     let run =
         outcome(registry_cmd(home.path()).args(["--registry", "localhost:5001/team", "info"]));
-    assert_data_eq!(run.stdout, str![]);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stdout(str![]);
+    run.assert_stderr(str![[r#"
 error: --registry "localhost:5001/team" is not a registry host
 caused by: "localhost:5001/team" is not a registry host[:port]: it has a path (/team)
 hint: give host[:port], for example localhost:5001 or [::1]:5001
 
-"#]]
-    );
+"#]]);
     assert_eq!(run.code, 2);
 }
 
@@ -412,31 +553,24 @@ fn kind_node(cluster: &str) -> StandInNode {
         .label("node-role.kubernetes.io/control-plane", "")
 }
 
-const NONE_ADVERTISED: &str = "\
-No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
-OpenShift's image config, node annotations or a microk8s registry Service names one.
-";
-
 #[test]
 fn kind_without_a_registry_loads_with_kind_load_naming_the_cluster() {
     let server = ApiServer::builder().node(kind_node("dev")).start();
     let run = info(&server, "kind-dev", &[]);
-    assert_eq!(
-        run.stdout,
-        format!(
-            "\
+    run.assert_stdout(str![[r#"
 context:              kind-dev
 cluster:              kind-dev
 server:               http://127.0.0.1:[PORT]
-product:              kind (cluster \"dev\")
+product:              kind (cluster "dev")
 registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
-push:                 load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`
+push:                 load the image into the nodes of kind cluster "dev": `kind load image-archive <archive> --name dev`
 
-{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://kind.sigs.k8s.io/docs/user/local-registry/
-"
-        )
-    );
+No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
+OpenShift's image config, node annotations or a microk8s registry Service names one.
+tip: give the cluster a registry and push uses it instead: https://kind.sigs.k8s.io/docs/user/local-registry/
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
@@ -451,9 +585,8 @@ push:                 load the image into the nodes of kind cluster \"dev\": `ki
     );
 
     let run = info(&server, "kind-dev", &["-o", "json"]);
-    assert_eq!(
-        run.stdout,
-        r#"{
+    run.assert_stdout(str![[r#"
+{
   "context": "kind-dev",
   "cluster": "kind-dev",
   "server": "http://127.0.0.1:[PORT]",
@@ -471,8 +604,8 @@ push:                 load the image into the nodes of kind cluster \"dev\": `ki
     "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
   }
 }
-"#
-    );
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 }
 
@@ -480,6 +613,27 @@ push:                 load the image into the nodes of kind cluster \"dev\": `ki
 fn node_facts_name_the_product_when_the_context_was_renamed() {
     let server = ApiServer::builder().node(kind_node("dev")).start();
     let run = info(&server, "work", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "work",
+  "cluster": "work",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": null,
+  "registryGuide": null,
+  "push": {
+    "method": "node-load",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
+    "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
+  }
+}
+
+"#]]);
     assert_eq!(
         json(&run)["product"],
         serde_json::json!({"kind": "kind", "clusterName": "dev"})
@@ -501,25 +655,44 @@ fn k3d_without_a_registry_imports_into_the_named_cluster() {
         )
         .start();
     let run = info(&server, "k3d-dev", &[]);
-    assert_eq!(
-        run.stdout,
-        format!(
-            "\
+    run.assert_stdout(str![[r#"
 context:              k3d-dev
 cluster:              k3d-dev
 server:               http://127.0.0.1:[PORT]
-product:              k3d (cluster \"dev\")
+product:              k3d (cluster "dev")
 registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
-push:                 load the image into the nodes of k3d cluster \"dev\": `k3d image import <archive> -c dev`
+push:                 load the image into the nodes of k3d cluster "dev": `k3d image import <archive> -c dev`
 
-{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://k3d.io/stable/usage/registries/
-"
-        )
-    );
+No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
+OpenShift's image config, node annotations or a microk8s registry Service names one.
+tip: give the cluster a registry and push uses it instead: https://k3d.io/stable/usage/registries/
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 
     let run = info(&server, "k3d-dev", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "k3d-dev",
+  "cluster": "k3d-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "k3d",
+    "clusterName": "dev"
+  },
+  "registry": null,
+  "registryGuide": null,
+  "push": {
+    "method": "node-load",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
+    "description": "load the image into the nodes of k3d cluster \"dev\": `k3d image import <archive> -c dev`"
+  }
+}
+
+"#]]);
     assert_eq!(
         (&json(&run)["product"], &json(&run)["push"]),
         (
@@ -541,25 +714,44 @@ fn minikube_without_a_registry_loads_into_the_profile() {
         .node(StandInNode::new("minikube").label("minikube.k8s.io/name", "minikube"))
         .start();
     let run = info(&server, "minikube", &[]);
-    assert_eq!(
-        run.stdout,
-        format!(
-            "\
+    run.assert_stdout(str![[r#"
 context:              minikube
 cluster:              minikube
 server:               http://127.0.0.1:[PORT]
-product:              minikube (profile \"minikube\")
+product:              minikube (profile "minikube")
 registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
-push:                 load the image into the nodes of minikube profile \"minikube\": `minikube image load <archive> -p minikube`
+push:                 load the image into the nodes of minikube profile "minikube": `minikube image load <archive> -p minikube`
 
-{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://minikube.sigs.k8s.io/docs/handbook/registry/
-"
-        )
-    );
+No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
+OpenShift's image config, node annotations or a microk8s registry Service names one.
+tip: give the cluster a registry and push uses it instead: https://minikube.sigs.k8s.io/docs/handbook/registry/
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 
     let run = info(&server, "minikube", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "minikube",
+  "cluster": "minikube",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "minikube",
+    "clusterName": "minikube"
+  },
+  "registry": null,
+  "registryGuide": null,
+  "push": {
+    "method": "node-load",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
+    "description": "load the image into the nodes of minikube profile \"minikube\": `minikube image load <archive> -p minikube`"
+  }
+}
+
+"#]]);
     assert_eq!(
         (&json(&run)["product"], &json(&run)["push"]["method"]),
         (
@@ -575,10 +767,7 @@ fn microk8s_without_its_registry_addon_imports_on_every_node() {
         .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
         .start();
     let run = info(&server, "microk8s", &[]);
-    assert_eq!(
-        run.stdout,
-        format!(
-            "\
+    run.assert_stdout(str![[r#"
 context:              microk8s
 cluster:              microk8s
 server:               http://127.0.0.1:[PORT]
@@ -587,13 +776,35 @@ registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
 push:                 load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25
 
-{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://microk8s.io/docs/registry-built-in
-"
-        )
-    );
+No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
+OpenShift's image config, node annotations or a microk8s registry Service names one.
+tip: give the cluster a registry and push uses it instead: https://microk8s.io/docs/registry-built-in
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 
     let run = info(&server, "microk8s", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "microk8s",
+  "cluster": "microk8s",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "microk8s",
+    "clusterName": null
+  },
+  "registry": null,
+  "registryGuide": null,
+  "push": {
+    "method": "node-load",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
+    "description": "load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25"
+  }
+}
+
+"#]]);
     assert_eq!(
         json(&run)["product"],
         serde_json::json!({"kind": "microk8s", "clusterName": null})
@@ -607,9 +818,8 @@ fn microk8s_with_its_registry_addon_pushes_there_as_json() {
         .microk8s_registry_service(32000)
         .start();
     let run = info(&server, "microk8s", &["-o", "json"]);
-    assert_eq!(
-        run.stdout,
-        r#"{
+    run.assert_stdout(str![[r#"
+{
   "context": "microk8s",
   "cluster": "microk8s",
   "server": "http://127.0.0.1:[PORT]",
@@ -633,8 +843,8 @@ fn microk8s_with_its_registry_addon_pushes_there_as_json() {
     "description": "push to localhost:32000 and print refs on localhost:32000"
   }
 }
-"#
-    );
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
@@ -654,10 +864,7 @@ fn docker_desktop_without_a_registry_loads_into_the_local_docker_store() {
         .node(StandInNode::new("docker-desktop"))
         .start();
     let run = info(&server, "docker-desktop", &[]);
-    assert_eq!(
-        run.stdout,
-        format!(
-            "\
+    run.assert_stdout(str![[r#"
 context:              docker-desktop
 cluster:              docker-desktop
 server:               http://127.0.0.1:[PORT]
@@ -666,10 +873,11 @@ registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
 push:                 load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`
 
-{NONE_ADVERTISED}tip: give the cluster a registry and push uses it instead: https://docs.docker.com/desktop/features/kubernetes/
-"
-        )
-    );
+No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
+OpenShift's image config, node annotations or a microk8s registry Service names one.
+tip: give the cluster a registry and push uses it instead: https://docs.docker.com/desktop/features/kubernetes/
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
@@ -683,6 +891,27 @@ push:                 load the image into the local docker image store (docker's
     );
 
     let run = info(&server, "docker-desktop", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "docker-desktop",
+  "cluster": "docker-desktop",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "docker-desktop",
+    "clusterName": null
+  },
+  "registry": null,
+  "registryGuide": null,
+  "push": {
+    "method": "node-load",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
+    "description": "load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`"
+  }
+}
+
+"#]]);
     assert_eq!(
         json(&run),
         serde_json::json!({
@@ -710,10 +939,7 @@ fn an_unknown_cluster_without_a_registry_says_push_would_fail_and_the_ways_out()
         .node(StandInNode::new("node-1"))
         .start();
     let run = info(&server, "work", &[]);
-    assert_eq!(
-        run.stdout,
-        format!(
-            "\
+    run.assert_stdout(str![[r#"
 context:              work
 cluster:              work
 server:               http://127.0.0.1:[PORT]
@@ -722,14 +948,15 @@ registry:             none advertised
 network:              host (outside the cluster: a kubeconfig context)
 push:                 fail: no registry is advertised and no way to load images into this cluster's nodes is known
 
-{NONE_ADVERTISED}Ways out:
+No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
+OpenShift's image config, node annotations or a microk8s registry Service names one.
+Ways out:
   - run a registry that advertises itself in that ConfigMap (KEP-1755):
     https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry
   - or name one: --registry HOST[:PORT] (or KUBECTL_REGISTRY_HOST)
-  - or load the image your own way: push --load-command 'PROGRAM ARGS... {{archive}}'
-"
-        )
-    );
+  - or load the image your own way: push --load-command 'PROGRAM ARGS... {archive}'
+
+"#]]);
     assert_eq!(
         (run.code, run.stderr.as_str()),
         (0, ""),
@@ -747,6 +974,27 @@ push:                 fail: no registry is advertised and no way to load images 
     );
 
     let run = info(&server, "work", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "work",
+  "cluster": "work",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "unknown",
+    "clusterName": null
+  },
+  "registry": null,
+  "registryGuide": null,
+  "push": {
+    "method": "none",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
+    "description": "fail: no registry is advertised and no way to load images into this cluster's nodes is known"
+  }
+}
+
+"#]]);
     assert_eq!(
         json(&run),
         serde_json::json!({
@@ -775,6 +1023,20 @@ fn forbidden_nodes_leave_the_kubeconfig_names_to_tell_the_product() {
         .node(kind_node("other"))
         .start();
     let run = info(&server, "kind-dev", &["-v"]);
+    run.assert_stdout(str![[r#"
+context:              kind-dev
+cluster:              kind-dev
+server:               http://127.0.0.1:[PORT]
+product:              kind (cluster "dev")
+registry:             none advertised
+network:              host (outside the cluster: a kubeconfig context)
+push:                 load the image into the nodes of kind cluster "dev": `kind load image-archive <archive> --name dev`
+
+No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
+OpenShift's image config, node annotations or a microk8s registry Service names one.
+tip: give the cluster a registry and push uses it instead: https://kind.sigs.k8s.io/docs/user/local-registry/
+
+"#]]);
     assert_eq!(
         run.stdout.lines().nth(3),
         Some("product:              kind (cluster \"dev\")"),
@@ -787,9 +1049,7 @@ fn forbidden_nodes_leave_the_kubeconfig_names_to_tell_the_product() {
             "push:                 load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
         )
     );
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 ConfigMap kube-public/local-registry-hosting not found
 no readable Service kube-system/registry of minikube's registry addon
 no readable images.config.openshift.io/cluster (not OpenShift)
@@ -797,8 +1057,7 @@ listing nodes is not allowed here; no node facts
 no readable Service container-registry/registry (microk8s registry addon)
 no node facts, so the product is told from the kubeconfig's names alone
 
-"#]]
-    );
+"#]]);
     assert_eq!(run.code, 0);
     assert_eq!(
         server.requests(),
@@ -812,6 +1071,27 @@ no node facts, so the product is told from the kubeconfig's names alone
     );
 
     let renamed = info(&server, "work", &["-o", "json"]);
+    renamed.assert_stdout(str![[r#"
+{
+  "context": "work",
+  "cluster": "work",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "unknown",
+    "clusterName": null
+  },
+  "registry": null,
+  "registryGuide": null,
+  "push": {
+    "method": "none",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
+    "description": "fail: no registry is advertised and no way to load images into this cluster's nodes is known"
+  }
+}
+
+"#]]);
     assert_eq!(
         (
             &json(&renamed)["product"],
@@ -834,6 +1114,27 @@ fn forbidden_reads_mean_none_advertised() {
         .forbid("services")
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": null,
+  "registryGuide": null,
+  "push": {
+    "method": "node-load",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
+    "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
+  }
+}
+
+"#]]);
     assert_eq!(json(&run)["registry"], serde_json::Value::Null);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
@@ -858,6 +1159,33 @@ fn a_forbidden_configmap_falls_through_to_the_annotations() {
         )
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "kind"
+  },
+  "registry": {
+    "host": "localhost:5002",
+    "hostFromContainerRuntime": "localhost:5002",
+    "hostFromClusterNetwork": null,
+    "help": null,
+    "source": "annotation"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5002",
+    "description": "push to localhost:5002 and print refs on localhost:5002"
+  }
+}
+
+"#]]);
     assert_eq!(json(&run)["registry"]["source"], "annotation");
     assert_eq!(run.code, 0);
 }
@@ -871,10 +1199,29 @@ fn a_v2_key_alone_is_none_understood_with_a_warning() {
         )])
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": null,
+  "registryGuide": null,
+  "push": {
+    "method": "node-load",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
+    "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
+  }
+}
+
+"#]]);
     assert_eq!(json(&run)["registry"], serde_json::Value::Null);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 warning: ConfigMap kube-public/local-registry-hosting only has localRegistryHosting.v2, a version this kubectl-registry does not understand (it reads localRegistryHosting.v1); treating the registry as not advertised
 
 "#]]
@@ -891,12 +1238,37 @@ fn a_v2_key_beside_v1_is_a_debug_note_only() {
         ])
         .start();
     let quiet = info(&server, "kind-dev", &["-o", "json"]);
+    quiet.assert_stdout(str![[r#"
+{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": {
+    "host": "localhost:5001",
+    "hostFromContainerRuntime": "localhost:5001",
+    "hostFromClusterNetwork": null,
+    "help": null,
+    "source": "configmap"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5001",
+    "description": "push to localhost:5001 and print refs on localhost:5001"
+  }
+}
+
+"#]]);
     assert_eq!(json(&quiet)["registry"]["host"], "localhost:5001");
     assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
     let verbose = info(&server, "kind-dev", &["-o", "json", "-v"]);
-    assert_data_eq!(
-        verbose.stderr,
-        str![[r#"
+    verbose.assert_stderr(str![[r#"
 ignoring localRegistryHosting.v2 of ConfigMap kube-public/local-registry-hosting: newer than this kubectl-registry understands; reading localRegistryHosting.v1
 no node facts, so the product is told from the kubeconfig's names alone
 
@@ -910,10 +1282,8 @@ fn a_malformed_configmap_host_is_an_error_with_the_help_link() {
         .hosting_v1("host: localhost:5001/v2\nhostFromClusterNetwork: kind-registry:5000\nhelp: https://kind.sigs.k8s.io/docs/user/local-registry/\n")
         .start();
     let run = info(&server, "kind-dev", &[]);
-    assert_data_eq!(run.stdout, str![]);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stdout(str![]);
+    run.assert_stderr(str![[r#"
 error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is not a registry host
 caused by: "localhost:5001/v2" is not a registry host[:port]: it has a path (/v2)
 hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/ (or skip discovery with --registry HOST[:PORT])
@@ -934,9 +1304,7 @@ fn microk8s_help_only_configmap_advertises_no_registry_and_shows_how_to_set_one_
         .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
         .start();
     let run = info(&server, "microk8s", &[]);
-    assert_data_eq!(
-        run.stdout,
-        str![[r#"
+    run.assert_stdout(str![[r#"
 context:              microk8s
 cluster:              microk8s
 server:               http://127.0.0.1:[PORT]
@@ -956,6 +1324,27 @@ tip: give the cluster a registry and push uses it instead: https://microk8s.io/d
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 
     let run = info(&server, "microk8s", &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "context": "microk8s",
+  "cluster": "microk8s",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "microk8s",
+    "clusterName": null
+  },
+  "registry": null,
+  "registryGuide": "https://microk8s.io/docs/registry-built-in",
+  "push": {
+    "method": "node-load",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": null,
+    "description": "load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25"
+  }
+}
+
+"#]]);
     let report = json(&run);
     assert_eq!(report["registry"], serde_json::Value::Null);
     assert_eq!(
@@ -1001,7 +1390,7 @@ fn invalid_yaml_in_the_configmap_is_an_error_naming_the_key() {
         .hosting_v1("host: [localhost:5001\n")
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
-    assert_data_eq!(run.stdout, str![]);
+    run.assert_stdout(str![]);
     let lines: Vec<&str> = run.stderr.lines().collect();
     assert_eq!(
         lines[0],
@@ -1023,9 +1412,7 @@ fn a_hostile_host_in_the_configmap_is_an_error_naming_the_field() {
         .hosting_v1("host: localhost:5001\nhostFromContainerRuntime: \"admin:pw@registry:5000\"\n")
         .start();
     let run = info(&server, "kind-dev", &[]);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field hostFromContainerRuntime is not a registry host
 caused by: "admin:xxxxx@registry:5000" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json
 hint: fix it with `kubectl -n kube-public edit configmap local-registry-hosting`, or skip discovery with --registry HOST[:PORT]
@@ -1078,6 +1465,33 @@ fn the_context_flag_picks_among_merged_kubeconfig_files() {
         "-o",
         "json",
     ]));
+    run.assert_stdout(str![[r#"
+{
+  "context": "microk8s",
+  "cluster": "microk8s-cluster",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "microk8s",
+    "clusterName": null
+  },
+  "registry": {
+    "host": "localhost:32000",
+    "hostFromContainerRuntime": "localhost:32000",
+    "hostFromClusterNetwork": null,
+    "help": null,
+    "source": "microk8s-service"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:32000",
+    "description": "push to localhost:32000 and print refs on localhost:32000"
+  }
+}
+
+"#]]);
     assert_eq!(json(&run)["context"], "microk8s");
     assert_eq!(json(&run)["cluster"], "microk8s-cluster");
     assert_eq!(json(&run)["registry"]["host"], "localhost:32000");
@@ -1147,6 +1561,33 @@ fn a_kubeconfig_list_with_a_missing_file_uses_the_others() {
             .env("KUBECONFIG", &joined)
             .args(["info", "-o", "json"]),
     );
+    run.assert_stdout(str![[r#"
+{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": {
+    "host": "localhost:5001",
+    "hostFromContainerRuntime": "localhost:5001",
+    "hostFromClusterNetwork": null,
+    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+    "source": "configmap"
+  },
+  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5001",
+    "description": "push to localhost:5001 and print refs on localhost:5001"
+  }
+}
+
+"#]]);
     assert_eq!(json(&run)["context"], "kind-dev");
     assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
@@ -1163,6 +1604,33 @@ fn the_home_kubeconfig_is_the_default() {
     )
     .unwrap();
     let run = outcome(registry_cmd(home.path()).args(["info", "-o", "json"]));
+    run.assert_stdout(str![[r#"
+{
+  "context": "minikube",
+  "cluster": "minikube",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "minikube",
+    "clusterName": "minikube"
+  },
+  "registry": {
+    "host": "localhost:5001",
+    "hostFromContainerRuntime": "localhost:5001",
+    "hostFromClusterNetwork": null,
+    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+    "source": "configmap"
+  },
+  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5001",
+    "description": "push to localhost:5001 and print refs on localhost:5001"
+  }
+}
+
+"#]]);
     assert_eq!(json(&run)["context"], "minikube");
     assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
     assert_eq!(run.code, 0);
@@ -1184,9 +1652,7 @@ fn an_api_server_that_is_down_fails_naming_context_and_server() {
             .arg(&kubeconfig)
             .arg("info"),
     );
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context "kind-dev" (http://127.0.0.1:[PORT])
 caused by: client error (Connect)
 caused by: tcp connect error
@@ -1284,9 +1750,7 @@ fn a_failing_exec_credential_plugin_is_a_cluster_error() {
             .env("KUBECONFIG", &kubeconfig)
             .arg("info"),
     );
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 error: getting credentials for context "eks-dev" (http://127.0.0.1:[PORT]): the kubeconfig's exec credential plugin failed (exit status: 1)
 caused by: session expired: run sso login
 hint: log in again with that plugin's tool, then try `kubectl --context eks-dev get nodes`
@@ -1369,6 +1833,33 @@ fn https_proxy_is_never_used_for_a_loopback_api_server() {
             .env("https_proxy", &proxy)
             .args(["info", "-o", "json"]),
     );
+    run.assert_stdout(str![[r#"
+{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": {
+    "host": "localhost:5001",
+    "hostFromContainerRuntime": "localhost:5001",
+    "hostFromClusterNetwork": null,
+    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+    "source": "configmap"
+  },
+  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5001",
+    "description": "push to localhost:5001 and print refs on localhost:5001"
+  }
+}
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
     assert!(server.requests().contains(&CONFIGMAP_GET.to_string()));
@@ -1409,6 +1900,7 @@ fn text_from_the_api_server_and_the_configmap_is_printed_escaped() {
         .fail("configmaps", 500, hostile)
         .start();
     let run = info(&server, "kind-dev", &[]);
+    run.assert_stdout(str![]);
     assert_eq!(run.code, 3);
     assert!(
         run.stderr

@@ -1,10 +1,11 @@
 //! The real kubectl against the stand-in API server: proof the stand-in answers as a real one does,
 //! and `kubectl registry` run through kubectl's plugin mechanism.
 
+use snapbox::str;
 use std::path::{Path, PathBuf};
 
 use crate::support::apiserver::{ApiServer, StandInNode};
-use crate::support::run::{Outcome, Run, redact};
+use crate::support::run::{Outcome, Run};
 use tempfile::TempDir;
 
 const KIND_SCRIPT_V1: &str =
@@ -85,20 +86,20 @@ fn real_kubectl_reads_nodes_and_the_404_and_403_statuses() {
             "local-registry-hosting",
         ])
         .output();
-    assert_eq!(
-        missing.stderr,
-        "Error from server (NotFound): configmaps \"local-registry-hosting\" not found\n"
-    );
+    missing.assert_stderr(str![[r#"
+Error from server (NotFound): configmaps "local-registry-hosting" not found
+
+"#]]);
     assert_eq!(missing.code, 1);
 
     let forbidden = kubectl(home.path())
         .kubeconfig_flag(&kubeconfig)
         .args(["get", "service", "-n", "container-registry", "registry"])
         .output();
-    assert_eq!(
-        forbidden.stderr,
-        "Error from server (Forbidden): services \"registry\" is forbidden: User \"system:serviceaccount:default:dev\" cannot get resource \"services\" in API group \"\" in the namespace \"container-registry\"\n"
-    );
+    forbidden.assert_stderr(str![[r#"
+Error from server (Forbidden): services "registry" is forbidden: User "system:serviceaccount:default:dev" cannot get resource "services" in API group "" in the namespace "container-registry"
+
+"#]]);
 }
 
 #[test]
@@ -111,9 +112,8 @@ fn kubectl_runs_the_plugin_which_finds_kinds_registry() {
         .env("KUBECONFIG", &kubeconfig)
         .args(["registry", "info", "-o", "json"])
         .output();
-    assert_eq!(
-        output.stdout,
-        r#"{
+    output.assert_stdout(str![[r#"
+{
   "context": "kind-dev",
   "cluster": "kind-dev",
   "server": "http://127.0.0.1:[PORT]",
@@ -137,9 +137,9 @@ fn kubectl_runs_the_plugin_which_finds_kinds_registry() {
     "description": "push to localhost:5001 and print refs on localhost:5001"
   }
 }
-"#
-    );
-    assert_eq!(output.stderr, "");
+
+"#]]);
+    output.assert_stderr(str![]);
     assert_eq!(output.code, 0);
 }
 
@@ -154,12 +154,10 @@ fn kubectl_passes_the_plugins_own_flags_through() {
         .arg(&kubeconfig)
         .args(["--context", "kind-prod", "info"])
         .output();
-    assert_eq!(
-        output.stderr,
-        redact(&format!(
-            "error: context \"kind-prod\" is not in kubeconfig {}\nhint: contexts available: kind-dev; choose one with --context NAME\n",
-            kubeconfig.display()
-        ))
-    );
+    output.assert_stderr(str![[r#"
+error: context "kind-prod" is not in kubeconfig [ROOT]/kubeconfig
+hint: contexts available: kind-dev; choose one with --context NAME
+
+"#]]);
     assert_eq!(output.code, 3, "kubectl hands back the plugin's exit code");
 }

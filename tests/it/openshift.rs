@@ -3,6 +3,7 @@
 //! route through an auth front that answers as OpenShift's registry does, into the context's
 //! project, and the ref on the internal service name, pulled back whole by a real containerd.
 
+use snapbox::str;
 use std::path::Path;
 
 use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode, unused_port};
@@ -190,18 +191,14 @@ fn docker_credentials_for_the_route_win_over_the_cluster_token() {
 
     let refused = cluster.run(cluster.cmd().args(["push", &path]));
     assert_eq!((refused.code, refused.stdout.as_str()), (5, ""));
-    assert_eq!(
-        refused.stderr_lines(),
-        [
-            "error: reaching the registry 127.0.0.1:[PORT]",
-            "caused by: wrong or missing credentials for 127.0.0.1:[PORT]: the token of kubeconfig \
-             context \"myproject/api-crc-testing:6443/developer\" was refused",
-            "caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required",
-            &format!("hint: this cluster's registry guide: {GUIDE}"),
-            "hint: log in again with `oc login` (the registry takes the same token), or run `docker \
-             login 127.0.0.1:[PORT]` with an account allowed to push to project myproject",
-        ]
-    );
+    refused.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: wrong or missing credentials for 127.0.0.1:[PORT]: the token of kubeconfig context "myproject/api-crc-testing:6443/developer" was refused
+caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required
+hint: this cluster's registry guide: https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/registry/securing-exposing-registry
+hint: log in again with `oc login` (the registry takes the same token), or run `docker login 127.0.0.1:[PORT]` with an account allowed to push to project myproject
+
+"#]]);
 
     let docker = cluster.dir.path().join("docker");
     std::fs::create_dir(&docker).unwrap();
@@ -234,27 +231,50 @@ fn docker_credentials_for_the_route_win_over_the_cluster_token() {
 fn info_names_openshift_local_the_route_and_the_project() {
     let cluster = Openshift::start(&[USER_TOKEN]);
     let run = cluster.run(cluster.cmd().arg("info"));
-    assert_eq!(
-        run.stdout,
-        format!(
-            "\
-context:              {CONTEXT}
+    run.assert_stdout(str![[r#"
+context:              myproject/api-crc-testing:6443/developer
 cluster:              api-crc-testing:6443
 server:               https://127.0.0.1:[PORT]
 product:              OpenShift Local
 registry host:        127.0.0.1:[PORT]
-runtime host:         {INTERNAL}
-cluster-network host: {INTERNAL}
-help:                 {GUIDE}
+runtime host:         image-registry.openshift-image-registry.svc:5000
+cluster-network host: image-registry.openshift-image-registry.svc:5000
+help:                 https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/registry/securing-exposing-registry
 source:               OpenShift's images.config.openshift.io/cluster
 network:              host (outside the cluster: a kubeconfig context)
-push:                 push to 127.0.0.1:[PORT] as myproject/NAME and print refs on {INTERNAL}
-"
-        )
-    );
+push:                 push to 127.0.0.1:[PORT] as myproject/NAME and print refs on image-registry.openshift-image-registry.svc:5000
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 
     let json = cluster.run(cluster.cmd().args(["info", "-o", "json"]));
+    json.assert_stdout(str![[r#"
+{
+  "context": "myproject/api-crc-testing:6443/developer",
+  "cluster": "api-crc-testing:6443",
+  "server": "https://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "openshift-local",
+    "clusterName": null
+  },
+  "registry": {
+    "host": "127.0.0.1:[PORT]",
+    "hostFromContainerRuntime": "image-registry.openshift-image-registry.svc:5000",
+    "hostFromClusterNetwork": "image-registry.openshift-image-registry.svc:5000",
+    "help": "https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/registry/securing-exposing-registry",
+    "source": "openshift"
+  },
+  "registryGuide": null,
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "127.0.0.1:[PORT]",
+    "description": "push to 127.0.0.1:[PORT] as myproject/NAME and print refs on image-registry.openshift-image-registry.svc:5000"
+  }
+}
+
+"#]]);
     let report = json.json();
     assert_eq!(
         (
@@ -273,26 +293,44 @@ push:                 push to 127.0.0.1:[PORT] as myproject/NAME and print refs 
 #[test]
 fn real_kubectl_reads_the_stand_ins_image_config() {
     let cluster = Openshift::start(&[USER_TOKEN]);
-    let mut kubectl = std::process::Command::new("kubectl");
-    crate::support::env::clean_env(&mut kubectl, cluster.dir.path());
-    let output = kubectl
-        .env("KUBECONFIG", cluster.path("kubeconfig"))
+    let output = Run::program("kubectl", cluster.dir.path())
+        .kubeconfig(Path::new(&cluster.path("kubeconfig")))
         .args(["get", "images.config.openshift.io", "cluster", "-o", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "kubectl: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let object: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        .output();
+    assert_eq!(output.code, 0, "kubectl: {}", output.stderr);
+    output.assert_stdout(str![[r#"
+{
+    "apiVersion": "config.openshift.io/v1",
+    "kind": "Image",
+    "metadata": {
+        "annotations": {
+            "include.release.openshift.io/self-managed-high-availability": "true",
+            "release.openshift.io/create-only": "true"
+        },
+        "creationTimestamp": "2025-01-01T00:00:00Z",
+        "generation": 1,
+        "name": "cluster",
+        "resourceVersion": "1",
+        "uid": "00000000-0000-4000-8000-000000000007"
+    },
+    "spec": {},
+    "status": {
+        "externalRegistryHostnames": [
+            "127.0.0.1:[PORT]"
+        ],
+        "internalRegistryHostname": "image-registry.openshift-image-registry.svc:5000"
+    }
+}
+
+"#]]);
+    let object = output.json();
     assert_eq!(
         (&object["kind"], &object["status"]),
         (
             &serde_json::json!("Image"),
             &serde_json::json!({
                 "internalRegistryHostname": INTERNAL,
-                "externalRegistryHostnames": [cluster.front.host()],
+                "externalRegistryHostnames": [redact(&cluster.front.host())],
             })
         )
     );
@@ -307,20 +345,15 @@ fn a_route_signed_by_the_ingress_ca_is_trusted_with_the_ca_file_the_hint_names()
 
     let untrusted = cluster.run(cluster.cmd().args(["push", &path]));
     assert_eq!((untrusted.code, untrusted.stdout.as_str()), (5, ""));
-    assert_eq!(
-        untrusted.stderr_lines(),
-        [
-            "error: reaching the registry 127.0.0.1:[PORT]",
-            "caused by: the TLS certificate of 127.0.0.1:[PORT] is not trusted",
-            "caused by: invalid peer certificate: UnknownIssuer",
-            &format!("hint: this cluster's registry guide: {GUIDE}"),
-            "hint: OpenShift's routes are signed by the cluster's ingress CA: save it with `oc get \
-             configmap -n openshift-config-managed default-ingress-cert -o \
-             jsonpath='{.data.ca-bundle\\.crt}' > ingress-ca.crt` and pass --ca-file ingress-ca.crt",
-            "hint: pass --ca-file with the CA that signed the registry's certificate, or --insecure \
-             to skip the check",
-        ]
-    );
+    untrusted.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: the TLS certificate of 127.0.0.1:[PORT] is not trusted
+caused by: invalid peer certificate: UnknownIssuer
+hint: this cluster's registry guide: https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/registry/securing-exposing-registry
+hint: OpenShift's routes are signed by the cluster's ingress CA: save it with `oc get configmap -n openshift-config-managed default-ingress-cert -o jsonpath='{.data.ca-bundle\.crt}' > ingress-ca.crt` and pass --ca-file ingress-ca.crt
+hint: pass --ca-file with the CA that signed the registry's certificate, or --insecure to skip the check
+
+"#]]);
     assert!(
         cluster.front.proxied().is_empty(),
         "something reached the registry"
@@ -347,6 +380,18 @@ fn a_route_signed_by_the_ingress_ca_is_trusted_with_the_ca_file_the_hint_names()
 fn doctor_probes_the_route_in_the_project_with_the_cluster_token() {
     let cluster = Openshift::start(&[USER_TOKEN]);
     let run = cluster.run(cluster.cmd().arg("doctor"));
+    run.assert_stdout(str![[r#"
+✓ kubeconfig: [ROOT]/kubeconfig (from KUBECONFIG), context myproject/api-crc-testing:6443/developer
+✓ api-server: https://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)
+✓ discovery: OpenShift's images.config.openshift.io/cluster: host 127.0.0.1:[PORT], hostFromContainerRuntime image-registry.openshift-image-registry.svc:5000, hostFromClusterNetwork image-registry.openshift-image-registry.svc:5000, help https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/registry/securing-exposing-registry
+✓ registry: 127.0.0.1:[PORT] answers GET /v2/ over http
+✓ round-trip: pushed the probe image (704 bytes) to 127.0.0.1:[PORT]/myproject/kubectl-registry-probe:doctor, read it back by digest sha256:[DIGEST]…, then deleted
+– nodes: pods will pull from image-registry.openshift-image-registry.svc:5000, the registry's service name, which OpenShift's nodes resolve themselves; not checked from a node
+    hint: this cluster's registry guide: https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/registry/securing-exposing-registry
+    hint: `kubectl registry doctor --pod` pulls the probe image from a node
+– node-load: not needed: push uses the registry
+
+"#]]);
     assert_eq!(
         redactions().redact(&run.stdout),
         format!(

@@ -8,6 +8,7 @@ use crate::support::fixtures::{
 };
 use crate::support::push::{Bench, Node, RUNTIME_HOST, clean_run};
 use serde_json::{Value, json};
+use snapbox::str;
 
 const LATEST_WARNING: &str = "warning: no tag given, so the image is tagged `latest`, which makes \
      pods pull it Always (imagePullPolicy); pass --tag NAME:TAG\n";
@@ -76,10 +77,11 @@ fn a_bad_load_command_fails_before_any_work_even_with_a_registry() {
     );
     let run = bench.push(&[&path, "--load-command", "mytool import"]);
     assert_eq!((run.code, run.stdout.as_str()), (2, ""));
-    assert_eq!(
-        run.stderr_lines()[0],
-        "error: reading --load-command 'mytool import': it has no {archive} to put the archive's path in"
-    );
+    run.assert_stderr(str![[r#"
+error: reading --load-command 'mytool import': it has no {archive} to put the archive's path in
+hint: write the command as you would in a shell, with {archive} where the archive goes: --load-command 'mycluster load {archive}'
+
+"#]]);
     assert!(bench.api.requests().is_empty(), "the cluster was read");
     bench.assert_not_tagged("myimg", "dev");
 }
@@ -113,15 +115,12 @@ fn an_invalid_tag_flag_is_a_usage_error() {
     let path = archive(&bench, &image, Format::DockerLegacy, &["myimg:dev"]);
     let run = bench.push(&[&path, "--tag", "My App:dev"]);
     assert_eq!((run.code, run.stdout.as_str()), (2, ""));
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: the image name from --tag is not usable",
-            "caused by: \"My App:dev\" is not an image name: each path component is lowercase \
-             letters and digits, joined by '.', '_', '__' or '-'",
-            "hint: pass a valid name with --tag NAME[:TAG]",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: the image name from --tag is not usable
+caused by: "My App:dev" is not an image name: each path component is lowercase letters and digits, joined by '.', '_', '__' or '-'
+hint: pass a valid name with --tag NAME[:TAG]
+
+"#]]);
     assert_eq!(bench.tag_status("myimg", "dev"), 404);
 }
 
@@ -346,17 +345,14 @@ fn a_tls_registry_is_trusted_through_the_ca_file_flag() {
 
     let untrusted = bench.push(&[&path, "--tag", "other:dev"]);
     assert_eq!((untrusted.code, untrusted.stdout.as_str()), (5, ""));
-    assert_eq!(
-        untrusted.stderr_lines(),
-        [
-            "error: reaching the registry 127.0.0.1:[PORT]",
-            "caused by: the TLS certificate of 127.0.0.1:[PORT] is not trusted",
-            "caused by: invalid peer certificate: UnknownIssuer",
-            "hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/",
-            "hint: pass --ca-file with the CA that signed the registry's certificate, or --insecure \
-             to skip the check",
-        ]
-    );
+    untrusted.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: the TLS certificate of 127.0.0.1:[PORT] is not trusted
+caused by: invalid peer certificate: UnknownIssuer
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: pass --ca-file with the CA that signed the registry's certificate, or --insecure to skip the check
+
+"#]]);
 }
 
 #[test]
@@ -397,14 +393,14 @@ fn the_systems_trusted_roots_are_the_ones_a_tls_registry_is_checked_against() {
         "{}",
         none.stderr
     );
-    assert_eq!(
-        none.stderr_lines()[..3],
-        [
-            "error: reaching the registry 127.0.0.1:[PORT]",
-            "caused by: the TLS certificate of 127.0.0.1:[PORT] is not trusted",
-            "caused by: invalid peer certificate: UnknownIssuer",
-        ]
-    );
+    none.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: the TLS certificate of 127.0.0.1:[PORT] is not trusted
+caused by: invalid peer certificate: UnknownIssuer
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: pass --ca-file with the CA that signed the registry's certificate, or --insecure to skip the check
+
+"#]]);
 }
 
 #[test]

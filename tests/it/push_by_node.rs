@@ -3,7 +3,7 @@
 //! it holds and sent only what it lacks. What each node was sent is read from the archives the
 //! stand-in `docker` kept; what it holds, from its containerd.
 
-use snapbox::{assert_data_eq, str};
+use snapbox::str;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -438,15 +438,13 @@ fn a_node_the_image_cannot_get_into_fails_the_push_naming_it_and_why() {
     let input = cluster.archive(&Image::sample(28), "first.tar");
     let run = cluster.push(&[input.to_str().unwrap()]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_data_eq!(run.stdout, str![]);
-    assert_eq!(
-        run.stderr,
-        format!(
-            "error: loading the image into node dev-worker of kind cluster \"dev\"\n\
-             caused by: `docker exec -i dev-worker ctr -n k8s.io images import --all-platforms --digests --snapshotter=native -` failed (exit status: 1): {full_disk}\n\
-             hint: or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/\n"
-        )
-    );
+    run.assert_stdout(str![]);
+    run.assert_stderr(str![[r#"
+error: loading the image into node dev-worker of kind cluster "dev"
+caused by: `docker exec -i dev-worker ctr -n k8s.io images import --all-platforms --digests --snapshotter=native -` failed (exit status: 1): ctr: failed to extract layer sha256:0123: write /var/lib/containerd/x: no space left on device
+hint: or give the cluster a registry to push to instead: https://kind.sigs.k8s.io/docs/user/local-registry/
+
+"#]]);
 }
 
 /// A node whose `ctr` accepts the question and never answers: with
@@ -503,7 +501,7 @@ fn an_import_that_takes_nothing_is_stopped_within_the_bound_naming_it() {
     );
     let took = started.elapsed();
     assert_eq!(run.code, 6, "{run:?}");
-    assert_data_eq!(run.stdout, str![]);
+    run.assert_stdout(str![]);
     let (head, tail) = (
         "error: loading the image into node dev-worker of kind cluster \"dev\"\n\
          caused by: `docker exec -i dev-worker ctr -n k8s.io images import --all-platforms --digests --snapshotter=native -` took no byte of the archive for 1s (after ",

@@ -9,7 +9,7 @@ use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::podman::layer_dir;
 use crate::support::push::{self, Bench, Node, Outcome, RUNTIME_HOST};
 use crate::support::registry::TestRegistry;
-use crate::support::run::finished;
+use crate::support::run::{finished, redact};
 use serde_json::Value;
 
 fn push(bench: &Bench, daemon: &Dockerd, args: &[&str]) -> Outcome {
@@ -160,10 +160,10 @@ fn a_daemon_that_cannot_reach_the_registry_leaves_the_push_to_the_export() {
     assert!(
         has_line(
             &run,
-            &format!(
+            &redact(&format!(
                 "exporting myimg:dev from docker engine API at unix://{} (DOCKER_HOST)",
                 socket.display()
-            )
+            ))
         ),
         "{}",
         run.stderr

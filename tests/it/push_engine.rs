@@ -7,6 +7,7 @@
 //! layers sent; podman's own store, when we can read it, is read directly instead of exported.
 //! Nothing of the image is left in TMPDIR, whatever happens.
 
+use snapbox::str;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -242,9 +243,9 @@ fn the_engine_api_answers_through_docker_host_a_docker_context_and_container_hos
         &["myimg:dev"],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let answered = format!(
+    let answered = redact(&format!(
         "docker engine API at unix://{socket} (DOCKER_HOST) has myimg:dev (image sha256:{id})"
-    );
+    ));
     assert!(
         run.stderr_lines().contains(&answered.as_str()),
         "{}",
@@ -521,10 +522,10 @@ fn podman_that_cannot_reach_the_registry_leaves_the_push_to_its_export() {
     );
     assert!(
         run.stderr_lines().contains(
-            &format!(
+            &redact(&format!(
                 "exporting myimg:dev from podman engine API at unix://{} (CONTAINER_HOST)",
                 socket.display()
-            )
+            ))
             .as_str()
         ),
         "{}",
@@ -668,15 +669,13 @@ fn a_legacy_docker_save_streams_layers_named_by_v1_ids() {
 
     let missing = eb.push(eb.cmd(), &["nothere:dev"]);
     assert_eq!((missing.code, missing.stdout.as_str()), (4, ""));
-    assert_eq!(
-        missing.stderr_lines(),
-        [
-            "error: \"nothere:dev\" is not a file, and no local engine has it:",
-            "  docker: Error response from daemon: No such image: nothere:dev",
-            "  podman: Error: inspecting object: nothere:dev: image not known",
-            "hint: pass an archive (`docker save IMAGE -o image.tar`), `-` for stdin, or an image your engine has",
-        ]
-    );
+    missing.assert_stderr(str![[r#"
+error: "nothere:dev" is not a file, and no local engine has it:
+  docker: Error response from daemon: No such image: nothere:dev
+  podman: Error: inspecting object: nothere:dev: image not known
+hint: pass an archive (`docker save IMAGE -o image.tar`), `-` for stdin, or an image your engine has
+
+"#]]);
 }
 
 #[test]
@@ -695,13 +694,11 @@ fn an_export_that_dies_midway_tags_nothing_and_leaves_nothing() {
     );
     let run = eb.push(eb.cmd(), &["myimg:dev"]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: exporting myimg:dev from the docker CLI",
-            "caused by: `docker image save` failed (exit status: 1): write /dev/stdout: disk quota exceeded",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: exporting myimg:dev from the docker CLI
+caused by: `docker image save` failed (exit status: 1): write /dev/stdout: disk quota exceeded
+
+"#]]);
     eb.bench.assert_not_tagged("myimg", "dev");
     eb.assert_nothing_left();
 }
@@ -761,13 +758,13 @@ fn an_engine_whose_inspect_hangs_is_given_up_at_the_request_bound() {
         &["myimg:dev"],
     );
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    assert_eq!(
-        run.stderr_lines()[..2],
-        [
-            "error: \"myimg:dev\" is not a file, and no local engine has it:",
-            "  docker: `docker image inspect` did not answer within 0.5s (KUBECTL_REGISTRY_REQUEST_TIMEOUT)",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: "myimg:dev" is not a file, and no local engine has it:
+  docker: `docker image inspect` did not answer within 0.5s (KUBECTL_REGISTRY_REQUEST_TIMEOUT)
+  podman: Error: inspecting object: myimg:dev: image not known
+hint: pass an archive (`docker save IMAGE -o image.tar`), `-` for stdin, or an image your engine has
+
+"#]]);
 
     // The same bound on its API: a socket that takes the request and never answers.
     let socket = eb.bench.path("docker.sock");
@@ -802,13 +799,13 @@ fn an_engine_whose_inspect_hangs_is_given_up_at_the_request_bound() {
     );
     held.join().unwrap();
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    assert_eq!(
-        run.stderr_lines()[..2],
-        [
-            "error: \"myimg:dev\" is not a file, and no local engine has it:",
-            "  docker: its API did not answer within 0.5s (KUBECTL_REGISTRY_REQUEST_TIMEOUT)",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: "myimg:dev" is not a file, and no local engine has it:
+  docker: its API did not answer within 0.5s (KUBECTL_REGISTRY_REQUEST_TIMEOUT)
+  podman: Error: inspecting object: myimg:dev: image not known
+hint: pass an archive (`docker save IMAGE -o image.tar`), `-` for stdin, or an image your engine has
+
+"#]]);
 }
 
 /// An engine bench whose registry sits behind a proxy resetting the first `resets` blob PUTs

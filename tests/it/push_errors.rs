@@ -4,8 +4,9 @@
 
 use crate::support::apiserver::unused_port;
 use crate::support::fixtures::{self, Format, Image};
-use crate::support::push::{Bench, HELP, Outcome, docker_config};
+use crate::support::push::{Bench, Outcome, docker_config};
 use crate::support::registry::TestRegistry;
+use snapbox::str;
 
 /// Asserts a failed push of bad input: exit 4, nothing on stdout, and `myimg:dev` not tagged.
 fn assert_refused_input(bench: &Bench, run: &Outcome) {
@@ -51,14 +52,12 @@ fn a_truncated_gzip_wrapped_archive_is_refused_naming_the_file() {
     std::fs::write(&path, &bytes[..bytes.len() * 3 / 4]).unwrap();
     let run = bench.push(&[path.to_str().unwrap()]);
     assert_refused_input(&bench, &run);
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: decompressing [ROOT]/img.tar.gz (gzip)",
-            "caused by: incomplete deflate stream",
-            "hint: the archive is damaged or incomplete; write it again (e.g. docker save -o FILE IMAGE)",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: decompressing [ROOT]/img.tar.gz (gzip)
+caused by: incomplete deflate stream
+hint: the archive is damaged or incomplete; write it again (e.g. docker save -o FILE IMAGE)
+
+"#]]);
 }
 
 /// The tar member of `archive` whose data spans byte `offset`, and the byte its data ends at.
@@ -163,30 +162,23 @@ fn random_bytes_are_not_an_archive() {
     std::fs::write(&path, noise).unwrap();
     let run = bench.push(&[path.to_str().unwrap()]);
     assert_refused_input(&bench, &run);
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: [ROOT]/img.tar is not an image archive: it is not a tar file, nor gzip, zstd, bzip2 or xz compressed",
-            NOT_AN_ARCHIVE_HINT,
-        ]
-    );
-}
+    run.assert_stderr(str![[r#"
+error: [ROOT]/img.tar is not an image archive: it is not a tar file, nor gzip, zstd, bzip2 or xz compressed
+hint: expected the output of docker save, podman save, skopeo copy (docker-archive: or oci-archive:), or an OCI layout directory, optionally gzip, zstd, bzip2 or xz compressed
 
-const NOT_AN_ARCHIVE_HINT: &str = "hint: expected the output of docker save, podman save, skopeo copy \
-     (docker-archive: or oci-archive:), or an OCI layout directory, optionally gzip, zstd, bzip2 or xz compressed";
+"#]]);
+}
 
 #[test]
 fn a_missing_file_is_named() {
     let bench = Bench::new();
     let run = bench.push(&[bench.path("gone.tar").to_str().unwrap()]);
     assert_refused_input(&bench, &run);
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: cannot read [ROOT]/gone.tar",
-            "caused by: No such file or directory (os error 2)",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: cannot read [ROOT]/gone.tar
+caused by: No such file or directory (os error 2)
+
+"#]]);
 }
 
 #[test]
@@ -196,13 +188,11 @@ fn an_empty_file_is_named() {
     std::fs::write(&path, b"").unwrap();
     let run = bench.push(&[path.to_str().unwrap()]);
     assert_refused_input(&bench, &run);
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: [ROOT]/img.tar is empty, not an image archive",
-            NOT_AN_ARCHIVE_HINT,
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: [ROOT]/img.tar is empty, not an image archive
+hint: expected the output of docker save, podman save, skopeo copy (docker-archive: or oci-archive:), or an OCI layout directory, optionally gzip, zstd, bzip2 or xz compressed
+
+"#]]);
 }
 
 #[test]
@@ -210,13 +200,11 @@ fn empty_standard_input_is_named() {
     let bench = Bench::new();
     let run = bench.run(bench.cmd().args(["push", "-"]).stdin(Vec::new()));
     assert_refused_input(&bench, &run);
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: standard input is empty, not an image archive",
-            NOT_AN_ARCHIVE_HINT,
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: standard input is empty, not an image archive
+hint: expected the output of docker save, podman save, skopeo copy (docker-archive: or oci-archive:), or an OCI layout directory, optionally gzip, zstd, bzip2 or xz compressed
+
+"#]]);
 }
 
 #[test]
@@ -227,16 +215,14 @@ fn a_registry_that_is_down_is_named_with_the_clusters_guide() {
     Image::sample(44).write(Format::DockerLegacy, &path, &["myimg:dev"]);
     let run = bench.push(&[path.to_str().unwrap()]);
     assert_eq!((run.code, run.stdout.as_str()), (5, ""));
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: reaching the registry 127.0.0.1:[PORT]",
-            "caused by: the registry at 127.0.0.1:[PORT] is down or not reachable from here",
-            "caused by: Connection refused (os error 111)",
-            &format!("hint: this cluster's registry guide: {HELP}"),
-            "hint: check that the registry runs and that 127.0.0.1:[PORT] is reachable from this machine",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: the registry at 127.0.0.1:[PORT] is down or not reachable from here
+caused by: Connection refused (os error 111)
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: check that the registry runs and that 127.0.0.1:[PORT] is reachable from this machine
+
+"#]]);
 }
 
 #[test]
@@ -252,18 +238,14 @@ fn wrong_credentials_say_docker_login() {
             .args(["push", path.to_str().unwrap()]),
     );
     assert_eq!((run.code, run.stdout.as_str()), (5, ""));
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: reaching the registry 127.0.0.1:[PORT]",
-            "caused by: wrong or missing credentials for 127.0.0.1:[PORT]: the credentials from the \
-             auths entry for 127.0.0.1:[PORT] in [ROOT]/docker-config/config.json were refused",
-            "caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required",
-            &format!("hint: this cluster's registry guide: {HELP}"),
-            "hint: run `docker login 127.0.0.1:[PORT]` (or `podman login 127.0.0.1:[PORT]`) with an \
-             account allowed to push",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: wrong or missing credentials for 127.0.0.1:[PORT]: the credentials from the auths entry for 127.0.0.1:[PORT] in [ROOT]/docker-config/config.json were refused
+caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: run `docker login 127.0.0.1:[PORT]` (or `podman login 127.0.0.1:[PORT]`) with an account allowed to push
+
+"#]]);
     bench.assert_not_tagged("myimg", "dev");
 }
 
@@ -274,18 +256,14 @@ fn missing_credentials_say_docker_login() {
     Image::sample(47).write(Format::DockerLegacy, &path, &["myimg:dev"]);
     let run = bench.push(&[path.to_str().unwrap()]);
     assert_eq!((run.code, run.stdout.as_str()), (5, ""));
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: reaching the registry 127.0.0.1:[PORT]",
-            "caused by: wrong or missing credentials for 127.0.0.1:[PORT]: no credentials for \
-             127.0.0.1:[PORT] were found ([ROOT]/no-docker-config/config.json)",
-            "caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required",
-            &format!("hint: this cluster's registry guide: {HELP}"),
-            "hint: run `docker login 127.0.0.1:[PORT]` (or `podman login 127.0.0.1:[PORT]`) with an \
-             account allowed to push",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: wrong or missing credentials for 127.0.0.1:[PORT]: no credentials for 127.0.0.1:[PORT] were found ([ROOT]/no-docker-config/config.json)
+caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: run `docker login 127.0.0.1:[PORT]` (or `podman login 127.0.0.1:[PORT]`) with an account allowed to push
+
+"#]]);
     bench.assert_not_tagged("myimg", "dev");
 }
 
@@ -366,18 +344,13 @@ fn a_credential_helper_that_never_answers_is_cut_off() {
             .args(["push", path.to_str().unwrap()]),
     );
     assert_eq!((run.code, run.stdout.as_str()), (5, ""));
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: reaching the registry 127.0.0.1:[PORT]",
-            "caused by: getting credentials for 127.0.0.1:[PORT] from the credential helper \
-             docker-credential-hang (credsStore in [ROOT]/docker-config/config.json): \
-             docker-credential-hang did not answer within 1s",
-            &format!("hint: this cluster's registry guide: {HELP}"),
-            "hint: check that docker-credential-hang works (it may be waiting for a password \
-             prompt or a locked keychain); KUBECTL_REGISTRY_HELPER_TIMEOUT sets how long to wait",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: getting credentials for 127.0.0.1:[PORT] from the credential helper docker-credential-hang (credsStore in [ROOT]/docker-config/config.json): docker-credential-hang did not answer within 1s
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: check that docker-credential-hang works (it may be waiting for a password prompt or a locked keychain); KUBECTL_REGISTRY_HELPER_TIMEOUT sets how long to wait
+
+"#]]);
     bench.assert_not_tagged("myimg", "dev");
 }
 

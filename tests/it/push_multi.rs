@@ -5,6 +5,7 @@
 use crate::support::fixtures::{self, Format, Image, LayerCompression, OCI_INDEX, OCI_LAYER_GZIP};
 use crate::support::push::{Bench, Node, RUNTIME_HOST};
 use serde_json::{Value, json};
+use snapbox::str;
 
 fn layer_media_types(manifest: &Value) -> Vec<&str> {
     manifest["layers"]
@@ -168,13 +169,11 @@ fn a_multi_image_archive_without_image_lists_what_is_inside() {
     let (path, _, _) = two_image_archive(&bench);
     let run = bench.push(&[&path]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: [ROOT]/all.tar holds 2 images; say which one with --image: web:dev, api:dev",
-            "hint: pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: [ROOT]/all.tar holds 2 images; say which one with --image: web:dev, api:dev
+hint: pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)
+
+"#]]);
     assert_eq!(bench.tag_status("web", "dev"), 404);
     assert_eq!(bench.tag_status("api", "dev"), 404);
 }

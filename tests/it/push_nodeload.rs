@@ -2,7 +2,7 @@
 //! against the stand-in API server, the stand-in product CLIs on the child's PATH, and a real
 //! containerd as the nodes' runtime.
 
-use snapbox::{assert_data_eq, str};
+use snapbox::str;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -551,15 +551,12 @@ fn a_platform_the_image_lacks_is_an_input_error_naming_what_it_has() {
     let (input, _, _) = multi_platform(&bench);
     let run = bench.push(&[input.to_str().unwrap()]);
     assert_eq!(run.code, 4, "{run:?}");
-    assert_data_eq!(run.stdout, str![]);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stdout(str![]);
+    run.assert_stderr(str![[r#"
 error: the image has no linux/s390x platform for the nodes (it has linux/amd64, linux/arm64)
 hint: pick one with --platform OS/ARCH, or build the image for the nodes' platform
 
-"#]]
-    );
+"#]]);
     assert!(bench.standins.calls().is_empty());
 }
 
@@ -773,10 +770,8 @@ fn a_load_command_without_the_archive_placeholder_is_a_usage_error() {
     let input = bench.archive(&Image::sample(5), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap(), "--load-command", "mytool import"]);
     assert_eq!(run.code, 2, "{run:?}");
-    assert_data_eq!(run.stdout, str![]);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stdout(str![]);
+    run.assert_stderr(str![[r#"
 error: reading --load-command 'mytool import': it has no {archive} to put the archive's path in
 hint: write the command as you would in a shell, with {archive} where the archive goes: --load-command 'mycluster load {archive}'
 
@@ -798,10 +793,8 @@ fn a_missing_cli_is_named_with_where_to_get_it_and_the_registry_guide() {
     let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap()]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_data_eq!(run.stdout, str![]);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stdout(str![]);
+    run.assert_stderr(str![[r#"
 error: loading the image into kind cluster "dev": `kind` is not installed (not found on PATH)
 caused by: No such file or directory (os error 2)
 hint: install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation
@@ -825,10 +818,8 @@ fn a_missing_docker_cli_is_named_for_docker_desktop() {
     // The stand-ins alone: this machine has a real docker CLI, which must not be found.
     let run = bench.push_with_path(&[input.to_str().unwrap()], &bench.standins.path());
     assert_eq!(run.code, 6, "{run:?}");
-    assert_data_eq!(run.stdout, str![]);
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stdout(str![]);
+    run.assert_stderr(str![[r#"
 error: loading the image into the Docker Desktop cluster: `docker` is not installed (not found on PATH)
 caused by: No such file or directory (os error 2)
 hint: install docker: https://docs.docker.com/desktop/
@@ -850,7 +841,7 @@ fn a_failing_cli_exits_6_with_the_end_of_its_stderr() {
     let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap()]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_data_eq!(run.stdout, str![]);
+    run.assert_stdout(str![]);
     // `k3d node list` failed too: the whole archive went to k3d's own import.
     assert_eq!(bench.standins.calls().len(), 2);
     let (call, archive) = bench.last_call(3);
@@ -889,25 +880,20 @@ fn what_a_failing_cli_prints_reaches_the_terminal_escaped() {
     assert!(!run.stderr.contains(['\u{1b}', '\u{7}', '\u{202e}']));
 }
 
-const NOTHING_ADVERTISED: &str =
-    "it advertises no local registry (no ConfigMap kube-public/local-registry-hosting)";
-
 #[test]
 fn an_unknown_cluster_without_a_load_command_names_the_configmap_and_the_ways_out() {
     let bench = lab();
     let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap()]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_data_eq!(run.stdout, str![]);
-    assert_eq!(
-        run.stderr,
-        format!(
-            "error: no way to get the image into cluster \"lab\": {NOTHING_ADVERTISED} and is no product whose nodes we know how to load into\n\
-             hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting (KEP-1755): https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry\n\
-             hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
-             hint: or load the image your own way: --load-command 'PROGRAM ARGS... {{archive}}'\n"
-        )
-    );
+    run.assert_stdout(str![]);
+    run.assert_stderr(str![[r#"
+error: no way to get the image into cluster "lab": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting) and is no product whose nodes we know how to load into
+hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting (KEP-1755): https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry
+hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]
+hint: or load the image your own way: --load-command 'PROGRAM ARGS... {archive}'
+
+"#]]);
     assert!(bench.standins.calls().is_empty());
     bench.assert_nothing_loaded();
     bench.assert_no_scratch_left();
@@ -919,16 +905,14 @@ fn no_load_refuses_to_run_the_products_cli() {
     let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_data_eq!(run.stdout, str![]);
-    assert_eq!(
-        run.stderr,
-        format!(
-            "error: no way to get the image into cluster \"kind-dev\": {NOTHING_ADVERTISED}, and --no-load forbids loading it into the nodes\n\
-             hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://kind.sigs.k8s.io/docs/user/local-registry/\n\
-             hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
-             hint: or drop --no-load to load it into kind cluster \"dev\" with `kind`\n"
-        )
-    );
+    run.assert_stdout(str![]);
+    run.assert_stderr(str![[r#"
+error: no way to get the image into cluster "kind-dev": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes
+hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]
+hint: or drop --no-load to load it into kind cluster "dev" with `kind`
+
+"#]]);
     assert!(bench.standins.calls().is_empty(), "the CLI ran");
     bench.assert_nothing_loaded();
     assert_eq!(
@@ -950,16 +934,14 @@ fn no_load_on_an_unknown_cluster_offers_a_load_command() {
     let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
     assert_eq!(run.code, 6, "{run:?}");
-    assert_data_eq!(run.stdout, str![]);
-    assert_eq!(
-        run.stderr,
-        format!(
-            "error: no way to get the image into cluster \"lab\": {NOTHING_ADVERTISED}, and --no-load forbids loading it into the nodes\n\
-             hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry\n\
-             hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]\n\
-             hint: or drop --no-load and load it your own way: --load-command 'PROGRAM ARGS... {{archive}}'\n"
-        )
-    );
+    run.assert_stdout(str![]);
+    run.assert_stderr(str![[r#"
+error: no way to get the image into cluster "lab": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes
+hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry
+hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]
+hint: or drop --no-load and load it your own way: --load-command 'PROGRAM ARGS... {archive}'
+
+"#]]);
 }
 
 #[test]
@@ -1213,9 +1195,7 @@ fn a_help_only_configmaps_link_is_in_every_hint_of_a_refused_load() {
     let input = bench.archive(&Image::sample(62), Format::DockerLegacy, "myimg.tar");
     let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
     assert_eq!((run.code, run.stdout.as_str()), (6, ""), "{run:?}");
-    assert_data_eq!(
-        run.stderr,
-        str![[r#"
+    run.assert_stderr(str![[r#"
 error: no way to get the image into cluster "kind-dev": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes
 hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://kind.sigs.k8s.io/docs/user/local-registry/
 hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]

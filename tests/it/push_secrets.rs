@@ -7,6 +7,7 @@
 use crate::support::fixtures::{Format, Image};
 use crate::support::push::Bench;
 use crate::support::registry::TestRegistry;
+use snapbox::str;
 
 const PASSWORD: &str = "hunter2-do-not-show";
 
@@ -106,10 +107,11 @@ fn a_host_with_a_look_alike_letter_shows_it_escaped() {
         "{}",
         run.stderr
     );
-    assert!(
-        run.stderr.contains("characters other than ASCII"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr(str![[r#"
+error: --registry "reg\u{456}stry.local:5000" is not a registry host
+caused by: "reg\u{456}stry.local:5000" is not a registry host[:port]: "reg\u{456}stry.local" is neither a DNS name nor an IP address (it holds characters other than ASCII, shown escaped)
+hint: give host[:port], for example localhost:5001 or [::1]:5001
+
+"#]]);
     assert!(!run.stderr.contains('\u{456}'), "{}", run.stderr);
 }

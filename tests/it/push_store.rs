@@ -174,10 +174,10 @@ fn a_layer_without_its_tar_split_record_is_left_to_the_export() {
     std::fs::remove_file(&record).unwrap();
 
     let run = sb.push(&["myimg:dev", "-v"]);
-    let why = format!(
+    let why = redact(&format!(
         "not reading podman's store: layer {top}'s tar-split record cannot be read ({}: No such file or directory (os error 2)); exporting",
         record.display()
-    );
+    ));
     assert!(run.stderr_lines().contains(&why.as_str()), "{}", run.stderr);
     assert_eq!(
         sb.take_calls(),
@@ -378,11 +378,11 @@ fn a_store_file_we_may_not_read_is_left_to_podmans_export() {
         .path(format!("{}:/usr/bin:/bin", sb.bin.display()))
         .output();
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let why = format!(
+    let why = redact(&format!(
         "not reading podman's store: layer {} in the store: {} cannot be read: Permission denied (os error 13); podman reads such files in its user namespace: exporting",
         &top[..12],
         unreadable.display()
-    );
+    ));
     assert!(run.stderr_lines().contains(&why.as_str()), "{}", run.stderr);
     assert_eq!(sb.take_calls(), ["podman image save myimg:dev"]);
     let (bytes, digest) = sb.bench.landed("myimg:dev");

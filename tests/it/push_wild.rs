@@ -12,6 +12,7 @@ use crate::support::layouts::{self, Layout};
 use crate::support::podman::Podman;
 use crate::support::push::{Bench, Outcome};
 use serde_json::{Value, json};
+use snapbox::str;
 
 fn text(path: &std::path::Path) -> &str {
     path.to_str().expect("UTF-8 path")
@@ -140,25 +141,19 @@ fn several_images_and_artifacts_are_listed_by_kind_and_an_artifact_is_refused_as
 
     let run = bench.push(&[text(&dir)]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: [ROOT]/layout holds 2 images, 2 artifacts; say which one with --image: myimg:dev, other:1 \
-             (not images: sbom (SBOM (application/spdx+json)), chart:0.1.0 (Helm chart \
-             (application/vnd.cncf.helm.chart.content.v1.tar+gzip)))",
-            "hint: pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: [ROOT]/layout holds 2 images, 2 artifacts; say which one with --image: myimg:dev, other:1 (not images: sbom (SBOM (application/spdx+json)), chart:0.1.0 (Helm chart (application/vnd.cncf.helm.chart.content.v1.tar+gzip)))
+hint: pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)
+
+"#]]);
 
     let run = bench.push(&[text(&dir), "--image", "sbom", "--tag", "sbom:1"]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: sbom in [ROOT]/layout is not a container image but an artifact: SBOM (application/spdx+json)",
-            "hint: push artifacts with their own tools (oras, cosign); name an image with --image NAME[:TAG] or a digest",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: sbom in [ROOT]/layout is not a container image but an artifact: SBOM (application/spdx+json)
+hint: push artifacts with their own tools (oras, cosign); name an image with --image NAME[:TAG] or a digest
+
+"#]]);
     assert_eq!(
         bench.registry.get("/v2/_catalog").body,
         br#"{"repositories":[]}
@@ -187,11 +182,11 @@ fn a_damaged_entry_stops_only_a_push_of_that_entry() {
 
     let run = bench.push(&[text(&archive)]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    assert_eq!(
-        run.stderr_lines()[0],
-        "error: [ROOT]/layout.tar holds 1 image, 1 unreadable entry; say which one with --image: myimg:dev \
-         (not images: damaged:1 (unreadable))"
-    );
+    run.assert_stderr(str![[r#"
+error: [ROOT]/layout.tar holds 1 image, 1 unreadable entry; say which one with --image: myimg:dev (not images: damaged:1 (unreadable))
+hint: pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)
+
+"#]]);
 
     let run = bench.push(&[text(&archive), "--image", "damaged:1"]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
@@ -523,14 +518,11 @@ fn a_filesystem_tar_is_refused_with_how_to_make_it_an_image() {
     std::fs::write(&layer, image.layer(0)).unwrap();
     let run = bench.push(&[text(&layer)]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: [ROOT]/rootfs.tar is a filesystem, not an image: it holds files (opt/) but neither \
-             manifest.json nor index.json, as a `docker export` or a single layer does",
-            "hint: make it an image first: `docker import FILE myimg:dev` (or `podman import`), then push myimg:dev",
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: [ROOT]/rootfs.tar is a filesystem, not an image: it holds files (opt/) but neither manifest.json nor index.json, as a `docker export` or a single layer does
+hint: make it an image first: `docker import FILE myimg:dev` (or `podman import`), then push myimg:dev
+
+"#]]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -553,11 +545,10 @@ fn an_error_about_the_entry_asked_for_names_only_that_entry() {
     // Nothing named: every entry, and why none is an image.
     let run = bench.push(&[text(&archive)]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    assert_eq!(
-        run.stderr_lines()[0],
-        "error: [ROOT]/layout.tar holds no image, only sbom (SBOM (application/spdx+json)), \
-         damaged:1 (unreadable)"
-    );
+    run.assert_stderr(str![[r#"
+error: [ROOT]/layout.tar holds no image, only sbom (SBOM (application/spdx+json)), damaged:1 (unreadable)
+
+"#]]);
 
     // One entry named: its own problem, and nothing about the other.
     let run = bench.push(&[text(&archive), "--image", "damaged:1"]);
@@ -575,19 +566,20 @@ fn an_error_about_the_entry_asked_for_names_only_that_entry() {
 
     let run = bench.push(&[text(&archive), "--image", "sbom", "--tag", "sbom:1"]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    assert_eq!(
-        run.stderr_lines()[0],
-        "error: sbom in [ROOT]/layout.tar is not a container image but an artifact: SBOM (application/spdx+json)"
-    );
+    run.assert_stderr(str![[r#"
+error: sbom in [ROOT]/layout.tar is not a container image but an artifact: SBOM (application/spdx+json)
+hint: push artifacts with their own tools (oras, cosign); name an image with --image NAME[:TAG] or a digest
+
+"#]]);
     assert!(!run.stderr.contains("damaged"), "{}", run.stderr);
 
     let run = bench.push(&[text(&archive), "--image", "other:2"]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    assert_eq!(
-        run.stderr_lines()[0],
-        "error: [ROOT]/layout.tar has no image named other:2; it holds no image (not images: \
-         sbom (SBOM (application/spdx+json)), damaged:1 (unreadable))"
-    );
+    run.assert_stderr(str![[r#"
+error: [ROOT]/layout.tar has no image named other:2; it holds no image (not images: sbom (SBOM (application/spdx+json)), damaged:1 (unreadable))
+hint: pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)
+
+"#]]);
     assert_eq!(
         bench.registry.get("/v2/_catalog").body,
         br#"{"repositories":[]}
@@ -667,28 +659,19 @@ fn a_symlink_loop_where_manifest_json_belongs_is_named_as_a_loop() {
     std::os::unix::fs::symlink("../manifest.json", dir.join("loop/a")).unwrap();
     let archive = bench.path("looped.tar");
     tar(&dir, &["-cf", text(&archive), "."]);
-    let hint = "hint: point the link at the file it stands for, or write the archive again (e.g. \
-                docker save -o FILE IMAGE)";
-
     let run = bench.push(&[text(&archive)]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""), "{run:?}");
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: [ROOT]/looped.tar: manifest.json: it is a symbolic link that never reaches a \
-             file (manifest.json -> loop/a -> manifest.json)",
-            hint,
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: [ROOT]/looped.tar: manifest.json: it is a symbolic link that never reaches a file (manifest.json -> loop/a -> manifest.json)
+hint: point the link at the file it stands for, or write the archive again (e.g. docker save -o FILE IMAGE)
+
+"#]]);
 
     let run = bench.push(&[text(&dir)]);
     assert_eq!((run.code, run.stdout.as_str()), (4, ""), "{run:?}");
-    assert_eq!(
-        run.stderr_lines(),
-        [
-            "error: [ROOT]/unpacked: manifest.json: it is a symbolic link to loop/a that cannot be \
-             followed: Too many levels of symbolic links (os error 40)",
-            hint,
-        ]
-    );
+    run.assert_stderr(str![[r#"
+error: [ROOT]/unpacked: manifest.json: it is a symbolic link to loop/a that cannot be followed: Too many levels of symbolic links (os error 40)
+hint: point the link at the file it stands for, or write the archive again (e.g. docker save -o FILE IMAGE)
+
+"#]]);
 }

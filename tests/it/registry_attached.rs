@@ -7,6 +7,7 @@
 //! subject; `prune` keeps them while it keeps the subject and deletes them with it. A repository
 //! that does not exist, and a catalog a proxy refuses, are errors saying what to do.
 
+use snapbox::str;
 use std::path::PathBuf;
 
 use base64::Engine as _;
@@ -315,11 +316,18 @@ fn cosign_tags_are_listed_under_their_image_and_kept_and_deleted_with_it() {
         "{listed}"
     );
     let table = shelf.run(&["ls", "app"]);
-    assert!(
-        table.stdout.contains("└ cosign signature sha256-"),
-        "{}",
-        table.stdout
-    );
+    table.assert_stdout(str![[r#"
+REPOSITORY   TAG                                             DIGEST                SIZE    CREATED                IN USE BY
+app          v1                                              sha256:[DIGEST]   17 kB   2024-01-01T00:00:00Z   -
+             └ cosign attestation sha256-e8684a16d4e2….att   sha256:[DIGEST]   635 B   -                      -
+             └ cosign SBOM sha256-e8684a16d4e2….sbom         sha256:[DIGEST]   340 B   -                      -
+             └ cosign signature sha256-e8684a16d4e2….sig     sha256:[DIGEST]   468 B   -                      -
+app          v2                                              sha256:[DIGEST]   17 kB   2024-02-01T00:00:00Z   -
+             └ cosign attestation sha256-3b5fe8386fc9….att   sha256:[DIGEST]   635 B   -                      -
+             └ cosign SBOM sha256-3b5fe8386fc9….sbom         sha256:[DIGEST]   340 B   -                      -
+             └ cosign signature sha256-3b5fe8386fc9….sig     sha256:[DIGEST]   468 B   -                      -
+
+"#]]);
 
     let out = shelf.run(&["prune", "app", "--keep", "1", "-o", "json"]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
@@ -377,6 +385,43 @@ fn notation_signatures_behind_the_referrers_tag_go_with_their_image() {
     let v2_signature = notation_sign(&shelf, "app", &v2);
 
     let out = shelf.run(&["ls", "app", "-o", "json"]);
+    out.assert_stdout(str![[r#"
+[
+  {
+    "repository": "app",
+    "tag": "v1",
+    "digest": "sha256:[DIGEST]",
+    "size": 16687,
+    "created": "2024-01-01T00:00:00Z",
+    "inUseBy": [],
+    "attachments": [
+      {
+        "tag": "sha256-f609ba50fa27c3907909f107a1fa4a041714f93a4c03404ade5dd334f6dba058",
+        "digest": "sha256:[DIGEST]",
+        "kind": "OCI referrers index: Notation signature (application/vnd.cncf.notary.signature)",
+        "size": 0
+      }
+    ]
+  },
+  {
+    "repository": "app",
+    "tag": "v2",
+    "digest": "sha256:[DIGEST]",
+    "size": 16684,
+    "created": "2024-02-01T00:00:00Z",
+    "inUseBy": [],
+    "attachments": [
+      {
+        "tag": "sha256-bf3dfd44b12f27cf542ceb936e2d6a883cb51dcfe2b4878d75024005db484e9f",
+        "digest": "sha256:[DIGEST]",
+        "kind": "OCI referrers index: Notation signature (application/vnd.cncf.notary.signature)",
+        "size": 0
+      }
+    ]
+  }
+]
+
+"#]]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
     let listed = out.json();
     assert_eq!(row_tags(&listed), ["v1", "v2"], "{listed}");
@@ -467,6 +512,27 @@ fn buildkit_attestations_are_shown_under_their_index_and_not_counted_as_a_platfo
     let platform = image(421, Some("2024-03-01T00:00:00Z"));
     let (platform_digest, attestation) = buildkit_index(&shelf, "multi", "v1", &platform);
     let out = shelf.run(&["ls", "multi", "-o", "json"]);
+    out.assert_stdout(str![[r#"
+[
+  {
+    "repository": "multi",
+    "tag": "v1",
+    "digest": "sha256:[DIGEST]",
+    "size": 36238,
+    "created": "2024-03-01T00:00:00Z",
+    "inUseBy": [],
+    "attachments": [
+      {
+        "tag": null,
+        "digest": "sha256:[DIGEST]",
+        "kind": "BuildKit attestation of sha256:[DIGEST]…",
+        "size": 0
+      }
+    ]
+  }
+]
+
+"#]]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
     let row = &out.json()[0];
     let platform_size = platform.config_bytes().len()

@@ -4,6 +4,7 @@
 //! through kind's `hosts.toml`. The stand-in is checked against the real `kubectl set image`
 //! and `kubectl rollout status`.
 
+use snapbox::str;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -245,7 +246,7 @@ fn no_container_running_the_image_is_exit_2_before_anything_is_pushed() {
         &["--rollout", "deploy/web"],
     );
     assert_eq!(run.code, 2, "{run:?}");
-    assert_eq!(run.stdout, "");
+    run.assert_stdout(str![]);
     assert!(
         run.stderr.contains("no container of deployment default/web runs myimg on 127.0.0.1:[PORT]; nothing was pushed")
             && run.stderr.contains("its containers: web: nginx:1.27")
@@ -477,5 +478,8 @@ fn the_stand_in_rolls_out_as_kubectl_set_image_and_rollout_status_see_it() {
         &bench.archive(&Image::sample(331)),
         &["--rollout", "deploy/web"],
     );
-    assert!(again.stderr.contains("already runs"), "{again:?}");
+    again.assert_stderr(str![[r#"
+deployment/web already runs kind-registry:5000/myimg:dev@sha256:[DIGEST] (web); nothing patched
+
+"#]]);
 }

@@ -5,6 +5,7 @@
 //! upgrade. A `minikube` on PATH fails
 //! the test if called: the addon is reached without minikube's CLI.
 
+use snapbox::str;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -116,11 +117,15 @@ fn a_push_to_minikubes_addon_goes_through_the_api_server() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let (_, digest) = cluster.bench.landed("app:v1");
     assert_eq!(run.stdout, format!("localhost:5000/app:v1@{digest}\n"));
-    assert!(
-        run.stderr.contains("pushing through a tunnel to Service kube-system/registry port 80 through the API server: minikube's registry addon is reached only inside the cluster"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr(str![[r#"
+ConfigMap kube-public/local-registry-hosting not found
+pushing through a tunnel to Service kube-system/registry port 80 through the API server: minikube's registry addon is reached only inside the cluster
+no service CA from ConfigMap kube-system/openshift-service-ca.crt: the cluster publishes none there
+tunnel: 127.0.0.1:[PORT] -> a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 of Service kube-system/registry port 80, through the API server
+tunnel: the registry behind Service kube-system/registry port 80 is spoken to as registry.kube-system.svc.cluster.local in plain HTTP: it answered our TLS hello in plain HTTP
+pushed 4 blobs (1.4 MB), 0 blobs already there, in [ELAPSED]s
+
+"#]]);
     assert!(
         run.stderr
             .contains("a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000"),
@@ -188,18 +193,12 @@ fn no_permission_to_port_forward_is_exit_3_naming_it() {
     let path = cluster.archive(&Image::sample(63));
     let run = cluster.run(&["push", &path]);
     assert_eq!(run.code, 3, "{}", run.stderr);
-    assert!(
-        run.stderr.contains(
-            "the cluster does not allow us to create pods/portforward in namespace kube-system"
-        ),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("--registry HOST[:PORT]"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr(str![[r#"
+error: the cluster does not allow us to create pods/portforward in namespace kube-system, which the tunnel to the registry through the API server needs
+caused by: pods/portforward "registry-6c86875c6f-x7k2p" is forbidden: User "system:serviceaccount:default:dev" cannot create resource "pods/portforward" in API group "" in the namespace "kube-system"
+hint: ask for RBAC permission to create pods/portforward in kube-system (`kubectl auth can-i create pods/portforward -n kube-system` checks), or push to a registry reachable from here with --registry HOST[:PORT]
+
+"#]]);
     assert_eq!(cluster.bench.tag_status("app", "v1"), 404);
 }
 
@@ -216,11 +215,11 @@ fn a_service_without_a_ready_pod_is_named_with_its_selector() {
     let path = cluster.archive(&Image::sample(64));
     let run = cluster.run(&["push", &path]);
     assert_eq!(run.code, 3, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("no registry pod to tunnel to behind Service dev/registry port 5000: no pod matching its selector app=registry is ready"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr(str![[r#"
+error: no registry pod to tunnel to behind Service dev/registry port 5000: no pod matching its selector app=registry is ready
+hint: `kubectl -n dev get pods` shows why its pods are not ready; or name a registry reachable from here with --registry HOST[:PORT]
+
+"#]]);
 }
 
 #[test]
@@ -352,7 +351,12 @@ fn an_api_server_that_does_not_upgrade_is_told() {
     let path = cluster.archive(&Image::sample(67));
     let run = cluster.run(&["push", &path]);
     assert_eq!(run.code, 3, "{}", run.stderr);
-    assert!(run.stderr.contains("opening a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 through the API server: the API server answered 400"), "{}", run.stderr);
+    run.assert_stderr(str![[r#"
+error: opening a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 through the API server: the API server answered 400 BadRequest
+caused by: Upgrade request required
+hint: a proxy between here and the API server may not pass WebSocket upgrades on; `kubectl port-forward` fails the same way there. Push to a registry reachable from here with --registry HOST[:PORT]
+
+"#]]);
 }
 
 #[test]
@@ -362,7 +366,19 @@ fn ls_reads_the_registry_through_the_tunnel() {
     assert_eq!(cluster.run(&["push", &path]).code, 0);
     let run = cluster.run(&["ls", "-o", "json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("\"app\""), "{}", run.stdout);
+    run.assert_stdout(str![[r#"
+[
+  {
+    "repository": "app",
+    "tag": "v1",
+    "digest": "sha256:[DIGEST]",
+    "size": 643057,
+    "created": null,
+    "inUseBy": []
+  }
+]
+
+"#]]);
 }
 
 /// kubectl's own port-forward, through the same stand-in: its WebSocket try
@@ -448,11 +464,20 @@ fn info_says_push_would_tunnel_and_why() {
                "tlsName": "registry.kube-system.svc.cluster.local"})
     );
     let text = cluster.run(&["info"]);
-    assert!(
-        text.stdout.contains("push through a tunnel through the API server to Service kube-system/registry port 80 (minikube's registry addon is reached only inside the cluster) and print refs on localhost:5000; TLS to registry.kube-system.svc.cluster.local first (its certificate checked for that name), plain HTTP if the registry answers in it"),
-        "{}",
-        text.stdout
-    );
+    text.assert_stdout(str![[r#"
+context:              minikube
+cluster:              minikube
+server:               http://127.0.0.1:[PORT]
+product:              minikube (profile "minikube")
+registry host:        localhost:5000
+runtime host:         localhost:5000
+cluster-network host: registry.kube-system.svc.cluster.local:80
+help:                 https://minikube.sigs.k8s.io/docs/handbook/registry/
+source:               Service kube-system/registry (minikube registry addon)
+network:              host (outside the cluster: a kubeconfig context)
+push:                 push through a tunnel through the API server to Service kube-system/registry port 80 (minikube's registry addon is reached only inside the cluster) and print refs on localhost:5000; TLS to registry.kube-system.svc.cluster.local first (its certificate checked for that name), plain HTTP if the registry answers in it
+
+"#]]);
 }
 
 /// `doctor -o json`'s check named `name`.

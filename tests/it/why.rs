@@ -4,6 +4,7 @@
 //! containerd's own words; the real registry holds what was pushed. Each cause is named with its
 //! evidence and fix, and the exit code is its area's.
 
+use snapbox::str;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -158,6 +159,23 @@ fn a_pod_whose_image_was_pulled_has_no_cause_and_exits_0() {
     let reference = bench.push(&Image::sample(141), &[]);
     bench.api.create_pod("web", &reference, None);
     let run = bench.why(&["pod/web", "-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "pod": "web",
+  "namespace": "default",
+  "node": "stand-in-node",
+  "containers": [
+    {
+      "name": "web",
+      "image": "kind-registry:5000/myimg:dev@sha256:[DIGEST]",
+      "cause": null,
+      "explanation": "its image was pulled; it waits for another reason: CreateContainerError: failed to generate container spec: no command specified",
+      "fix": null
+    }
+  ]
+}
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
     let report = run.json();
     assert_eq!(report["pod"], "web");
@@ -179,18 +197,17 @@ fn an_image_named_by_the_host_we_push_to_is_wrong_host_with_the_right_ref() {
     bench.api.create_pod("web", &image, None);
     let run = bench.why(&["web"]);
     assert_eq!(run.code, 3, "{run:?}");
-    assert_eq!(
-        run.stdout,
-        "pod default/web on node stand-in-node\n\
-         ✗ web (127.0.0.1:[PORT]/myimg:dev): wrong-host\n    \
-         why: the image names the registry as 127.0.0.1:[PORT], which is where it is reached from \
-         this machine; the nodes' container runtime reaches it as kind-registry:5000\n    \
-         fix: use image kind-registry:5000/myimg:dev in the pod spec\n"
-    );
-    assert_eq!(
-        run.stderr,
-        "error: pod default/web: 1 container cannot start its image (web)\n"
-    );
+    run.assert_stdout(str![[r#"
+pod default/web on node stand-in-node
+✗ web (127.0.0.1:[PORT]/myimg:dev): wrong-host
+    why: the image names the registry as 127.0.0.1:[PORT], which is where it is reached from this machine; the nodes' container runtime reaches it as kind-registry:5000
+    fix: use image kind-registry:5000/myimg:dev in the pod spec
+
+"#]]);
+    run.assert_stderr(str![[r#"
+error: pod default/web: 1 container cannot start its image (web)
+
+"#]]);
 }
 
 #[test]
@@ -201,6 +218,23 @@ fn a_tag_never_pushed_is_not_in_registry_with_the_push_command() {
         .api
         .create_pod("web", "kind-registry:5000/myimg:other", None);
     let run = bench.why(&["pod/web", "-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "pod": "web",
+  "namespace": "default",
+  "node": "stand-in-node",
+  "containers": [
+    {
+      "name": "web",
+      "image": "kind-registry:5000/myimg:other",
+      "cause": "not-in-registry",
+      "explanation": "the registry has no tag other in repository myimg",
+      "fix": "push it: kubectl registry push IMAGE --tag myimg:other"
+    }
+  ]
+}
+
+"#]]);
     assert_eq!(run.code, 5, "{run:?}");
     let container = &run.json()["containers"][0];
     assert_eq!(container["cause"], "not-in-registry");
@@ -264,6 +298,23 @@ fn a_node_not_trusting_the_registrys_certificate_is_registry_not_mapped_with_the
     let reference = bench.push_with(&Image::sample(151), &[], &["--ca-file", ca_file]);
     bench.api.create_pod("web", &reference, None);
     let run = bench.why(&["pod/web", "-o", "json", "--ca-file", ca_file]);
+    run.assert_stdout(str![[r#"
+{
+  "pod": "web",
+  "namespace": "default",
+  "node": "stand-in-node",
+  "containers": [
+    {
+      "name": "web",
+      "image": "kind-registry:5000/myimg:dev@sha256:[DIGEST]",
+      "cause": "registry-not-mapped",
+      "explanation": "the node's container runtime cannot verify the TLS certificate of kind-registry:5000: Failed: Failed to pull image \"kind-registry:5000/myimg:dev@sha256:[DIGEST]\": failed to resolve reference \"kind-registry:5000/myimg:dev@sha256:[DIGEST]\": failed to do request: Head \"https://127.0.0.1:[PORT]/v2/myimg/manifests/sha256:[DIGEST]?ns=kind-registry%3A5000\": x509: certificate signed by unknown authority",
+      "fix": "give each node's containerd the CA that signed the registry's certificate, beside its mapping (kind: /etc/containerd/certs.d/kind-registry:5000/ca.crt and /etc/containerd/certs.d/kind-registry:5000/hosts.toml):\nserver = \"https://kind-registry:5000\"\n[host.\"https://kind-registry:5000\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/containerd/certs.d/kind-registry:5000/ca.crt\""
+    }
+  ]
+}
+
+"#]]);
     assert_eq!(run.code, 6, "{run:?}");
     let container = &run.json()["containers"][0];
     assert_eq!(container["cause"], "registry-not-mapped", "{container}");
@@ -297,6 +348,23 @@ fn a_tls_registry_is_asked_with_ca_file_or_insecure_as_push_asks_it() {
         .create_pod("web", "kind-registry:5000/myimg:other", None);
     // Without either flag, the registry's certificate is not trusted: it could not be asked.
     let run = bench.why(&["pod/web", "-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "pod": "web",
+  "namespace": "default",
+  "node": "stand-in-node",
+  "containers": [
+    {
+      "name": "web",
+      "image": "kind-registry:5000/myimg:other",
+      "cause": "other",
+      "explanation": "the kubelet says: Failed: Failed to pull image \"kind-registry:5000/myimg:other\": failed to resolve reference \"kind-registry:5000/myimg:other\": kind-registry:5000/myimg:other: not found (the registry could not be asked whether it holds the image (reaching the registry 127.0.0.1:[PORT]: the TLS certificate of 127.0.0.1:[PORT] is not trusted: invalid peer certificate: UnknownIssuer))",
+      "fix": null
+    }
+  ]
+}
+
+"#]]);
     assert_eq!(run.code, 3, "{run:?}");
     let container = &run.json()["containers"][0];
     assert_eq!(container["cause"], "other", "{container}");
@@ -343,6 +411,23 @@ fn a_registry_refusing_the_node_is_unauthorized() {
     let reference = bench.push(&Image::sample(145), &[("DOCKER_CONFIG", &config)]);
     bench.api.create_pod("web", &reference, None);
     let run = bench.why(&["pod/web", "-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "pod": "web",
+  "namespace": "default",
+  "node": "stand-in-node",
+  "containers": [
+    {
+      "name": "web",
+      "image": "kind-registry:5000/myimg:dev@sha256:[DIGEST]",
+      "cause": "unauthorized",
+      "explanation": "the registry refused the node's pull: Failed: Failed to pull image \"kind-registry:5000/myimg:dev@sha256:[DIGEST]\": failed to resolve reference \"kind-registry:5000/myimg:dev@sha256:[DIGEST]\": pulling from host 127.0.0.1:[PORT] failed with status code [manifests sha256:[DIGEST]]: 401 Unauthorized",
+      "fix": "give the pod an imagePullSecret for kind-registry:5000 (kubectl create secret docker-registry), or let the registry serve pulls without credentials"
+    }
+  ]
+}
+
+"#]]);
     assert_eq!(run.code, 5, "{run:?}");
     let container = &run.json()["containers"][0];
     assert_eq!(container["cause"], "unauthorized", "{container}");
@@ -361,6 +446,23 @@ fn an_unparsable_reference_is_invalid_name() {
         .api
         .create_pod("web", "kind-registry:5000/MyImg:dev", None);
     let run = bench.why(&["pod/web", "-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "pod": "web",
+  "namespace": "default",
+  "node": "stand-in-node",
+  "containers": [
+    {
+      "name": "web",
+      "image": "kind-registry:5000/MyImg:dev",
+      "cause": "invalid-name",
+      "explanation": "the image reference does not parse: \"kind-registry:5000/MyImg:dev\" is not an image name: each path component is lowercase letters and digits, joined by '.', '_', '__' or '-'",
+      "fix": "use image kind-registry:5000/myimg:dev in the pod spec (repository names are lower case; the tag is kept)"
+    }
+  ]
+}
+
+"#]]);
     assert_eq!(run.code, 3, "{run:?}");
     let container = &run.json()["containers"][0];
     assert_eq!(container["cause"], "invalid-name");
@@ -391,6 +493,23 @@ fn an_image_without_a_build_for_the_nodes_arch_is_platform_mismatch() {
     let reference = bench.push_archive(&archive, &[]);
     bench.api.create_pod("web", &reference, None);
     let run = bench.why(&["pod/web", "-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "pod": "web",
+  "namespace": "default",
+  "node": "stand-in-node",
+  "containers": [
+    {
+      "name": "web",
+      "image": "kind-registry:5000/myimg:dev@sha256:[DIGEST]",
+      "cause": "platform-mismatch",
+      "explanation": "the image has no build for node stand-in-node's architecture amd64 (it has: linux/arm64, linux/arm/v7)",
+      "fix": "build it for linux/amd64 (docker buildx build --platform linux/amd64) and push it again"
+    }
+  ]
+}
+
+"#]]);
     assert_eq!(run.code, 5, "{run:?}");
     let container = &run.json()["containers"][0];
     assert_eq!(container["cause"], "platform-mismatch", "{container}");
@@ -470,6 +589,12 @@ fn an_image_of_another_registry_is_other_with_the_kubelets_words() {
     let bench = WhyBench::new(TestRegistry::start(), Mapping::HttpFromElsewhere);
     bench.api.create_pod("web", "quay.io/someone/app:1.0", None);
     let run = bench.why(&["pod/web"]);
+    run.assert_stdout(str![[r#"
+pod default/web on node stand-in-node
+✗ web (quay.io/someone/app:1.0): other
+    why: the kubelet says: Failed: Failed to pull image "quay.io/someone/app:1.0": failed to resolve reference "quay.io/someone/app:1.0": failed to do request: Head "https://quay.io/v2/someone/app/manifests/1.0": dial tcp: lookup quay.io on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable (the image is not on the cluster's registry)
+
+"#]]);
     assert_eq!(run.code, 3, "{run:?}");
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert_eq!(lines[1], "✗ web (quay.io/someone/app:1.0): other");
@@ -504,6 +629,23 @@ fn a_deployment_is_explained_by_its_newest_failing_pod() {
         &[("app", "other")],
     );
     let run = bench.why(&["deploy/web", "-o", "json"]);
+    run.assert_stdout(str![[r#"
+{
+  "pod": "web-2",
+  "namespace": "default",
+  "node": "stand-in-node",
+  "containers": [
+    {
+      "name": "web-2",
+      "image": "kind-registry:5000/myimg:next",
+      "cause": "not-in-registry",
+      "explanation": "the registry has no tag next in repository myimg",
+      "fix": "push it: kubectl registry push IMAGE --tag myimg:next"
+    }
+  ]
+}
+
+"#]]);
     assert_eq!(run.code, 5, "{run:?}");
     let report = run.json();
     assert_eq!(report["pod"], "web-2");
@@ -593,9 +735,10 @@ fn a_running_pod_exits_0_saying_it_runs() {
         .args(["why", "pod/running"])
         .output();
     assert_eq!(run.code, 0);
-    assert_eq!(
-        run.stdout,
-        format!("pod default/running on node stand-in-node\n✓ c0 ({image}): it runs\n")
-    );
-    assert_eq!(run.stderr, "");
+    run.assert_stdout(str![[r#"
+pod default/running on node stand-in-node
+✓ c0 (kind-registry:5000/myimg:dev@sha256:[DIGEST]): it runs
+
+"#]]);
+    run.assert_stderr(str![]);
 }

@@ -6,6 +6,7 @@
 //! writes the scheduler's and the kubelet's words; the registry is the real one, the node's
 //! runtime a real containerd.
 
+use snapbox::str;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -95,6 +96,23 @@ fn a_pod_not_yet_scheduled_says_so_with_the_schedulers_words_and_no_image_cause(
         .api
         .create_pod("web", "kind-registry:5000/myimg:dev", None);
     let run = cluster.why("pod/web");
+    run.assert_stdout(str![[r#"
+{
+  "pod": "web",
+  "namespace": "default",
+  "node": null,
+  "containers": [
+    {
+      "name": "web",
+      "image": "kind-registry:5000/myimg:dev",
+      "cause": null,
+      "explanation": "the pod is not scheduled on a node yet, so no node has asked for its image; the scheduler says: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+      "fix": null
+    }
+  ]
+}
+
+"#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{}", run.stdout);
     assert_eq!(run.json()["node"], Value::Null);
     let found = finding(&run);
@@ -130,6 +148,23 @@ fn pull_policy_never_on_a_node_without_the_image_is_pull_policy_with_a_registry(
     );
 
     let run = cluster.why("pod/pushed");
+    run.assert_stdout(str![[r#"
+{
+  "pod": "pushed",
+  "namespace": "default",
+  "node": "stand-in-node",
+  "containers": [
+    {
+      "name": "pushed",
+      "image": "kind-registry:5000/myimg:dev",
+      "cause": "pull-policy",
+      "explanation": "its imagePullPolicy is Never, so the kubelet uses only an image the node holds: node stand-in-node does not hold it, and the registry holds it: Container image \"kind-registry:5000/myimg:dev\" is not present with pull policy of Never",
+      "fix": "set imagePullPolicy: IfNotPresent in the pod spec (or leave it out), so that the node pulls it from the registry"
+    }
+  ]
+}
+
+"#]]);
     assert_eq!(run.code, 3, "{run:?}");
     let found = finding(&run);
     assert_eq!(found["cause"], "pull-policy", "{found}");
@@ -184,6 +219,23 @@ fn pull_policy_never_without_a_registry_says_to_load_the_nodes() {
             .path(format!("{}:/usr/bin:/bin", standins.bin_dir().display())),
         "pod/web",
     );
+    run.assert_stdout(str![[r#"
+{
+  "pod": "web",
+  "namespace": "default",
+  "node": "stand-in-node",
+  "containers": [
+    {
+      "name": "web",
+      "image": "myimg:dev",
+      "cause": "pull-policy",
+      "explanation": "its imagePullPolicy is Never, so the kubelet uses only an image the node holds: the cluster has no registry, and node stand-in-node's containerd holds no docker.io/library/myimg:dev: Container image \"myimg:dev\" is not present with pull policy of Never",
+      "fix": "load it into the nodes: kubectl registry push IMAGE --tag myimg:dev (with no registry, push loads the nodes), then use the ref it prints; imagePullPolicy: Never finds a loaded image"
+    }
+  ]
+}
+
+"#]]);
     assert_eq!(run.code, 3, "{run:?}");
     let found = finding(&run);
     assert_eq!(found["cause"], "pull-policy", "{found}");
@@ -210,6 +262,23 @@ fn a_reference_in_the_wrong_case_is_invalid_name_with_the_corrected_reference() 
         .api
         .create_pod("web", "kind-registry:5000/Team/MyImg:Dev-1", None);
     let run = cluster.why("web");
+    run.assert_stdout(str![[r#"
+{
+  "pod": "web",
+  "namespace": "default",
+  "node": "stand-in-node",
+  "containers": [
+    {
+      "name": "web",
+      "image": "kind-registry:5000/Team/MyImg:Dev-1",
+      "cause": "invalid-name",
+      "explanation": "the image reference does not parse: \"kind-registry:5000/Team/MyImg:Dev-1\" is not an image name: each path component is lowercase letters and digits, joined by '.', '_', '__' or '-'",
+      "fix": "use image kind-registry:5000/team/myimg:Dev-1 in the pod spec (repository names are lower case; the tag is kept)"
+    }
+  ]
+}
+
+"#]]);
     assert_eq!(run.code, 3, "{run:?}");
     let found = finding(&run);
     assert_eq!(found["cause"], "invalid-name", "{found}");

@@ -279,11 +279,14 @@ pub(crate) fn assert_redacted(actual: &str, expected: impl IntoData) {
     Assert::new()
         .action_env(snapbox::assert::DEFAULT_ACTION_ENV)
         .redact_with(redactions().clone())
+        // Output is pinned as printed: a backslash stays one (snapbox would turn it into `/`).
+        .normalize_paths(false)
         .eq(actual, expected);
 }
 
 /// What varies between runs, and the placeholder each becomes:
-/// - `[ROOT]`: a temporary folder (`$TMPDIR/.tmpXXXXXX`, as `tempfile` names them);
+/// - `[ROOT]`: a temporary folder (`$TMPDIR/.tmpXXXXXX` as `tempfile` names them, and the engines'
+///   socket folders);
 /// - `[PORT]`: a loopback port (`127.0.0.1:[PORT]`);
 /// - `[DIGEST]`: a sha256 digest's hex, whole or cut to 12 or more characters;
 /// - `[ELAPSED]`: a time taken (`answered in [ELAPSED] ms`, `done in [ELAPSED]s`).
@@ -307,7 +310,8 @@ pub(crate) fn redactions() -> &'static Redactions {
     })
 }
 
-/// A temporary folder as `tempfile` names them, below the machine's temp dir.
+/// A temporary folder as `tempfile` names them, below the machine's temp dir (`.tmpXXXXXX`, or the
+/// short prefixes the engines' socket folders take: `ctrd`, `dk`, `pdmn`).
 fn root_pattern() -> String {
     let temp = std::env::temp_dir();
     let temp = temp
@@ -315,7 +319,7 @@ fn root_pattern() -> String {
         .expect("a UTF-8 temp dir")
         .trim_end_matches('/');
     format!(
-        r"(?<redacted>{}/\.tmp[A-Za-z0-9]{{6}})",
+        r"(?<redacted>{}/(?:\.tmp|ctrd|dk|pdmn)[A-Za-z0-9]{{6}})",
         regex::escape(temp)
     )
 }

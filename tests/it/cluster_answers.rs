@@ -42,6 +42,20 @@ fn info_through(rules: Vec<Rule>, rss_file: Option<&std::path::Path>) -> (Outcom
     (run, proxy)
 }
 
+/// Every `GET /api` answered `status` with `headers` and `body`, by the proxy.
+fn api_answers(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> Vec<Rule> {
+    vec![Rule::new(
+        "GET",
+        "/api",
+        usize::MAX,
+        Action::Status {
+            status,
+            headers,
+            body,
+        },
+    )]
+}
+
 const LOGIN_PAGE: &str = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n\
     <title>\n  Sign in \u{2013} Corp Access\n</title></head>\n\
     <body><form action=\"/login\"><input name=\"user\"></form></body></html>\n";
@@ -49,16 +63,11 @@ const LOGIN_PAGE: &str = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
 #[test]
 fn a_login_page_where_the_api_server_should_be_is_named_as_a_web_page() {
     let (run, _proxy) = info_through(
-        vec![Rule::new(
-            "GET",
-            "/api",
-            usize::MAX,
-            Action::Status {
-                status: 200,
-                headers: vec![("Content-Type".into(), "text/html; charset=utf-8".into())],
-                body: LOGIN_PAGE.as_bytes().to_vec(),
-            },
-        )],
+        api_answers(
+            200,
+            vec![("Content-Type".into(), "text/html; charset=utf-8".into())],
+            LOGIN_PAGE.as_bytes().to_vec(),
+        ),
         None,
     );
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));
@@ -73,22 +82,17 @@ hint: something else answers at that address (a login page of a proxy or VPN?): 
 #[test]
 fn a_redirect_to_a_login_page_is_named_with_where_it_sends_us() {
     let (run, _proxy) = info_through(
-        vec![Rule::new(
-            "GET",
-            "/api",
-            usize::MAX,
-            Action::Status {
-                status: 302,
-                headers: vec![
-                    (
-                        "Location".into(),
-                        "https://sso.corp.example/login?next=%2Fapi".into(),
-                    ),
-                    ("Content-Type".into(), "text/html".into()),
-                ],
-                body: b"<html><head><title>Found</title></head></html>".to_vec(),
-            },
-        )],
+        api_answers(
+            302,
+            vec![
+                (
+                    "Location".into(),
+                    "https://sso.corp.example/login?next=%2Fapi".into(),
+                ),
+                ("Content-Type".into(), "text/html".into()),
+            ],
+            b"<html><head><title>Found</title></head></html>".to_vec(),
+        ),
         None,
     );
     assert_eq!((run.code, run.stdout.as_str()), (3, ""));

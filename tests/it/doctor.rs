@@ -205,16 +205,7 @@ fn an_unknown_cluster_with_nothing_advertised_names_every_way_out_as_json() {
 #[test]
 fn an_api_server_that_is_down_fails_and_the_checks_after_it_say_why_they_did_not_run() {
     let dir = TempDir::new().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        crate::support::apiserver::kubeconfig_yaml(
-            &format!("http://127.0.0.1:{}", unused_port()),
-            "kind-dev",
-            "kind-dev",
-        ),
-    )
-    .unwrap();
+    let kubeconfig = crate::support::apiserver::write_kubeconfig_of_a_down_cluster(dir.path());
     let run = Run::plugin(dir.path())
         .kubeconfig_flag(&kubeconfig)
         .arg("doctor")

@@ -435,11 +435,7 @@ fn sigterm_ends_a_push_whose_engine_streams_junk_for_ever_within_five_seconds() 
         assert!(Instant::now() < deadline, "the export never started");
         std::thread::sleep(Duration::from_millis(20));
     };
-    let sent = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    crate::support::run::signal(child.id(), "-TERM");
     let signalled = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if signalled.elapsed() > Duration::from_secs(30) {

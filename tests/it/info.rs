@@ -17,30 +17,19 @@ const IMAGE_CONFIG_GET: &str = "GET /apis/config.openshift.io/v1/images/cluster"
 const NODES_LIST: &str = "GET /api/v1/nodes";
 const SERVICE_GET: &str = "GET /api/v1/namespaces/container-registry/services/registry";
 
-/// The binary with a clean environment: its own HOME, no proxies, no registry variables.
-fn registry_cmd(home: &Path) -> Run {
-    Run::plugin(home)
-}
-
-fn outcome(run: Run) -> Outcome {
-    run.output()
-}
-
 /// `kubectl registry info [args]` against `server`, through a kubeconfig with context/cluster `name`.
 fn info(server: &ApiServer, name: &str, args: &[&str]) -> Outcome {
     let dir = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(dir.path(), name, name);
-    outcome(
-        registry_cmd(dir.path())
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .arg("info")
-            .args(args),
-    )
+    Run::plugin(dir.path())
+        .kubeconfig_flag(&kubeconfig)
+        .arg("info")
+        .args(args)
+        .output()
 }
 
 fn json(outcome: &Outcome) -> serde_json::Value {
-    serde_json::from_str(&outcome.stdout).unwrap()
+    outcome.json()
 }
 
 #[test]
@@ -399,18 +388,17 @@ fn flags_beat_everything_and_the_cluster_is_not_contacted() {
         .start();
     let dir = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
-    let run = outcome(
-        registry_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .env("KUBECTL_REGISTRY_HOST", "localhost:6000")
-            .args([
-                "--registry",
-                "registry.localhost:5001",
-                "--registry-from-runtime",
-                "kind-registry:5000",
-            ])
-            .args(["info", "-o", "json"]),
-    );
+    let run = Run::plugin(dir.path())
+        .env("KUBECONFIG", &kubeconfig)
+        .env("KUBECTL_REGISTRY_HOST", "localhost:6000")
+        .args([
+            "--registry",
+            "registry.localhost:5001",
+            "--registry-from-runtime",
+            "kind-registry:5000",
+        ])
+        .args(["info", "-o", "json"])
+        .output();
     run.assert_stdout(str![[r#"
 {
   "context": "kind-dev",
@@ -444,14 +432,12 @@ fn the_environment_beats_the_configmap_and_the_cluster_is_not_contacted() {
     let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
     let dir = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
-    let run = outcome(
-        registry_cmd(dir.path())
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .env("KUBECTL_REGISTRY_HOST", "localhost:6000")
-            .env("KUBECTL_REGISTRY_RUNTIME_HOST", "registry:6000")
-            .arg("info"),
-    );
+    let run = Run::plugin(dir.path())
+        .kubeconfig_flag(&kubeconfig)
+        .env("KUBECTL_REGISTRY_HOST", "localhost:6000")
+        .env("KUBECTL_REGISTRY_RUNTIME_HOST", "registry:6000")
+        .arg("info")
+        .output();
     run.assert_stdout(str![[r#"
 context:              kind-dev
 cluster:              kind-dev
@@ -473,11 +459,10 @@ push:                 push to localhost:6000 and print refs on registry:6000
 #[test]
 fn the_registry_flag_needs_no_kubeconfig_at_all() {
     let home = TempDir::new().unwrap();
-    let run = outcome(
-        registry_cmd(home.path())
-            .env("KUBECONFIG", home.path().join("missing"))
-            .args(["--registry", "localhost:5001", "info", "-o", "json"]),
-    );
+    let run = Run::plugin(home.path())
+        .env("KUBECONFIG", home.path().join("missing"))
+        .args(["--registry", "localhost:5001", "info", "-o", "json"])
+        .output();
     run.assert_stdout(str![[r#"
 {
   "context": null,
@@ -503,7 +488,9 @@ fn the_registry_flag_needs_no_kubeconfig_at_all() {
 
 "#]]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
-    let text = outcome(registry_cmd(home.path()).args(["--registry", "localhost:5001", "info"]));
+    let text = Run::plugin(home.path())
+        .args(["--registry", "localhost:5001", "info"])
+        .output();
     text.assert_stdout(str![[r#"
 context:              (none)
 cluster:              (none)
@@ -533,8 +520,9 @@ push:                 push to localhost:5001 and print refs on localhost:5001
 #[test]
 fn a_bad_registry_flag_is_a_usage_error() {
     let home = TempDir::new().unwrap();
-    let run =
-        outcome(registry_cmd(home.path()).args(["--registry", "localhost:5001/team", "info"]));
+    let run = Run::plugin(home.path())
+        .args(["--registry", "localhost:5001/team", "info"])
+        .output();
     run.assert_stdout(str![]);
     run.assert_stderr(str![[r#"
 error: --registry "localhost:5001/team" is not a registry host
@@ -1427,12 +1415,10 @@ fn an_unknown_context_lists_the_contexts_available() {
     let server = ApiServer::builder().hosting_v1(KIND_SCRIPT_V1).start();
     let dir = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
-    let run = outcome(
-        registry_cmd(dir.path())
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--context", "kind-prod", "info"]),
-    );
+    let run = Run::plugin(dir.path())
+        .kubeconfig_flag(&kubeconfig)
+        .args(["--context", "kind-prod", "info"])
+        .output();
     run.assert_stderr(str![[r#"
 error: context "kind-prod" is not in kubeconfig [ROOT]/kubeconfig
 hint: contexts available: kind-dev; choose one with --context NAME
@@ -1458,13 +1444,10 @@ fn the_context_flag_picks_among_merged_kubeconfig_files() {
     )
     .unwrap();
     let joined = std::env::join_paths([&first, &second]).unwrap();
-    let run = outcome(registry_cmd(dir.path()).env("KUBECONFIG", &joined).args([
-        "--context",
-        "microk8s",
-        "info",
-        "-o",
-        "json",
-    ]));
+    let run = Run::plugin(dir.path())
+        .env("KUBECONFIG", &joined)
+        .args(["--context", "microk8s", "info", "-o", "json"])
+        .output();
     run.assert_stdout(str![[r#"
 {
   "context": "microk8s",
@@ -1504,12 +1487,10 @@ fn an_unreadable_kubeconfig_is_a_cluster_error() {
     let dir = TempDir::new().unwrap();
     let kubeconfig = dir.path().join("config");
     std::fs::write(&kubeconfig, "apiVersion: v1\nclusters: [\n").unwrap();
-    let run = outcome(
-        registry_cmd(dir.path())
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .arg("info"),
-    );
+    let run = Run::plugin(dir.path())
+        .kubeconfig_flag(&kubeconfig)
+        .arg("info")
+        .output();
     run.assert_stderr(str![[r#"
 error: reading kubeconfig [ROOT]/config
 caused by: unclosed bracket '[' at line 2, column 11
@@ -1523,12 +1504,10 @@ hint: fix or replace that file, or skip discovery with --registry HOST[:PORT]
 fn a_missing_kubeconfig_flag_file_is_a_cluster_error() {
     let dir = TempDir::new().unwrap();
     let kubeconfig = dir.path().join("nope");
-    let run = outcome(
-        registry_cmd(dir.path())
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .arg("info"),
-    );
+    let run = Run::plugin(dir.path())
+        .kubeconfig_flag(&kubeconfig)
+        .arg("info")
+        .output();
     run.assert_stderr(str![[r#"
 error: reading kubeconfig [ROOT]/nope
 caused by: No such file or directory (os error 2)
@@ -1541,7 +1520,7 @@ hint: check the path, or unset --kubeconfig to use KUBECONFIG or ~/.kube/config;
 #[test]
 fn no_kubeconfig_at_all_says_so() {
     let home = TempDir::new().unwrap();
-    let run = outcome(registry_cmd(home.path()).arg("info"));
+    let run = Run::plugin(home.path()).arg("info").output();
     run.assert_stderr(str![[r#"
 error: no kubeconfig: [ROOT]/.kube/config does not exist
 hint: create a cluster (`kind create cluster` writes one) or point --kubeconfig at one, or skip discovery with --registry HOST[:PORT]
@@ -1556,11 +1535,10 @@ fn a_kubeconfig_list_with_a_missing_file_uses_the_others() {
     let dir = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
     let joined = std::env::join_paths([dir.path().join("gone"), kubeconfig]).unwrap();
-    let run = outcome(
-        registry_cmd(dir.path())
-            .env("KUBECONFIG", &joined)
-            .args(["info", "-o", "json"]),
-    );
+    let run = Run::plugin(dir.path())
+        .env("KUBECONFIG", &joined)
+        .args(["info", "-o", "json"])
+        .output();
     run.assert_stdout(str![[r#"
 {
   "context": "kind-dev",
@@ -1603,7 +1581,9 @@ fn the_home_kubeconfig_is_the_default() {
         kubeconfig_yaml(&server.url(), "minikube", "minikube"),
     )
     .unwrap();
-    let run = outcome(registry_cmd(home.path()).args(["info", "-o", "json"]));
+    let run = Run::plugin(home.path())
+        .args(["info", "-o", "json"])
+        .output();
     run.assert_stdout(str![[r#"
 {
   "context": "minikube",
@@ -1646,12 +1626,10 @@ fn an_api_server_that_is_down_fails_naming_context_and_server() {
         kubeconfig_yaml(&server, "kind-dev", "kind-dev"),
     )
     .unwrap();
-    let run = outcome(
-        registry_cmd(dir.path())
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .arg("info"),
-    );
+    let run = Run::plugin(dir.path())
+        .kubeconfig_flag(&kubeconfig)
+        .arg("info")
+        .output();
     run.assert_stderr(str![[r#"
 error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context "kind-dev" (http://127.0.0.1:[PORT])
 caused by: client error (Connect)
@@ -1702,11 +1680,10 @@ fn info_with_plugin_answer(answer: &str) -> (Outcome, Vec<Option<String>>) {
     let dir = TempDir::new().unwrap();
     let script = format!("#!/bin/sh\nprintf '%s' '{answer}'\n");
     let kubeconfig = exec_kubeconfig(dir.path(), &server, &script);
-    let run = outcome(
-        registry_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .args(["info", "-o", "json"]),
-    );
+    let run = Run::plugin(dir.path())
+        .env("KUBECONFIG", &kubeconfig)
+        .args(["info", "-o", "json"])
+        .output();
     (run, server.authorizations())
 }
 
@@ -1745,11 +1722,10 @@ fn a_failing_exec_credential_plugin_is_a_cluster_error() {
         &server,
         "#!/bin/sh\necho 'session expired: run sso login' >&2\nexit 1\n",
     );
-    let run = outcome(
-        registry_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .arg("info"),
-    );
+    let run = Run::plugin(dir.path())
+        .env("KUBECONFIG", &kubeconfig)
+        .arg("info")
+        .output();
     run.assert_stderr(str![[r#"
 error: getting credentials for context "eks-dev" (http://127.0.0.1:[PORT]): the kubeconfig's exec credential plugin failed (exit status: 1)
 caused by: session expired: run sso login
@@ -1777,12 +1753,11 @@ fn an_exec_credential_plugin_that_never_answers_is_stopped_at_its_bound() {
         ),
     );
     let started = std::time::Instant::now();
-    let run = outcome(
-        registry_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .timeout(std::time::Duration::from_secs(90))
-            .arg("info"),
-    );
+    let run = Run::plugin(dir.path())
+        .env("KUBECONFIG", &kubeconfig)
+        .timeout(std::time::Duration::from_secs(90))
+        .arg("info")
+        .output();
     let took = started.elapsed();
     // kube resolves the plugin's relative path against the kubeconfig's folder ([ROOT]).
     run.assert_stderr(str![[r#"
@@ -1826,13 +1801,12 @@ fn https_proxy_is_never_used_for_a_loopback_api_server() {
     let dir = TempDir::new().unwrap();
     let kubeconfig = server.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
     let proxy = format!("http://127.0.0.1:{}", unused_port());
-    let run = outcome(
-        registry_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .env("HTTPS_PROXY", &proxy)
-            .env("https_proxy", &proxy)
-            .args(["info", "-o", "json"]),
-    );
+    let run = Run::plugin(dir.path())
+        .env("KUBECONFIG", &kubeconfig)
+        .env("HTTPS_PROXY", &proxy)
+        .env("https_proxy", &proxy)
+        .args(["info", "-o", "json"])
+        .output();
     run.assert_stdout(str![[r#"
 {
   "context": "kind-dev",
@@ -1878,11 +1852,10 @@ fn a_kubeconfig_proxy_url_is_used_even_for_a_loopback_api_server() {
         );
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(&kubeconfig, yaml).unwrap();
-    let run = outcome(
-        registry_cmd(dir.path())
-            .env("KUBECONFIG", &kubeconfig)
-            .arg("info"),
-    );
+    let run = Run::plugin(dir.path())
+        .env("KUBECONFIG", &kubeconfig)
+        .arg("info")
+        .output();
     assert_eq!(
         run.stderr.lines().next(),
         Some(

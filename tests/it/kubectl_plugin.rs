@@ -11,6 +11,15 @@ use tempfile::TempDir;
 const KIND_SCRIPT_V1: &str =
     "host: \"localhost:5001\"\nhelp: \"https://kind.sigs.k8s.io/docs/user/local-registry/\"\n";
 
+/// `kubectl get` of the hosting ConfigMap.
+const GET_HOSTING: [&str; 5] = [
+    "get",
+    "configmap",
+    "-n",
+    "kube-public",
+    "local-registry-hosting",
+];
+
 /// The real kubectl with a private HOME (its discovery cache lands there) and no proxies.
 fn kubectl(home: &Path) -> Run {
     Run::program("kubectl", home)
@@ -34,15 +43,8 @@ fn real_kubectl_reads_the_hosting_configmap_from_the_stand_in() {
     let kubeconfig = server.write_kubeconfig(home.path(), "kind-dev", "kind-dev");
     let output = kubectl(home.path())
         .kubeconfig_flag(&kubeconfig)
-        .args([
-            "get",
-            "configmap",
-            "-n",
-            "kube-public",
-            "local-registry-hosting",
-            "-o",
-            "json",
-        ])
+        .args(GET_HOSTING)
+        .args(["-o", "json"])
         .output();
     let configmap = success(&output);
     assert_eq!(configmap["kind"], "ConfigMap");
@@ -78,13 +80,7 @@ fn real_kubectl_reads_nodes_and_the_404_and_403_statuses() {
 
     let missing = kubectl(home.path())
         .kubeconfig_flag(&kubeconfig)
-        .args([
-            "get",
-            "configmap",
-            "-n",
-            "kube-public",
-            "local-registry-hosting",
-        ])
+        .args(GET_HOSTING)
         .output();
     missing.assert_stderr(str![[r#"
 Error from server (NotFound): configmaps "local-registry-hosting" not found

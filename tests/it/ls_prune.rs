@@ -50,22 +50,7 @@ impl Lab {
             .path()
             .join(format!("layout-{repo}-{tag}").replace('/', "_"));
         image.layout_dir(&layout, &[tag]);
-        let output = std::process::Command::new("skopeo")
-            .args([
-                "copy",
-                "--quiet",
-                "--dest-tls-verify=false",
-                &format!("oci:{}:{tag}", layout.display()),
-                &format!("docker://{}/{repo}:{tag}", self.registry.host()),
-            ])
-            .output()
-            .expect("running skopeo");
-        assert!(
-            output.status.success(),
-            "skopeo copy: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        self.digest(repo, tag)
+        self.registry.skopeo_put_layout(&layout, repo, tag)
     }
 
     /// The digest skopeo reads back for `repo:tag`.
@@ -73,23 +58,8 @@ impl Lab {
         fixtures::sha256(&self.registry.skopeo_raw_manifest(&format!("{repo}:{tag}")))
     }
 
-    /// The registry's own `tags/list`, sorted.
     fn tags(&self, repo: &str) -> Vec<String> {
-        let answer = self.registry.get(&format!("/v2/{repo}/tags/list"));
-        if answer.status == 404 {
-            return Vec::new();
-        }
-        let listed: Value = serde_json::from_slice(&answer.body).unwrap();
-        let mut tags: Vec<String> = listed["tags"]
-            .as_array()
-            .map(|tags| {
-                tags.iter()
-                    .map(|t| t.as_str().unwrap().to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
-        tags.sort();
-        tags
+        self.registry.tags(repo)
     }
 
     /// The status of `HEAD /v2/<repo>/manifests/<digest>`.

@@ -6,7 +6,7 @@
 use crate::support::fixtures::{
     self, Format, Image, LayerCompression, OCI_LAYER, OCI_LAYER_GZIP, OCI_LAYER_ZSTD, OCI_MANIFEST,
 };
-use crate::support::push::{Bench, Node, RUNTIME_HOST, clean_run};
+use crate::support::push::{Bench, Node, RUNTIME_HOST, clean_run, layer_media_types};
 use serde_json::{Value, json};
 use snapbox::str;
 
@@ -18,15 +18,6 @@ fn archive(bench: &Bench, image: &Image, format: Format, tags: &[&str]) -> Strin
     let path = bench.path("img.tar");
     image.write(format, &path, tags);
     path.to_str().unwrap().to_string()
-}
-
-fn layer_media_types(manifest: &Value) -> Vec<&str> {
-    manifest["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|layer| layer["mediaType"].as_str().unwrap())
-        .collect()
 }
 
 // Naming

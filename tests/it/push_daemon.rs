@@ -7,7 +7,7 @@ use crate::support::apiserver::{ApiServer, StandInNode};
 use crate::support::dockerd::Dockerd;
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::podman::layer_dir;
-use crate::support::push::{self, Bench, Node, Outcome, RUNTIME_HOST};
+use crate::support::push::{self, Bench, Node, Outcome, RUNTIME_HOST, blob_sizes, counts};
 use crate::support::registry::TestRegistry;
 use crate::support::run::{finished, redact};
 use serde_json::Value;
@@ -19,19 +19,6 @@ fn push(bench: &Bench, daemon: &Dockerd, args: &[&str]) -> Outcome {
         .arg("push")
         .args(args)
         .output()
-}
-
-fn counts(report: &Value) -> [u64; 4] {
-    ["blobsPushed", "bytesPushed", "blobsSkipped", "bytesSkipped"]
-        .map(|k| report[k].as_u64().unwrap())
-}
-
-/// Blob sizes of a manifest: the config's, then each layer's.
-fn blob_sizes(manifest: &Value) -> Vec<u64> {
-    std::iter::once(&manifest["config"])
-        .chain(manifest["layers"].as_array().unwrap())
-        .map(|d| d["size"].as_u64().unwrap())
-        .collect()
 }
 
 fn has_line(run: &Outcome, line: &str) -> bool {
@@ -242,14 +229,7 @@ fn ctrl_c_during_a_daemon_push_cancels_it_and_gives_the_engine_its_names_back() 
         names_before,
         "no temporary name while it pushes"
     );
-    let pid = child.id().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    crate::support::run::signal(child.id(), "-INT");
     let run = finished(child);
     assert_eq!(
         (run.code, run.stdout, run.stderr),

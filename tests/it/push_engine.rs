@@ -11,10 +11,10 @@ use snapbox::str;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::support::fault_proxy::{Action, FaultProxy, Rule};
+use crate::support::fault_proxy::{Action, FaultProxy};
 use crate::support::fixtures::{self, Format, Image};
 use crate::support::podman::{Podman, layer_dir};
-use crate::support::push::{Bench, Node, Outcome, RUNTIME_HOST};
+use crate::support::push::{Bench, Node, Outcome, RUNTIME_HOST, blob_sizes, counts};
 use crate::support::registry::TestRegistry;
 use crate::support::run::{Run, finished, redact};
 use serde_json::{Value, json};
@@ -119,19 +119,6 @@ impl EngineBench {
         );
         (digest, report)
     }
-}
-
-/// Blob sizes of a manifest: the config's, then each layer's.
-fn blob_sizes(manifest: &Value) -> Vec<u64> {
-    std::iter::once(&manifest["config"])
-        .chain(manifest["layers"].as_array().unwrap())
-        .map(|d| d["size"].as_u64().unwrap())
-        .collect()
-}
-
-fn counts(report: &Value) -> [u64; 4] {
-    ["blobsPushed", "bytesPushed", "blobsSkipped", "bytesSkipped"]
-        .map(|k| report[k].as_u64().unwrap())
 }
 
 fn pulled_diff_ids(bench: &Bench, reference: &str) -> Vec<String> {
@@ -253,8 +240,10 @@ fn the_engine_api_answers_through_docker_host_a_docker_context_and_container_hos
     );
     assert!(
         run.stderr_lines().contains(
-            &format!("exporting myimg:dev from docker engine API at unix://{socket} (DOCKER_HOST)")
-                .as_str()
+            &redact(&format!(
+                "exporting myimg:dev from docker engine API at unix://{socket} (DOCKER_HOST)"
+            ))
+            .as_str()
         ),
         "{}",
         run.stderr
@@ -812,15 +801,7 @@ hint: pass an archive (`docker save IMAGE -o image.tar`), `-` for stdin, or an i
 /// after 200 KB, and whose docker stand-in exports a two-layer image (its calls logged).
 fn behind_resets(resets: usize, seed: u64) -> (EngineBench, FaultProxy) {
     let registry = TestRegistry::start();
-    let proxy = FaultProxy::start(
-        &registry.host(),
-        vec![Rule::new(
-            "PUT",
-            "/blobs/uploads/",
-            resets,
-            Action::ResetAfter(200_000),
-        )],
-    );
+    let proxy = FaultProxy::on_uploads(&registry.host(), resets, Action::ResetAfter(200_000));
     let eb = EngineBench::on(Bench::advertising(registry, &proxy.host()));
     let image = Image::with_layers(seed, "linux/amd64", &[1_500_000, 4_000_000]);
     let saved = eb.bench.path("saved.tar");
@@ -917,14 +898,7 @@ fn stopped_during_the_export(signal: &str, name: &str, code: i32, seed: u64) {
         .args(["push", "myimg:dev"])
         .spawn();
     wait_for(&started);
-    let pid = child.id().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args([signal, &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    crate::support::run::signal(child.id(), signal);
     let run = finished(child);
     assert_eq!(
         (run.code, run.stdout, run.stderr),

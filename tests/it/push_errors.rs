@@ -285,16 +285,7 @@ fn the_right_credentials_from_docker_config_push() {
 #[test]
 fn a_cluster_that_is_down_fails_while_stdin_is_still_open() {
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        crate::support::apiserver::kubeconfig_yaml(
-            &format!("http://127.0.0.1:{}", unused_port()),
-            "kind-dev",
-            "kind-dev",
-        ),
-    )
-    .unwrap();
+    let kubeconfig = crate::support::apiserver::write_kubeconfig_of_a_down_cluster(dir.path());
     let binary = assert_cmd::cargo::cargo_bin("kubectl-registry");
     let mut child = crate::support::push::clean_std_cmd(binary.as_os_str(), dir.path())
         .args(["push", "-", "--kubeconfig"])

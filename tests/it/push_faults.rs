@@ -149,15 +149,7 @@ fn a_reset_2_mb_into_a_20_mb_layer_put_is_retried_and_the_push_lands() {
     // when the reset ends the request: the consumer hanging up is the registry's fault
     // (transient), not the archive's.
     let registry = TestRegistry::start();
-    let proxy = FaultProxy::start(
-        &registry.host(),
-        vec![Rule::new(
-            "PUT",
-            "/blobs/uploads/",
-            1,
-            Action::ResetAfter(2 << 20),
-        )],
-    );
+    let proxy = FaultProxy::on_uploads(&registry.host(), 1, Action::ResetAfter(2 << 20));
     let bench = Bench::advertising(registry, &proxy.host());
     let image = Image::with_layers(74, "linux/amd64", &[20 << 20]);
     let archive = bench.path("big.tar");

@@ -3,18 +3,9 @@
 //! of what is inside when the choice is ambiguous. A real containerd pulls what was pushed.
 
 use crate::support::fixtures::{self, Format, Image, LayerCompression, OCI_INDEX, OCI_LAYER_GZIP};
-use crate::support::push::{Bench, Node, RUNTIME_HOST};
+use crate::support::push::{Bench, Node, RUNTIME_HOST, layer_media_types};
 use serde_json::{Value, json};
 use snapbox::str;
-
-fn layer_media_types(manifest: &Value) -> Vec<&str> {
-    manifest["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|layer| layer["mediaType"].as_str().unwrap())
-        .collect()
-}
 
 fn multi_platform_bench(seed: u64, compression: LayerCompression) -> (Bench, String, Image, Image) {
     let bench = Bench::new();

@@ -2,10 +2,9 @@
 //! (a stalling proxy makes "mid-push" certain): exit 130 / 143, a message saying what stopped,
 //! the upload cancelled at the registry, temp files gone, nothing tagged.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::support::fault_proxy::{Action, FaultProxy, Rule};
+use crate::support::fault_proxy::{Action, FaultProxy};
 use crate::support::fixtures::{Format, Image};
 use crate::support::push::Bench;
 use crate::support::registry::TestRegistry;
@@ -13,15 +12,7 @@ use crate::support::run::finished;
 
 fn stopped_mid_push(signal: &str, seed: u64) -> (i32, String, Bench, FaultProxy, Vec<String>) {
     let registry = TestRegistry::start();
-    let proxy = FaultProxy::start(
-        &registry.host(),
-        vec![Rule::new(
-            "PUT",
-            "/blobs/uploads/",
-            1,
-            Action::StallAfterBody,
-        )],
-    );
+    let proxy = FaultProxy::on_uploads(&registry.host(), 1, Action::StallAfterBody);
     let bench = Bench::advertising(registry, &proxy.host());
     let path = bench.path("img.tar");
     Image::sample(seed).write(Format::DockerLegacy, &path, &["myimg:dev"]);
@@ -43,11 +34,7 @@ fn stopped_mid_push(signal: &str, seed: u64) -> (i32, String, Bench, FaultProxy,
             .any(|name| name.starts_with("kubectl-registry-")),
         "no scratch dir mid-push: {during:?}"
     );
-    let sent = Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    crate::support::run::signal(child.id(), signal);
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {

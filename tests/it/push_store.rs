@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::support::podman::{Podman, layer_dir};
-use crate::support::push::{Bench, Node, Outcome, RUNTIME_HOST};
+use crate::support::push::{Bench, Node, Outcome, RUNTIME_HOST, blob_sizes, counts};
 use crate::support::run::{Run, redact};
 use serde_json::Value;
 
@@ -65,18 +65,6 @@ impl StoreBench {
             "the {driver} store at {dir}/storage (CONTAINERS_STORAGE_CONF: {dir}/storage.conf)"
         ))
     }
-}
-
-fn counts(report: &Value) -> [u64; 4] {
-    ["blobsPushed", "bytesPushed", "blobsSkipped", "bytesSkipped"]
-        .map(|k| report[k].as_u64().unwrap())
-}
-
-fn blob_sizes(manifest: &Value) -> Vec<u64> {
-    std::iter::once(&manifest["config"])
-        .chain(manifest["layers"].as_array().unwrap())
-        .map(|d| d["size"].as_u64().unwrap())
-        .collect()
 }
 
 fn image_id(podman: &Podman, name: &str) -> String {

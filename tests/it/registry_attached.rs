@@ -62,18 +62,7 @@ impl Shelf {
     fn put_image(&self, image: &Image, repo: &str, tag: &str) -> String {
         let layout = self.dir.path().join(format!("layout-{repo}-{tag}"));
         image.layout_dir(&layout, &[tag]);
-        let output = std::process::Command::new("skopeo")
-            .args(["copy", "--quiet", "--dest-tls-verify=false"])
-            .arg(format!("oci:{}:{tag}", layout.display()))
-            .arg(format!("docker://{}/{repo}:{tag}", self.registry.host()))
-            .output()
-            .expect("running skopeo");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        sha256(&self.registry.skopeo_raw_manifest(&format!("{repo}:{tag}")))
+        self.registry.skopeo_put_layout(&layout, repo, tag)
     }
 
     /// Uploads `bytes` as a blob of `repo` (POST, then PUT with the digest); its descriptor.
@@ -129,20 +118,8 @@ impl Shelf {
             .output()
     }
 
-    /// The registry's own `tags/list`, sorted.
     fn tags(&self, repo: &str) -> Vec<String> {
-        let answer = self.registry.get(&format!("/v2/{repo}/tags/list"));
-        let listed: Value = serde_json::from_slice(&answer.body).unwrap();
-        let mut tags: Vec<String> = listed["tags"]
-            .as_array()
-            .map(|tags| {
-                tags.iter()
-                    .map(|t| t.as_str().unwrap().to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
-        tags.sort();
-        tags
+        self.registry.tags(repo)
     }
 
     fn manifest_status(&self, repo: &str, digest: &str) -> u16 {

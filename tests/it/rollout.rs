@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use tempfile::TempDir;
 
+use serde_json::Value;
+
 use crate::support::apiserver::{ApiServer, StandInNode, unused_port};
 use crate::support::containerd::Containerd;
 use crate::support::controllers::{Container, Controllers, Runs};
@@ -101,6 +103,19 @@ impl RolloutBench {
             .output()
     }
 
+    /// The ref a `-o json` push reported, checked to be what the container `name` of workload
+    /// `kind/name` now runs.
+    pub(crate) fn assert_runs_reported<'r>(
+        &self,
+        report: &'r Value,
+        kind: &str,
+        name: &str,
+    ) -> &'r str {
+        let reference = report["ref"].as_str().expect("a ref in the report");
+        assert_eq!(self.controllers.images(kind, name)[name], reference);
+        reference
+    }
+
     pub(crate) fn patches(&self) -> usize {
         self.controllers.patches().len()
     }
@@ -113,6 +128,21 @@ impl RolloutBench {
 }
 
 pub(crate) use crate::support::run::Outcome;
+
+/// Each workload of a `-o json` report's `rollout`, and its status.
+pub(crate) fn rollout_outcomes(report: &Value) -> Vec<(&str, &str)> {
+    report["rollout"]
+        .as_array()
+        .expect("a rollout list")
+        .iter()
+        .map(|o| {
+            (
+                o["workload"].as_str().expect("a workload"),
+                o["status"].as_str().expect("a status"),
+            )
+        })
+        .collect()
+}
 
 pub(crate) fn web(controllers: Controllers) -> Controllers {
     controllers.workload("Deployment", "web", &[Container("web", OLD, false)], 2)
@@ -355,26 +385,12 @@ fn statefulsets_and_daemonsets_roll_out_in_one_push() {
     );
     assert_eq!(run.code, 0, "{run:?}");
     let report = run.json();
-    let reference = report["ref"].as_str().unwrap();
-    assert_eq!(
-        bench.controllers.images("statefulset", "db")["db"],
-        reference
-    );
+    let reference = bench.assert_runs_reported(&report, "statefulset", "db");
     assert_eq!(
         bench.controllers.images("daemonset", "agent")["agent"],
         reference
     );
-    let outcomes: Vec<(&str, &str)> = report["rollout"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["workload"].as_str().unwrap(),
-                o["status"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let outcomes = rollout_outcomes(&report);
     assert_eq!(
         outcomes,
         [

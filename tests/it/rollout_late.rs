@@ -76,11 +76,7 @@ fn a_paused_deployment_is_patched_then_said_paused_at_once_exit_1() {
     );
     assert_eq!(run.code, 1, "{run:?}");
     let report = run.json();
-    let reference = report["ref"].as_str().unwrap();
-    assert_eq!(
-        bench.controllers.images("deployment", "web")["web"],
-        reference
-    );
+    bench.assert_runs_reported(&report, "deployment", "web");
     assert!(
         run.stderr.contains("error: deployment/web: deployment \"web\" is paused: the new template rolls out once it is resumed")
             && run.stderr.contains("`kubectl rollout resume deployment/web -n default` resumes it"),

@@ -6,7 +6,7 @@
 use snapbox::str;
 use std::io::BufRead;
 
-use crate::rollout::{Node, OLD, RolloutBench, web};
+use crate::rollout::{Node, OLD, RolloutBench, rollout_outcomes, web};
 use crate::support::controllers::{Container, Runs};
 use crate::support::fixtures::Image;
 
@@ -179,17 +179,7 @@ fn several_rollouts_are_each_rolled_and_reported_in_order_and_none_patched_if_on
     );
     assert_eq!(run.code, 0, "{run:?}");
     let report = run.json();
-    let outcomes: Vec<(&str, &str)> = report["rollout"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["workload"].as_str().unwrap(),
-                o["status"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let outcomes = rollout_outcomes(&report);
     assert_eq!(
         outcomes,
         [

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::rollout::{Node, RolloutBench};
 use crate::support::controllers::{Container, Controllers};
 use crate::support::dockerd::Dockerd;
-use crate::support::fault_proxy::{Action, FaultProxy, Rule};
+use crate::support::fault_proxy::{Action, FaultProxy};
 use crate::support::fixtures::{Format, Image};
 use crate::support::podman::{Podman, layer_dir};
 use crate::support::push::Bench;
@@ -98,11 +98,7 @@ impl Watching {
 
     /// Ctrl-C, then the exit code and what stdout still had (stderr kept in `said`).
     pub(crate) fn interrupt(&mut self) -> (i32, Vec<String>) {
-        let sent = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
+        crate::support::run::signal(self.child.id(), "-INT");
         let deadline = Instant::now() + BOUND;
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -229,15 +225,7 @@ fn a_docker_image_rebuilt_under_its_name_is_pushed_and_rolled_out_again() {
 #[test]
 fn ctrl_c_during_a_round_exits_130_with_nothing_tagged_and_no_temporary_file() {
     let registry = TestRegistry::start();
-    let proxy = FaultProxy::start(
-        &registry.host(),
-        vec![Rule::new(
-            "PUT",
-            "/blobs/uploads/",
-            1,
-            Action::StallAfterBody,
-        )],
-    );
+    let proxy = FaultProxy::on_uploads(&registry.host(), 1, Action::StallAfterBody);
     let bench = Bench::advertising(registry, &proxy.host());
     let path = bench.path("img.tar");
     Image::sample(431).write(Format::DockerLegacy, &path, &["myimg:dev"]);

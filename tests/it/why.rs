@@ -15,7 +15,9 @@ use crate::support::apiserver::{ApiServer, StandInNode, unused_port};
 use crate::support::containerd::Containerd;
 use crate::support::fixtures::{Format, Image};
 use crate::support::layouts::Layout;
-use crate::support::push::{RUNTIME_HOST, clean_run, docker_config_in, hosting_yaml};
+use crate::support::push::{
+    RUNTIME_HOST, clean_run, cluster_with_web, docker_config_in, hosting_yaml,
+};
 use crate::support::registry::TestRegistry;
 use crate::support::run::{Outcome, Run};
 use crate::support::standins::StandIns;
@@ -83,16 +85,7 @@ impl WhyBench {
         }
         let node = Arc::new(Containerd::start());
         let kubelet_node = Arc::clone(&node);
-        let api = ApiServer::builder()
-            .hosting_v1(&hosting_yaml(&registry.host()))
-            .node(StandInNode::new("stand-in-node"))
-            .workload(
-                "Deployment",
-                "default",
-                "web",
-                &["kind-registry:5000/myimg:dev"],
-                2,
-            )
+        let api = cluster_with_web(&registry.host(), 2)
             .kubelet(move |image| {
                 if mapping == Mapping::HttpFromElsewhere {
                     kubelet_node.pull_from_elsewhere(image, &hosts)

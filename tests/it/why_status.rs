@@ -15,7 +15,7 @@ use tempfile::TempDir;
 use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode};
 use crate::support::containerd::Containerd;
 use crate::support::fixtures::{Format, Image};
-use crate::support::push::{Outcome, clean_run, hosting_yaml};
+use crate::support::push::{Outcome, clean_run, cluster_with_web};
 use crate::support::registry::TestRegistry;
 use crate::support::run::Run;
 use crate::support::standins::StandIns;
@@ -33,17 +33,7 @@ struct Cluster {
 impl Cluster {
     fn new(extra: impl FnOnce(ApiServerBuilder) -> ApiServerBuilder) -> Self {
         let registry = TestRegistry::start();
-        let builder = ApiServer::builder()
-            .hosting_v1(&hosting_yaml(&registry.host()))
-            .node(StandInNode::new("stand-in-node"))
-            .workload(
-                "Deployment",
-                "default",
-                "web",
-                &["kind-registry:5000/myimg:dev"],
-                1,
-            );
-        let api = extra(builder).start();
+        let api = extra(cluster_with_web(&registry.host(), 1)).start();
         Self {
             registry,
             api,

@@ -109,16 +109,7 @@ impl Dockerd {
 
     /// `docker ARGS` against this daemon; its stdout, or a panic with its stderr.
     pub(crate) fn docker(&self, args: &[&str]) -> String {
-        let out = self.try_docker(args);
-        assert!(
-            out.status.success(),
-            "docker {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .expect("UTF-8")
-            .trim()
-            .to_string()
+        crate::support::run::stdout_of(&format!("docker {args:?}"), self.try_docker(args))
     }
 
     /// `DOCKER_BUILDKIT=0 docker build` of `FROM from` plus one `COPY` per directory (each one

@@ -135,6 +135,14 @@ impl FaultProxy {
         Self::start_on(listener, upstream, rules)
     }
 
+    /// A proxy in front of `upstream` doing `action` to the first `count` blob upload PUTs.
+    pub(crate) fn on_uploads(upstream: &str, count: usize, action: Action) -> Self {
+        Self::start(
+            upstream,
+            vec![Rule::new("PUT", "/blobs/uploads/", count, action)],
+        )
+    }
+
     /// The same, listening on `listener` (another loopback address, or port 80).
     pub(crate) fn start_on(listener: TcpListener, upstream: &str, rules: Vec<Rule>) -> Self {
         assert!(

@@ -99,15 +99,7 @@ impl Podman {
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|err| panic!("running {program} (scripts/install-test-deps): {err}"));
-        assert!(
-            out.status.success(),
-            "{program} {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .expect("UTF-8")
-            .trim()
-            .to_string()
+        crate::support::run::stdout_of(&format!("{program} {args:?}"), out)
     }
 
     /// Builds `name` with buildah from scratch, one layer per directory (each committed on top

@@ -10,7 +10,7 @@ use base64::Engine as _;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::support::apiserver::ApiServer;
+use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode};
 use crate::support::containerd::Containerd;
 use crate::support::env::clean_env;
 use crate::support::fixtures::{self, Image};
@@ -231,6 +231,45 @@ pub(crate) fn hosting_yaml(host: &str) -> String {
         "host: \"{host}\"\nhostFromContainerRuntime: \"{RUNTIME_HOST}\"\n\
          hostFromClusterNetwork: \"{RUNTIME_HOST}\"\nhelp: \"{HELP}\"\n"
     )
+}
+
+/// A push report's `[blobsPushed, bytesPushed, blobsSkipped, bytesSkipped]`.
+pub(crate) fn counts(report: &Value) -> [u64; 4] {
+    ["blobsPushed", "bytesPushed", "blobsSkipped", "bytesSkipped"]
+        .map(|k| report[k].as_u64().expect("a count in the report"))
+}
+
+/// Blob sizes of a manifest: the config's, then each layer's.
+pub(crate) fn blob_sizes(manifest: &Value) -> Vec<u64> {
+    std::iter::once(&manifest["config"])
+        .chain(manifest["layers"].as_array().expect("layers"))
+        .map(|d| d["size"].as_u64().expect("a size"))
+        .collect()
+}
+
+/// The media type of each layer a manifest names.
+pub(crate) fn layer_media_types(manifest: &Value) -> Vec<&str> {
+    manifest["layers"]
+        .as_array()
+        .expect("layers")
+        .iter()
+        .map(|layer| layer["mediaType"].as_str().expect("a layer's mediaType"))
+        .collect()
+}
+
+/// A cluster advertising `host` as kind's script does, its one node `stand-in-node`, and
+/// Deployment default/web running `kind-registry:5000/myimg:dev` in `replicas` pods.
+pub(crate) fn cluster_with_web(host: &str, replicas: i32) -> ApiServerBuilder {
+    ApiServer::builder()
+        .hosting_v1(&hosting_yaml(host))
+        .node(StandInNode::new("stand-in-node"))
+        .workload(
+            "Deployment",
+            "default",
+            "web",
+            &[&format!("{RUNTIME_HOST}/myimg:dev")],
+            replicas,
+        )
 }
 
 /// A `DOCKER_CONFIG` dir whose config.json holds `user:password` for `host`.

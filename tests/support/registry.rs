@@ -248,6 +248,39 @@ impl TestRegistry {
             .status
     }
 
+    /// The registry's own `tags/list` of `repo`, sorted (empty when it has no such repository).
+    pub(crate) fn tags(&self, repo: &str) -> Vec<String> {
+        let answer = self.get(&format!("/v2/{repo}/tags/list"));
+        let listed: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+        let mut tags: Vec<String> = listed["tags"]
+            .as_array()
+            .map(|tags| {
+                tags.iter()
+                    .filter_map(|t| t.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        tags.sort();
+        tags
+    }
+
+    /// `skopeo copy` of the OCI layout's `tag` (plain HTTP) into `repo:tag`; the manifest digest
+    /// skopeo reads back.
+    pub(crate) fn skopeo_put_layout(&self, layout: &Path, repo: &str, tag: &str) -> String {
+        let output = Command::new("skopeo")
+            .args(["copy", "--quiet", "--dest-tls-verify=false"])
+            .arg(format!("oci:{}:{tag}", layout.display()))
+            .arg(format!("docker://{}/{repo}:{tag}", self.host()))
+            .output()
+            .expect("running skopeo");
+        assert!(
+            output.status.success(),
+            "skopeo copy: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        crate::support::fixtures::sha256(&self.skopeo_raw_manifest(&format!("{repo}:{tag}")))
+    }
+
     /// `skopeo inspect --raw`: the manifest bytes stored under `repo:tag`, as another client sees them.
     pub(crate) fn skopeo_raw_manifest(&self, repo_and_tag: &str) -> Vec<u8> {
         let mut command = Command::new("skopeo");

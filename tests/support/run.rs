@@ -203,6 +203,29 @@ impl Run {
     }
 }
 
+/// The trimmed stdout of a finished helper program (docker, podman, skopeo); a panic with its
+/// stderr when it failed.
+pub(crate) fn stdout_of(what: &str, out: std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .trim()
+        .to_string()
+}
+
+/// Sends `signal` (`-INT`, `-TERM`, `-9`) to the process `pid` with kill(1); asserts it was sent.
+pub(crate) fn signal(pid: u32, signal: &str) {
+    let sent = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("running kill");
+    assert!(sent.success(), "kill {signal} {pid} failed");
+}
+
 /// The [`Outcome`] of a run started with [`Run::spawn`] (or any child with piped output).
 pub(crate) fn finished(child: Child) -> Outcome {
     let output = child.wait_with_output().expect("waiting for the program");

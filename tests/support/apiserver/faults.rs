@@ -75,3 +75,16 @@ pub(super) fn status(code: u16, reason: &str, message: &str, details: Value) -> 
         "code": code,
     })
 }
+
+/// The 405 a real server answers a method it does not serve on a path.
+pub(super) fn method_not_allowed() -> (u16, Value) {
+    (
+        405,
+        status(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+            json!({}),
+        ),
+    )
+}

@@ -487,6 +487,19 @@ users:
     )
 }
 
+/// `dir/kubeconfig`, context and cluster `kind-dev`, whose API server is a loopback port nothing
+/// listens on: a cluster that is down.
+pub(crate) fn write_kubeconfig_of_a_down_cluster(dir: &Path) -> PathBuf {
+    let kubeconfig = dir.join("kubeconfig");
+    let server = format!("http://127.0.0.1:{}", unused_port());
+    std::fs::write(
+        &kubeconfig,
+        kubeconfig_yaml(&server, "kind-dev", "kind-dev"),
+    )
+    .expect("writing the kubeconfig");
+    kubeconfig
+}
+
 /// A loopback port nothing listens on (bound, then released).
 pub(crate) fn unused_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");

@@ -86,15 +86,7 @@ pub(super) fn respond_to_write(
             ],
         ) => name.to_string(),
         _ => {
-            return (
-                405,
-                status(
-                    405,
-                    "MethodNotAllowed",
-                    "the server does not allow this method on the requested resource",
-                    json!({}),
-                ),
-            );
+            return method_not_allowed();
         }
     };
     let verb = match method {

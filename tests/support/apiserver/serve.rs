@@ -156,15 +156,7 @@ pub(crate) fn tls_config(certificate: &Path, key: &Path) -> Arc<rustls::ServerCo
 /// Routes one GET like the API server: discovery, then the few objects discovery reads.
 pub(super) fn respond(state: &Served, method: &str, path: &str) -> (u16, Value) {
     if method != "GET" {
-        return (
-            405,
-            status(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-                json!({}),
-            ),
-        );
+        return method_not_allowed();
     }
     let spec = &state.spec;
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();

@@ -278,9 +278,9 @@ fn the_engine_api_answers_through_docker_host_a_docker_context_and_container_hos
     );
     assert_eq!(again.code, 0, "{}", again.stderr);
     for line in [
-        format!(
+        redact(&format!(
             "docker engine API at unix://{socket} (docker context podman) has myimg:dev (image sha256:{id})"
-        ),
+        )),
         format!(
             "the registry has every blob of sha256:{id}: sent only its manifest, nothing exported"
         ),
@@ -303,9 +303,9 @@ fn the_engine_api_answers_through_docker_host_a_docker_context_and_container_hos
     );
     assert_eq!(other.code, 0, "{}", other.stderr);
     for line in [
-        format!(
+        redact(&format!(
             "podman engine API at unix://{socket} (CONTAINER_HOST) has myimg:dev (image sha256:{id})"
-        ),
+        )),
         format!(
             "the registry has every blob of sha256:{id}: sent only its manifest, nothing exported"
         ),

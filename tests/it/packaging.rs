@@ -750,6 +750,17 @@ fn manifest_with_platforms(keep: &[&str]) -> String {
     format!("{head}  platforms:\n{kept}")
 }
 
+/// `scripts/release merge` of the archives in `dist` into `merged`, from `manifest` (the
+/// repository's plugin.yaml when `None`), as the workflow's last step runs it.
+fn merge(dist: &Path, manifest: Option<&Path>, merged: &Path) -> Output {
+    let mut args = vec!["merge", "--from", dist.to_str().unwrap()];
+    if let Some(manifest) = manifest {
+        args.extend(["--manifest", manifest.to_str().unwrap()]);
+    }
+    args.extend(["--manifest-out", merged.to_str().unwrap()]);
+    release(&args)
+}
+
 /// Packs a stand-in binary (distinct per platform, so the archives differ) as one release runner
 /// of the workflow would, into `dist`.
 fn pack_fake_platform(dist: &Path, os: &str, arch: &str) -> PathBuf {
@@ -789,15 +800,7 @@ fn merge_writes_each_platforms_archive_sha256_into_the_manifest() {
     .unwrap();
     let merged = out.path().join("plugin.yaml");
 
-    let output = release(&[
-        "merge",
-        "--from",
-        dist.to_str().unwrap(),
-        "--manifest",
-        manifest.to_str().unwrap(),
-        "--manifest-out",
-        merged.to_str().unwrap(),
-    ]);
+    let output = merge(&dist, Some(&manifest), &merged);
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_eq!(
         text(&output.stdout),
@@ -828,13 +831,7 @@ fn merge_publishes_the_platforms_that_were_built_and_leaves_out_the_rest() {
     let linux = pack_fake_platform(&dist, "linux", "arm64");
     let darwin = pack_fake_platform(&dist, "darwin", "arm64");
     let merged = out.path().join("plugin.yaml");
-    let output = release(&[
-        "merge",
-        "--from",
-        dist.to_str().unwrap(),
-        "--manifest-out",
-        merged.to_str().unwrap(),
-    ]);
+    let output = merge(&dist, None, &merged);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let (linux_sha, darwin_sha) = (sha256_file(&linux), sha256_file(&darwin));
     assert_eq!(
@@ -867,13 +864,7 @@ fn merge_refuses_a_release_with_no_platform_built_and_writes_nothing() {
     let dist = out.path().join("dist");
     std::fs::create_dir_all(&dist).unwrap();
     let merged = out.path().join("plugin.yaml");
-    let output = release(&[
-        "merge",
-        "--from",
-        dist.to_str().unwrap(),
-        "--manifest-out",
-        merged.to_str().unwrap(),
-    ]);
+    let output = merge(&dist, None, &merged);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(text(&output.stdout), "");
     let stderr = text(&output.stderr);

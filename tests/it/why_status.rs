@@ -19,6 +19,10 @@ use crate::support::push::{Outcome, clean_run, cluster_with_web};
 use crate::support::registry::TestRegistry;
 use crate::support::run::Run;
 use crate::support::standins::StandIns;
+use crate::support::why_report::report;
+
+/// The stand-in API server's one node, where the pods run.
+const NODE: Option<&str> = Some("stand-in-node");
 
 const SCHEDULER_SAYS: &str = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes \
      are available: 1 No preemption victims found for incoming pod.";
@@ -86,27 +90,15 @@ fn a_pod_not_yet_scheduled_says_so_with_the_schedulers_words_and_no_image_cause(
         .api
         .create_pod("web", "kind-registry:5000/myimg:dev", None);
     let run = cluster.why("pod/web");
-    run.assert_stdout(str![[r#"
-{
-  "pod": "web",
-  "namespace": "default",
-  "node": null,
-  "containers": [
-    {
-      "name": "web",
-      "image": "kind-registry:5000/myimg:dev",
-      "cause": null,
-      "explanation": "the pod is not scheduled on a node yet, so no node has asked for its image; the scheduler says: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
-      "fix": null
-    }
-  ]
-}
+    report(&run, 0, "web", None).finding(str![[r#"
+"image": "kind-registry:5000/myimg:dev",
+"cause": null,
+"explanation": "the pod is not scheduled on a node yet, so no node has asked for its image; the scheduler says: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+"fix": null
 
 "#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{}", run.stdout);
-    assert_eq!(run.json()["node"], Value::Null);
+    assert_eq!(run.stderr, "", "{}", run.stdout);
     let found = finding(&run);
-    assert_eq!(found["cause"], Value::Null, "{found}");
     let explanation = text(&found["explanation"]);
     assert!(
         explanation.contains("not scheduled on a node yet")
@@ -138,38 +130,13 @@ fn pull_policy_never_on_a_node_without_the_image_is_pull_policy_with_a_registry(
     );
 
     let run = cluster.why("pod/pushed");
-    run.assert_stdout(str![[r#"
-{
-  "pod": "pushed",
-  "namespace": "default",
-  "node": "stand-in-node",
-  "containers": [
-    {
-      "name": "pushed",
-      "image": "kind-registry:5000/myimg:dev",
-      "cause": "pull-policy",
-      "explanation": "its imagePullPolicy is Never, so the kubelet uses only an image the node holds: node stand-in-node does not hold it, and the registry holds it: Container image \"kind-registry:5000/myimg:dev\" is not present with pull policy of Never",
-      "fix": "set imagePullPolicy: IfNotPresent in the pod spec (or leave it out), so that the node pulls it from the registry"
-    }
-  ]
-}
+    report(&run, 3, "pushed", NODE).finding(str![[r#"
+"image": "kind-registry:5000/myimg:dev",
+"cause": "pull-policy",
+"explanation": "its imagePullPolicy is Never, so the kubelet uses only an image the node holds: node stand-in-node does not hold it, and the registry holds it: Container image \"kind-registry:5000/myimg:dev\" is not present with pull policy of Never",
+"fix": "set imagePullPolicy: IfNotPresent in the pod spec (or leave it out), so that the node pulls it from the registry"
 
 "#]]);
-    assert_eq!(run.code, 3, "{run:?}");
-    let found = finding(&run);
-    assert_eq!(found["cause"], "pull-policy", "{found}");
-    let explanation = text(&found["explanation"]);
-    assert!(
-        explanation.starts_with("its imagePullPolicy is Never")
-            && explanation
-                .contains("node stand-in-node does not hold it, and the registry holds it")
-            && explanation.contains("is not present with pull policy of Never"),
-        "{explanation}"
-    );
-    assert!(
-        text(&found["fix"]).starts_with("set imagePullPolicy: IfNotPresent"),
-        "{found}"
-    );
 
     let found = finding(&cluster.why("unpushed"));
     assert_eq!(found["cause"], "pull-policy", "{found}");
@@ -209,40 +176,13 @@ fn pull_policy_never_without_a_registry_says_to_load_the_nodes() {
             .path(format!("{}:/usr/bin:/bin", standins.bin_dir().display())),
         "pod/web",
     );
-    run.assert_stdout(str![[r#"
-{
-  "pod": "web",
-  "namespace": "default",
-  "node": "stand-in-node",
-  "containers": [
-    {
-      "name": "web",
-      "image": "myimg:dev",
-      "cause": "pull-policy",
-      "explanation": "its imagePullPolicy is Never, so the kubelet uses only an image the node holds: the cluster has no registry, and node stand-in-node's containerd holds no docker.io/library/myimg:dev: Container image \"myimg:dev\" is not present with pull policy of Never",
-      "fix": "load it into the nodes: kubectl registry push IMAGE --tag myimg:dev (with no registry, push loads the nodes), then use the ref it prints; imagePullPolicy: Never finds a loaded image"
-    }
-  ]
-}
+    report(&run, 3, "web", NODE).finding(str![[r#"
+"image": "myimg:dev",
+"cause": "pull-policy",
+"explanation": "its imagePullPolicy is Never, so the kubelet uses only an image the node holds: the cluster has no registry, and node stand-in-node's containerd holds no docker.io/library/myimg:dev: Container image \"myimg:dev\" is not present with pull policy of Never",
+"fix": "load it into the nodes: kubectl registry push IMAGE --tag myimg:dev (with no registry, push loads the nodes), then use the ref it prints; imagePullPolicy: Never finds a loaded image"
 
 "#]]);
-    assert_eq!(run.code, 3, "{run:?}");
-    let found = finding(&run);
-    assert_eq!(found["cause"], "pull-policy", "{found}");
-    assert!(
-        text(&found["explanation"]).contains(
-            "the cluster has no registry, and node stand-in-node's containerd holds no \
-             docker.io/library/myimg:dev"
-        ),
-        "{found}"
-    );
-    assert!(
-        text(&found["fix"]).starts_with(
-            "load it into the nodes: kubectl registry push IMAGE --tag myimg:dev (with no registry, \
-             push loads the nodes)"
-        ),
-        "{found}"
-    );
 }
 
 #[test]
@@ -252,31 +192,13 @@ fn a_reference_in_the_wrong_case_is_invalid_name_with_the_corrected_reference() 
         .api
         .create_pod("web", "kind-registry:5000/Team/MyImg:Dev-1", None);
     let run = cluster.why("web");
-    run.assert_stdout(str![[r#"
-{
-  "pod": "web",
-  "namespace": "default",
-  "node": "stand-in-node",
-  "containers": [
-    {
-      "name": "web",
-      "image": "kind-registry:5000/Team/MyImg:Dev-1",
-      "cause": "invalid-name",
-      "explanation": "the image reference does not parse: \"kind-registry:5000/Team/MyImg:Dev-1\" is not an image name: each path component is lowercase letters and digits, joined by '.', '_', '__' or '-'",
-      "fix": "use image kind-registry:5000/team/myimg:Dev-1 in the pod spec (repository names are lower case; the tag is kept)"
-    }
-  ]
-}
+    report(&run, 3, "web", NODE).finding(str![[r#"
+"image": "kind-registry:5000/Team/MyImg:Dev-1",
+"cause": "invalid-name",
+"explanation": "the image reference does not parse: \"kind-registry:5000/Team/MyImg:Dev-1\" is not an image name: each path component is lowercase letters and digits, joined by '.', '_', '__' or '-'",
+"fix": "use image kind-registry:5000/team/myimg:Dev-1 in the pod spec (repository names are lower case; the tag is kept)"
 
 "#]]);
-    assert_eq!(run.code, 3, "{run:?}");
-    let found = finding(&run);
-    assert_eq!(found["cause"], "invalid-name", "{found}");
-    assert_eq!(
-        found["fix"],
-        "use image kind-registry:5000/team/myimg:Dev-1 in the pod spec (repository names are lower \
-         case; the tag is kept)"
-    );
 }
 
 #[test]

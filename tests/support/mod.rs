@@ -19,3 +19,4 @@ pub(crate) mod run;
 pub(crate) mod spdy;
 pub(crate) mod standins;
 pub(crate) mod token_server;
+pub(crate) mod why_report;

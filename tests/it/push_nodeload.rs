@@ -183,6 +183,35 @@ impl Bench {
         (call, archive)
     }
 
+    /// Writes `Image::sample(seed)` as the docker-save archive `myimg.tar`, named `myimg:dev`.
+    fn legacy(&self, seed: u64) -> (Image, PathBuf) {
+        let image = Image::sample(seed);
+        let input = self.archive(&image, Format::DockerLegacy, "myimg.tar");
+        (image, input)
+    }
+
+    /// `kubectl-registry push INPUT EXTRA...`, the stand-ins first on the child's PATH.
+    fn push_input(&self, input: &Path, extra: &[&str]) -> Outcome {
+        self.push(&[&[input.to_str().unwrap()][..], extra].concat())
+    }
+
+    /// Pushes a sample docker-save archive with `extra` arguments; asserts it failed with `code`
+    /// and printed nothing on stdout.
+    #[track_caller]
+    fn refused(&self, extra: &[&str], code: i32) -> Outcome {
+        let (_, input) = self.legacy(1);
+        let run = self.push_input(&input, extra);
+        assert_eq!(run.code, code, "{run:?}");
+        run.assert_stdout(str![]);
+        run
+    }
+
+    /// Asserts the runtime holds `image` under `myimg:dev` and its content tag (see
+    /// [`Self::assert_loaded`]); returns the manifest's digest.
+    fn assert_holds(&self, image: &Image) -> String {
+        self.assert_loaded(image, &content_tag(image))
+    }
+
     /// Asserts the child removed its scratch dir (the written archive with it).
     fn assert_no_scratch_left(&self) {
         let left: Vec<_> = std::fs::read_dir(self.scratch_parent())
@@ -259,6 +288,27 @@ fn expected_ref(image: &Image) -> String {
     format!("myimg:{}\n", content_tag(image))
 }
 
+/// Asserts `run` succeeded, printing `image`'s ref (`myimg:` and its content tag) alone on
+/// stdout and `stderr` on stderr.
+#[track_caller]
+fn assert_ref(run: &Outcome, image: &Image, stderr: &str) {
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, expected_ref(image).as_str(), stderr),
+        "{run:?}"
+    );
+}
+
+/// Asserts `run` succeeded, printing `image`'s ref alone on stdout (stderr is the caller's).
+#[track_caller]
+fn assert_ref_printed(run: &Outcome, image: &Image) {
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, expected_ref(image).as_str()),
+        "{run:?}"
+    );
+}
+
 fn argv(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
 }
@@ -280,36 +330,26 @@ fn k3s_node(name: &str) -> StandInNode {
 /// Pushes a legacy docker-save archive into a cluster and checks the ref, the CLI's argv (the
 /// archive at `archive_at`), and both names in the runtime.
 fn loads_into(bench: &Bench, archive_at: usize, expected: &[&str]) {
-    let image = Image::sample(1);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap()]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&image).as_str(), ""),
-        "{run:?}"
-    );
+    let (image, input) = bench.legacy(1);
+    let run = bench.push_input(&input, &[]);
+    assert_ref(&run, &image, "");
     let (call, archive) = bench.single_call(archive_at);
     assert_eq!(call, argv(expected));
     assert_ne!(
         archive, input,
         "a legacy archive is rewritten, never handed over"
     );
-    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_holds(&image);
     bench.assert_no_scratch_left();
 }
 
 /// Pushes a legacy docker-save archive into a kind or k3d cluster and checks the ref and both
 /// names in the runtime.
 fn streams_into(bench: &Bench) {
-    let image = Image::sample(1);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap()]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&image).as_str(), ""),
-        "{run:?}"
-    );
-    bench.assert_loaded(&image, &content_tag(&image));
+    let (image, input) = bench.legacy(1);
+    let run = bench.push_input(&input, &[]);
+    assert_ref(&run, &image, "");
+    bench.assert_holds(&image);
     bench.assert_no_scratch_left();
 }
 
@@ -369,14 +409,9 @@ fn microk8s_imports_into_every_node() {
 fn microk8s_before_1_25_falls_back_to_its_ctr() {
     let bench = microk8s();
     bench.standins.old_microk8s();
-    let image = Image::sample(1);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap()]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&image).as_str(), ""),
-        "{run:?}"
-    );
+    let (image, input) = bench.legacy(1);
+    let run = bench.push_input(&input, &[]);
+    assert_ref(&run, &image, "");
     let calls = bench.standins.calls();
     let [first, second] = calls.as_slice() else {
         panic!("expected two calls, got {calls:?}");
@@ -384,7 +419,7 @@ fn microk8s_before_1_25_falls_back_to_its_ctr() {
     let file = first[3].as_str();
     assert_eq!(*first, argv(&["microk8s", "images", "import", file]));
     assert_eq!(*second, argv(&["microk8s", "ctr", "image", "import", file]));
-    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_holds(&image);
 }
 
 #[test]
@@ -466,7 +501,7 @@ fn the_ref_changes_when_and_only_when_the_content_changes() {
     let loaded = bench.loaded();
     let old_tag = format!("docker.io/library/myimg:{}", content_tag(&image));
     assert!(loaded.contains_key(&old_tag), "{loaded:?}");
-    bench.assert_loaded(&changed, &content_tag(&changed));
+    bench.assert_holds(&changed);
     // The unchanged re-push sent nothing; the gzip one sent its (other) layers.
     assert_eq!(bench.standins.received(KIND_NODE).len(), 3);
 }
@@ -498,7 +533,7 @@ fn arm64_kind() -> Bench {
 fn the_nodes_arch_label_picks_the_platform_of_a_multi_platform_image() {
     let bench = arm64_kind();
     let (input, _amd64, arm64) = multi_platform(&bench);
-    let run = bench.push(&[input.to_str().unwrap(), "-o", "json"]);
+    let run = bench.push_input(&input, &["-o", "json"]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(report["platforms"], serde_json::json!(["linux/arm64"]));
@@ -506,7 +541,7 @@ fn the_nodes_arch_label_picks_the_platform_of_a_multi_platform_image() {
         report["ref"],
         format!("myimg:{}", content_tag(&arm64)).as_str()
     );
-    let manifest = bench.assert_loaded(&arm64, &content_tag(&arm64));
+    let manifest = bench.assert_holds(&arm64);
     // The archive's own arm64 manifest, byte for byte: the digest is its digest.
     let stored = fixtures::sha256(&arm64.manifest(LayerCompression::Gzip));
     assert_eq!(manifest, stored);
@@ -519,27 +554,18 @@ const AMD64_ON_ARM64: &str = "warning: the image is for linux/amd64 but the node
 fn the_platform_flag_overrides_the_nodes_arch_with_a_warning() {
     let bench = arm64_kind();
     let (input, amd64, _arm64) = multi_platform(&bench);
-    let run = bench.push(&[input.to_str().unwrap(), "--platform", "linux/amd64"]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&amd64).as_str(), AMD64_ON_ARM64),
-        "{run:?}"
-    );
-    bench.assert_loaded(&amd64, &content_tag(&amd64));
+    let run = bench.push_input(&input, &["--platform", "linux/amd64"]);
+    assert_ref(&run, &amd64, AMD64_ON_ARM64);
+    bench.assert_holds(&amd64);
 }
 
 #[test]
 fn a_single_platform_image_for_another_arch_is_loaded_with_a_warning() {
     let bench = arm64_kind();
-    let image = Image::sample(1);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap()]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&image).as_str(), AMD64_ON_ARM64),
-        "{run:?}"
-    );
-    bench.assert_loaded(&image, &content_tag(&image));
+    let (image, input) = bench.legacy(1);
+    let run = bench.push_input(&input, &[]);
+    assert_ref(&run, &image, AMD64_ON_ARM64);
+    bench.assert_holds(&image);
 }
 
 #[test]
@@ -549,7 +575,7 @@ fn a_platform_the_image_lacks_is_an_input_error_naming_what_it_has() {
         .label("beta.kubernetes.io/arch", "s390x");
     let bench = Bench::new("kind-dev", "kind-dev", vec![node]);
     let (input, _, _) = multi_platform(&bench);
-    let run = bench.push(&[input.to_str().unwrap()]);
+    let run = bench.push_input(&input, &[]);
     assert_eq!(run.code, 4, "{run:?}");
     run.assert_stdout(str![]);
     run.assert_stderr(str![[r#"
@@ -560,23 +586,24 @@ hint: pick one with --platform OS/ARCH, or build the image for the nodes' platfo
     assert!(bench.standins.calls().is_empty());
 }
 
-/// Pushes `input` (with `extra` args) into a kind cluster; checks the ref and the runtime.
-fn kind_loads(input_format: Format, tags: &[&str], extra: &[&str]) {
-    let bench = Bench::kind();
+/// Writes `Image::sample(3)` in `input_format` named `tags`, pushes it (with `extra` args) into
+/// `bench`; checks the ref and the runtime, and returns the input.
+fn pushes_format(bench: &Bench, input_format: Format, tags: &[&str], extra: &[&str]) -> PathBuf {
     let image = Image::sample(3);
     let input = bench.dir.path().join("input.tar");
     image.write(input_format, &input, tags);
-    let mut args = vec![input.to_str().unwrap()];
-    args.extend(extra);
-    let run = bench.push(&args);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&image).as_str(), ""),
-        "{run:?}"
-    );
-    bench.assert_loaded(&image, &content_tag(&image));
-    bench.assert_streamed_into_kind();
+    let run = bench.push_input(&input, extra);
+    assert_ref(&run, &image, "");
+    bench.assert_holds(&image);
     bench.assert_no_scratch_left();
+    input
+}
+
+/// Pushes `input` (with `extra` args) into a kind cluster; checks the ref and the runtime.
+fn kind_loads(input_format: Format, tags: &[&str], extra: &[&str]) {
+    let bench = Bench::kind();
+    pushes_format(&bench, input_format, tags, extra);
+    bench.assert_streamed_into_kind();
 }
 
 fn minikube() -> Bench {
@@ -594,24 +621,12 @@ fn minikube_loads(
     extra: &[&str],
 ) -> (Bench, PathBuf, PathBuf) {
     let bench = minikube();
-    let image = Image::sample(3);
-    let input = bench.dir.path().join("input.tar");
-    image.write(input_format, &input, tags);
-    let mut args = vec![input.to_str().unwrap()];
-    args.extend(extra);
-    let run = bench.push(&args);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&image).as_str(), ""),
-        "{run:?}"
-    );
-    bench.assert_loaded(&image, &content_tag(&image));
+    let input = pushes_format(&bench, input_format, tags, extra);
     let (call, archive) = bench.single_call(3);
     assert_eq!(
         call,
         argv(&["minikube", "image", "load", "FILE", "-p", "minikube"])
     );
-    bench.assert_no_scratch_left();
     (bench, input, archive)
 }
 
@@ -717,18 +732,9 @@ fn mytool_calls(log: &Path) -> Vec<String> {
 fn a_load_command_loads_into_a_cluster_we_do_not_know() {
     let bench = lab();
     let log = install_mytool(&bench);
-    let image = Image::sample(5);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[
-        input.to_str().unwrap(),
-        "--load-command",
-        "mytool import {archive}",
-    ]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&image).as_str(), ""),
-        "{run:?}"
-    );
+    let (image, input) = bench.legacy(5);
+    let run = bench.push_input(&input, &["--load-command", "mytool import {archive}"]);
+    assert_ref(&run, &image, "");
     let calls = mytool_calls(&log);
     let [call] = calls.as_slice() else {
         panic!("expected one call, got {calls:?}");
@@ -738,7 +744,7 @@ fn a_load_command_loads_into_a_cluster_we_do_not_know() {
         archive.ends_with(".tar") && archive != input.to_str().unwrap(),
         "{call}"
     );
-    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_holds(&image);
     bench.assert_no_scratch_left();
 }
 
@@ -746,31 +752,19 @@ fn a_load_command_loads_into_a_cluster_we_do_not_know() {
 fn a_load_command_replaces_the_products_own_cli() {
     let bench = Bench::kind();
     let log = install_mytool(&bench);
-    let image = Image::sample(5);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[
-        input.to_str().unwrap(),
-        "--load-command",
-        "mytool import {archive}",
-    ]);
-    assert_eq!(
-        (run.code, run.stdout.clone()),
-        (0, expected_ref(&image)),
-        "{run:?}"
-    );
+    let (image, input) = bench.legacy(5);
+    let run = bench.push_input(&input, &["--load-command", "mytool import {archive}"]);
+    assert_ref_printed(&run, &image);
     assert_eq!(mytool_calls(&log).len(), 1);
     assert!(bench.standins.calls().is_empty(), "kind ran too");
-    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_holds(&image);
 }
 
 #[test]
 fn a_load_command_without_the_archive_placeholder_is_a_usage_error() {
     let bench = lab();
     let log = install_mytool(&bench);
-    let input = bench.archive(&Image::sample(5), Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap(), "--load-command", "mytool import"]);
-    assert_eq!(run.code, 2, "{run:?}");
-    run.assert_stdout(str![]);
+    let run = bench.refused(&["--load-command", "mytool import"], 2);
     run.assert_stderr(str![[r#"
 error: reading --load-command 'mytool import': it has no {archive} to put the archive's path in
 hint: write the command as you would in a shell, with {archive} where the archive goes: --load-command 'mycluster load {archive}'
@@ -790,10 +784,7 @@ fn a_missing_cli_is_named_with_where_to_get_it_and_the_registry_guide() {
         crate::support::standins::find_on_path("kind").is_none(),
         "a real kind is installed here; this test needs it absent"
     );
-    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap()]);
-    assert_eq!(run.code, 6, "{run:?}");
-    run.assert_stdout(str![]);
+    let run = bench.refused(&[], 6);
     run.assert_stderr(str![[r#"
 error: loading the image into kind cluster "dev": `kind` is not installed (not found on PATH)
 caused by: No such file or directory (os error 2)
@@ -838,10 +829,7 @@ fn a_failing_cli_exits_6_with_the_end_of_its_stderr() {
         "INFO[0000] Importing image(s) into cluster 'dev'\n",
         &stderr,
     );
-    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap()]);
-    assert_eq!(run.code, 6, "{run:?}");
-    run.assert_stdout(str![]);
+    let run = bench.refused(&[], 6);
     // `k3d node list` failed too: the whole archive went to k3d's own import.
     assert_eq!(bench.standins.calls().len(), 2);
     let (call, archive) = bench.last_call(3);
@@ -868,9 +856,7 @@ fn what_a_failing_cli_prints_reaches_the_terminal_escaped() {
         "",
         "\x1b]0;owned\x07\x1b[2Jcleared \u{202e}txt.exe\n",
     );
-    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap()]);
-    assert_eq!(run.code, 6, "{run:?}");
+    let run = bench.refused(&[], 6);
     assert!(
         run.stderr
             .contains("\n    \\u001b]0;owned\\u0007\\u001b[2Jcleared \\u202etxt.exe\n"),
@@ -883,10 +869,7 @@ fn what_a_failing_cli_prints_reaches_the_terminal_escaped() {
 #[test]
 fn an_unknown_cluster_without_a_load_command_names_the_configmap_and_the_ways_out() {
     let bench = lab();
-    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap()]);
-    assert_eq!(run.code, 6, "{run:?}");
-    run.assert_stdout(str![]);
+    let run = bench.refused(&[], 6);
     run.assert_stderr(str![[r#"
 error: no way to get the image into cluster "lab": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting) and is no product whose nodes we know how to load into
 hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting (KEP-1755): https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry
@@ -899,20 +882,18 @@ hint: or load the image your own way: --load-command 'PROGRAM ARGS... {archive}'
     bench.assert_no_scratch_left();
 }
 
-#[test]
-fn no_load_refuses_to_run_the_products_cli() {
-    let bench = Bench::kind();
-    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
-    assert_eq!(run.code, 6, "{run:?}");
-    run.assert_stdout(str![]);
-    run.assert_stderr(str![[r#"
-error: no way to get the image into cluster "kind-dev": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes
+/// What `push --no-load` says on a kind cluster advertising no registry.
+const KIND_NO_LOAD: &str = r#"error: no way to get the image into cluster "kind-dev": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes
 hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://kind.sigs.k8s.io/docs/user/local-registry/
 hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]
 hint: or drop --no-load to load it into kind cluster "dev" with `kind`
+"#;
 
-"#]]);
+#[test]
+fn no_load_refuses_to_run_the_products_cli() {
+    let bench = Bench::kind();
+    let run = bench.refused(&["--no-load"], 6);
+    run.assert_stderr(KIND_NO_LOAD);
     assert!(bench.standins.calls().is_empty(), "the CLI ran");
     bench.assert_nothing_loaded();
     assert_eq!(
@@ -931,10 +912,7 @@ hint: or drop --no-load to load it into kind cluster "dev" with `kind`
 #[test]
 fn no_load_on_an_unknown_cluster_offers_a_load_command() {
     let bench = lab();
-    let input = bench.archive(&Image::sample(1), Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
-    assert_eq!(run.code, 6, "{run:?}");
-    run.assert_stdout(str![]);
+    let run = bench.refused(&["--no-load"], 6);
     run.assert_stderr(str![[r#"
 error: no way to get the image into cluster "lab": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes
 hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry
@@ -947,14 +925,9 @@ hint: or drop --no-load and load it your own way: --load-command 'PROGRAM ARGS..
 #[test]
 fn the_clis_own_output_stays_off_stdout_and_shows_with_verbose() {
     let bench = minikube();
-    let image = Image::sample(1);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap(), "-v"]);
-    assert_eq!(
-        (run.code, run.stdout.clone()),
-        (0, expected_ref(&image)),
-        "{run:?}"
-    );
+    let (image, input) = bench.legacy(1);
+    let run = bench.push_input(&input, &["-v"]);
+    assert_ref_printed(&run, &image);
     let (_, archive) = bench.single_call(3);
     let stderr = run
         .stderr
@@ -986,14 +959,9 @@ fn the_clis_own_output_stays_off_stdout_and_shows_with_verbose() {
 #[test]
 fn what_each_node_got_shows_with_verbose_and_ctr_stays_off_stdout() {
     let bench = Bench::kind();
-    let image = Image::sample(1);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap(), "-v"]);
-    assert_eq!(
-        (run.code, run.stdout.clone()),
-        (0, expected_ref(&image)),
-        "{run:?}"
-    );
+    let (image, input) = bench.legacy(1);
+    let run = bench.push_input(&input, &["-v"]);
+    assert_ref_printed(&run, &image);
     let lines: Vec<&str> = run.stderr.lines().collect();
     assert!(
         lines
@@ -1029,9 +997,8 @@ fn what_each_node_got_shows_with_verbose_and_ctr_stays_off_stdout() {
 #[test]
 fn json_after_a_node_load_names_the_method_the_content_tag_and_the_platform() {
     let bench = Bench::kind();
-    let image = Image::sample(1);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap(), "-o", "json"]);
+    let (image, input) = bench.legacy(1);
+    let run = bench.push_input(&input, &["-o", "json"]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
     let tag = content_tag(&image);
     let digest = bench.assert_loaded(&image, &tag);
@@ -1083,41 +1050,31 @@ fn an_oci_layout_without_manifest_json_is_rewritten_for_docker_load() {
     image.write(Format::Docker25, &docker25, &[NAME, &content_name]);
     let input = bench.dir.path().join("layout-only.tar");
     tar_without(&docker25, &input, "manifest.json");
-    let run = bench.push(&[input.to_str().unwrap()]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&image).as_str(), ""),
-        "{run:?}"
-    );
+    let run = bench.push_input(&input, &[]);
+    assert_ref(&run, &image, "");
     let (call, archive) = bench.single_call(3);
     assert_eq!(call, argv(&["docker", "load", "-i", "FILE"]));
     assert_ne!(
         archive, input,
         "docker load (before 25) needs manifest.json"
     );
-    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_holds(&image);
 }
 
 #[test]
 fn an_archive_on_stdin_is_loaded() {
     let bench = Bench::kind();
-    let image = Image::sample(9);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
+    let (image, input) = bench.legacy(9);
     let run = bench.push_stdin(&input, &["-"]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&image).as_str(), ""),
-        "{run:?}"
-    );
-    bench.assert_loaded(&image, &content_tag(&image));
+    assert_ref(&run, &image, "");
+    bench.assert_holds(&image);
     bench.assert_no_scratch_left();
 }
 
 #[test]
 fn a_name_on_another_registry_keeps_its_domain_in_the_ref() {
     let bench = Bench::kind();
-    let image = Image::sample(9);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
+    let (image, input) = bench.legacy(9);
     let run = bench.push(&[
         input.to_str().unwrap(),
         "--tag",
@@ -1146,20 +1103,15 @@ fn a_name_on_another_registry_keeps_its_domain_in_the_ref() {
 fn a_user_who_may_not_list_nodes_still_loads_into_the_kind_cluster_the_context_names() {
     let server = ApiServer::builder().node(kind_node()).forbid("nodes");
     let bench = Bench::serving("kind-dev", "kind-dev", server);
-    let image = Image::sample(1);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap()]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&image).as_str(), ""),
-        "{run:?}"
-    );
+    let (image, input) = bench.legacy(1);
+    let run = bench.push_input(&input, &[]);
+    assert_ref(&run, &image, "");
     bench.assert_streamed_into(
         KIND_NODE,
         "kind get nodes --name dev",
         "--snapshotter=native ",
     );
-    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_holds(&image);
 }
 
 /// What microk8s installs while its registry addon is off: a ConfigMap with `help` and no host.
@@ -1172,17 +1124,12 @@ fn microk8s_help_only_configmap_means_no_registry_so_push_imports_into_the_nodes
         .hosting_v1(MICROK8S_HELP_ONLY)
         .node(node);
     let bench = Bench::serving("microk8s", "microk8s-cluster", server);
-    let image = Image::sample(61);
-    let input = bench.archive(&image, Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap()]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, expected_ref(&image).as_str(), ""),
-        "{run:?}"
-    );
+    let (image, input) = bench.legacy(61);
+    let run = bench.push_input(&input, &[]);
+    assert_ref(&run, &image, "");
     let (call, _) = bench.single_call(3);
     assert_eq!(call, argv(&["microk8s", "images", "import", "FILE"]));
-    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_holds(&image);
     bench.assert_no_scratch_left();
 }
 
@@ -1192,18 +1139,10 @@ fn a_help_only_configmaps_link_is_in_every_hint_of_a_refused_load() {
         .hosting_v1("help: https://registry.example.test/setup\n")
         .node(kind_node());
     let bench = Bench::serving("kind-dev", "kind-dev", server);
-    let input = bench.archive(&Image::sample(62), Format::DockerLegacy, "myimg.tar");
-    let run = bench.push(&[input.to_str().unwrap(), "--no-load"]);
-    assert_eq!((run.code, run.stdout.as_str()), (6, ""), "{run:?}");
-    run.assert_stderr(str![[r#"
-error: no way to get the image into cluster "kind-dev": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting), and --no-load forbids loading it into the nodes
-hint: give the cluster a registry and advertise it in kube-public/local-registry-hosting: https://kind.sigs.k8s.io/docs/user/local-registry/
-hint: or push to a registry its nodes can pull from: --registry HOST[:PORT]
-hint: or drop --no-load to load it into kind cluster "dev" with `kind`
-hint: this cluster's registry guide: https://registry.example.test/setup
-
-"#]]
-    );
+    let run = bench.refused(&["--no-load"], 6);
+    run.assert_stderr(format!(
+        "{KIND_NO_LOAD}hint: this cluster's registry guide: https://registry.example.test/setup\n"
+    ));
     bench.assert_nothing_loaded();
 }
 
@@ -1265,7 +1204,7 @@ fn an_engine_image_the_nodes_hold_is_neither_exported_nor_loaded_again() {
         (0, expected_ref(&image).as_str(), ""),
         "{first:?}"
     );
-    let manifest = bench.assert_loaded(&image, &content_tag(&image));
+    let manifest = bench.assert_holds(&image);
     assert_eq!(
         take_lines(&calls),
         ["image inspect myimg:dev", "image save myimg:dev"]
@@ -1307,6 +1246,6 @@ fn an_engine_image_the_nodes_hold_is_neither_exported_nor_loaded_again() {
         take_lines(&calls),
         ["image inspect myimg:dev", "image save myimg:dev"]
     );
-    bench.assert_loaded(&image, &content_tag(&image));
+    bench.assert_holds(&image);
     bench.assert_no_scratch_left();
 }

@@ -77,6 +77,22 @@ fn assert_platform_is(
     }
 }
 
+/// Checks `archive` holds one image, named `names`, of one platform: `image`, its layers stored
+/// as `stored` (see [`assert_platform_is`]); returns that platform.
+#[track_caller]
+fn assert_only_image<'a>(
+    archive: &'a Archive,
+    names: &[&str],
+    image: &fixtures::Image,
+    stored: LayerCompression,
+) -> &'a PlatformImage {
+    let found = only_image(archive);
+    assert_eq!(found.names, names);
+    let platform = only_platform(found);
+    assert_platform_is(archive, platform, image, stored);
+    platform
+}
+
 /// Checks diff_ids and that every layer streams through the verifying reader, whatever
 /// compression the writer chose (skopeo compresses layers for oci-archive).
 fn assert_layers_verify(archive: &Archive, platform: &PlatformImage, image: &fixtures::Image) {
@@ -140,14 +156,11 @@ fn docker_legacy_archive_has_repo_tags_and_resolves_a_symlinked_layer() {
     let archive = open(&path);
     assert_eq!(archive.format(), ArchiveFormat::Docker);
     assert_eq!(archive.wrapping(), Wrapping::None);
-    let found = only_image(&archive);
-    assert_eq!(found.names, ["myimg:dev"]);
-    let platform = only_platform(found);
+    let platform = assert_only_image(&archive, &["myimg:dev"], &image, LayerCompression::None);
     assert!(
         platform.manifest.is_none(),
         "docker save carries no manifest"
     );
-    assert_platform_is(&archive, platform, &image, LayerCompression::None);
     let (first, repeat) = (&platform.layers[0].location, &platform.layers[2].location);
     assert_ne!(first.member, repeat.member, "the repeat is its own member");
     assert_eq!(
@@ -175,14 +188,8 @@ fn docker25_archive_keeps_its_manifest_and_names_the_image_once() {
     let (_dir, path) = write(Format::Docker25, &image, &["myimg:dev"]);
     let archive = open(&path);
     assert_eq!(archive.format(), ArchiveFormat::OciLayout);
-    let found = only_image(&archive);
-    assert_eq!(
-        found.names,
-        ["myimg:dev"],
-        "RepoTags first, the annotation deduplicated"
-    );
-    let platform = only_platform(found);
-    assert_platform_is(&archive, platform, &image, LayerCompression::None);
+    // The name once: RepoTags first, the annotation deduplicated.
+    let platform = assert_only_image(&archive, &["myimg:dev"], &image, LayerCompression::None);
     let manifest = platform.manifest.as_ref().expect("the layout's manifest");
     assert_eq!(manifest.bytes, image.manifest(LayerCompression::None));
     assert_eq!(manifest.media_type, fixtures::OCI_MANIFEST);
@@ -202,10 +209,12 @@ fn containerd_export_with_gzip_layers_keeps_docker_media_types() {
         &["registry.example:5000/team/app:v1"],
     );
     let archive = open(&path);
-    let found = only_image(&archive);
-    assert_eq!(found.names, ["registry.example:5000/team/app:v1"]);
-    let platform = only_platform(found);
-    assert_platform_is(&archive, platform, &image, LayerCompression::Gzip);
+    let platform = assert_only_image(
+        &archive,
+        &["registry.example:5000/team/app:v1"],
+        &image,
+        LayerCompression::Gzip,
+    );
     assert_eq!(platform.config.media_type, fixtures::DOCKER_CONFIG);
     let manifest = platform.manifest.as_ref().unwrap();
     assert_eq!(manifest.media_type, fixtures::DOCKER_MANIFEST);
@@ -239,15 +248,8 @@ fn oci_archive_ref_name_that_is_a_tag_gives_no_name() {
     let image = fixtures::Image::sample(6);
     let (_dir, path) = write(Format::OciArchive, &image, &["dev"]);
     let archive = open(&path);
-    let found = only_image(&archive);
-    assert!(found.names.is_empty(), "{:?}", found.names);
-    assert_eq!(found.bare_tags, ["dev"]);
-    assert_platform_is(
-        &archive,
-        only_platform(found),
-        &image,
-        LayerCompression::None,
-    );
+    assert_only_image(&archive, &[], &image, LayerCompression::None);
+    assert_eq!(archive.images()[0].bare_tags, ["dev"]);
     let selected = archive.select(Some("dev"), None).unwrap();
     assert_eq!(selected.bare_tags, ["dev"]);
 }
@@ -286,11 +288,9 @@ fn podman_docker_archive_with_digest_named_layers() {
     let image = fixtures::Image::sample(9);
     let (_dir, path) = write(Format::Podman, &image, &["localhost/myimg:dev"]);
     let archive = open(&path);
-    let found = only_image(&archive);
-    assert_eq!(found.names, ["localhost/myimg:dev"]);
-    assert_platform_is(
+    assert_only_image(
         &archive,
-        only_platform(found),
+        &["localhost/myimg:dev"],
         &image,
         LayerCompression::None,
     );
@@ -302,14 +302,7 @@ fn nix_gzip_wrapped_archive_is_spooled_and_read() {
     let (_dir, path) = write(Format::NixGzip, &image, &["nixed:abc"]);
     let archive = open(&path);
     assert_eq!(archive.wrapping(), Wrapping::Gzip);
-    let found = only_image(&archive);
-    assert_eq!(found.names, ["nixed:abc"]);
-    assert_platform_is(
-        &archive,
-        only_platform(found),
-        &image,
-        LayerCompression::None,
-    );
+    assert_only_image(&archive, &["nixed:abc"], &image, LayerCompression::None);
 }
 
 #[test]
@@ -346,14 +339,7 @@ fn crane_archive_with_a_sha256_config_name() {
     let image = fixtures::Image::sample(12);
     let (_dir, path) = write(Format::Crane, &image, &["craned:2"]);
     let archive = open(&path);
-    let found = only_image(&archive);
-    assert_eq!(found.names, ["craned:2"]);
-    assert_platform_is(
-        &archive,
-        only_platform(found),
-        &image,
-        LayerCompression::Gzip,
-    );
+    assert_only_image(&archive, &["craned:2"], &image, LayerCompression::Gzip);
 }
 
 #[test]
@@ -364,12 +350,7 @@ fn zstd_wrapped_archive_is_spooled_and_read() {
     fixtures::wrap(&plain, Wrap::Zstd, &wrapped);
     let archive = open(&wrapped);
     assert_eq!(archive.wrapping(), Wrapping::Zstd);
-    assert_platform_is(
-        &archive,
-        only_platform(only_image(&archive)),
-        &image,
-        LayerCompression::None,
-    );
+    assert_only_image(&archive, &["myimg:dev"], &image, LayerCompression::None);
 }
 
 #[test]
@@ -383,14 +364,7 @@ fn a_stream_is_spooled_whether_plain_or_gzip() {
         let archive = Archive::from_reader(stream, "standard input").unwrap();
         assert_eq!(archive.wrapping(), wrapping);
         assert_eq!(archive.name(), "standard input");
-        let found = only_image(&archive);
-        assert_eq!(found.names, ["piped:1"]);
-        assert_platform_is(
-            &archive,
-            only_platform(found),
-            &image,
-            LayerCompression::None,
-        );
+        assert_only_image(&archive, &["piped:1"], &image, LayerCompression::None);
     }
     assert_eq!(Source::from_arg("-"), Source::Stdin);
     assert_eq!(Source::from_arg("x.tar"), Source::Path("x.tar".into()));
@@ -414,14 +388,7 @@ fn a_named_pipe_is_spooled_like_standard_input() {
     writer.join().unwrap();
     assert_eq!(archive.wrapping(), Wrapping::Piped);
     assert_eq!(archive.loadable_as_is(&["fifo:1".to_string()]), None);
-    let found = only_image(&archive);
-    assert_eq!(found.names, ["fifo:1"]);
-    assert_platform_is(
-        &archive,
-        only_platform(found),
-        &image,
-        LayerCompression::None,
-    );
+    assert_only_image(&archive, &["fifo:1"], &image, LayerCompression::None);
 }
 
 #[test]

@@ -5,12 +5,12 @@
 use snapbox::str;
 
 use crate::support::apiserver::{ApiServer, unused_port};
+use crate::support::info_report::{KIND_HELP, Product, Registry, Report};
 use crate::support::registry::TestRegistry;
 use crate::support::run::{Outcome, Run};
 use tempfile::TempDir;
 
 const CONFIGMAP_PATH: &str = "/api/v1/namespaces/kube-public/configmaps/local-registry-hosting";
-const KIND_HELP: &str = "https://kind.sigs.k8s.io/docs/user/local-registry/";
 
 /// `kubectl registry [args]` against `server` through a kubeconfig with context `kind-dev`.
 fn plugin(server: &ApiServer, args: &[&str]) -> Outcome {
@@ -20,6 +20,30 @@ fn plugin(server: &ApiServer, args: &[&str]) -> Outcome {
         .kubeconfig_flag(&kubeconfig)
         .args(args)
         .output()
+}
+
+/// `kubectl registry advertise localhost:5001 FLAGS --no-verify` against `server`.
+fn advertise(server: &ApiServer, flags: &[&str]) -> Outcome {
+    plugin(
+        server,
+        &[
+            &["advertise", "localhost:5001"][..],
+            flags,
+            &["--no-verify"],
+        ]
+        .concat(),
+    )
+}
+
+/// `advertise localhost:5001` where a ConfigMap exists: asserts it said `configured`, and the
+/// ConfigMap then holds localhost:5001's value beside `kept`, the keys advertise does not own.
+#[track_caller]
+fn assert_reconfigured_keeping(server: &ApiServer, kept: serde_json::Value) {
+    let run = advertise(server, &[]);
+    assert_done(&run, "configured");
+    let mut expected = kept;
+    expected["localRegistryHosting.v1"] = "host: \"localhost:5001\"\n".into();
+    assert_eq!(data(server), expected);
 }
 
 /// The real kubectl against `server`, with `stdin` fed to it; its stdout.
@@ -33,6 +57,26 @@ fn kubectl(server: &ApiServer, args: &[&str], stdin: &str) -> String {
         .output();
     assert_eq!(run.code, 0, "kubectl {args:?}: {}", run.stderr);
     run.stdout
+}
+
+/// Asserts `run` succeeded saying what it did to the ConfigMap (`configmap/local-registry-hosting
+/// created`, as kubectl says it) alone on stdout, and nothing on stderr.
+#[track_caller]
+fn assert_done(run: &Outcome, what: &str) {
+    run.assert_stdout(format!("configmap/local-registry-hosting {what}\n"));
+    run.assert_clean_success();
+}
+
+/// Asserts `run` was refused with exit `code`, printing nothing on stdout (its stderr is the
+/// test's to check).
+#[track_caller]
+fn assert_refused(run: &Outcome, code: i32) {
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (code, ""),
+        "{}",
+        run.stderr
+    );
 }
 
 fn data(server: &ApiServer) -> serde_json::Value {
@@ -50,28 +94,18 @@ fn writes(server: &ApiServer) -> Vec<String> {
 #[test]
 fn advertise_creates_the_configmap_that_real_kubectl_and_info_read_back() {
     let server = ApiServer::builder().start();
-    let run = plugin(
+    let run = advertise(
         &server,
         &[
-            "advertise",
-            "localhost:5001",
             "--from-runtime",
             "kind-registry:5000",
             "--from-cluster-network",
             "kind-registry:5000",
             "--help-url",
             KIND_HELP,
-            "--no-verify",
         ],
     );
-    run.assert_stdout(str![[r#"
-configmap/local-registry-hosting created
-
-"#]]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, "configmap/local-registry-hosting created\n", "")
-    );
+    assert_done(&run, "created");
     assert_eq!(
         writes(&server),
         [
@@ -111,33 +145,15 @@ metadata:
 "#
     );
     let info = plugin(&server, &["info", "-o", "json"]);
-    info.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "dev"
-  },
-  "registry": {
-    "host": "localhost:5001",
-    "hostFromContainerRuntime": "kind-registry:5000",
-    "hostFromClusterNetwork": "kind-registry:5000",
-    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-    "source": "configmap"
-  },
-  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5001",
-    "description": "push to localhost:5001 and print refs on kind-registry:5000"
-  }
-}
-
-"#]]);
+    let advertised = Registry::configmap("localhost:5001")
+        .runtime("kind-registry:5000")
+        .network("kind-registry:5000")
+        .help(KIND_HELP);
+    info.assert_stdout(
+        Report::of("kind-dev", Product::kind("dev"))
+            .registry(advertised)
+            .json(),
+    );
     let report: serde_json::Value = serde_json::from_str(&info.stdout).unwrap();
     assert_eq!(
         report["registry"],
@@ -160,22 +176,12 @@ fn an_existing_configmap_is_updated_and_keys_advertise_does_not_own_are_kept() {
             ("owner-notes", "written by our platform team"),
         ])
         .start();
-    let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
-    run.assert_stdout(str![[r#"
-configmap/local-registry-hosting configured
-
-"#]]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, "configmap/local-registry-hosting configured\n", "")
-    );
-    assert_eq!(
-        data(&server),
+    assert_reconfigured_keeping(
+        &server,
         serde_json::json!({
-            "localRegistryHosting.v1": "host: \"localhost:5001\"\n",
             "localRegistryHosting.v2": "someday: true\n",
             "owner-notes": "written by our platform team",
-        })
+        }),
     );
     assert_eq!(
         writes(&server),
@@ -185,15 +191,8 @@ configmap/local-registry-hosting configured
         ]
     );
 
-    let again = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
-    again.assert_stdout(str![[r#"
-configmap/local-registry-hosting unchanged
-
-"#]]);
-    assert_eq!(
-        (again.code, again.stdout.as_str()),
-        (0, "configmap/local-registry-hosting unchanged\n")
-    );
+    let again = advertise(&server, &[]);
+    assert_done(&again, "unchanged");
     assert_eq!(
         writes(&server).len(),
         3,
@@ -207,22 +206,12 @@ fn a_write_that_loses_a_race_is_retried_on_the_new_version_keeping_the_other_wri
         .hosting_v1("host: \"localhost:5000\"\n")
         .concurrent_writes(2)
         .start();
-    let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
-    run.assert_stdout(str![[r#"
-configmap/local-registry-hosting configured
-
-"#]]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, "configmap/local-registry-hosting configured\n", "")
-    );
-    assert_eq!(
-        data(&server),
+    assert_reconfigured_keeping(
+        &server,
         serde_json::json!({
-            "localRegistryHosting.v1": "host: \"localhost:5001\"\n",
             "written-meanwhile-2": "by another writer",
             "written-meanwhile-3": "by another writer",
-        })
+        }),
     );
     let get = format!("GET {CONFIGMAP_PATH}");
     let put = format!("PUT {CONFIGMAP_PATH}");
@@ -238,14 +227,13 @@ fn a_configmap_that_keeps_changing_is_given_up_on_with_exit_3() {
         .hosting_v1("host: \"localhost:5000\"\n")
         .concurrent_writes(5)
         .start();
-    let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
+    let run = advertise(&server, &[]);
+    assert_refused(&run, 3);
     run.assert_stderr(str![[r#"
 error: writing ConfigMap kube-public/local-registry-hosting: it changed under us 5 times in a row
 hint: something else keeps rewriting it; find it (`kubectl -n kube-public get configmap local-registry-hosting -o yaml` shows its managedFields) and try again
 
-"#]]
-    );
-    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+"#]]);
 }
 
 #[test]
@@ -253,15 +241,14 @@ fn a_forbidden_create_names_the_missing_permission_and_exits_3() {
     let server = ApiServer::builder()
         .forbid_verb("configmaps", "create")
         .start();
-    let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
+    let run = advertise(&server, &[]);
+    assert_refused(&run, 3);
     run.assert_stderr(str![[r#"
 error: creating ConfigMap kube-public/local-registry-hosting: not allowed: the credentials of context "kind-dev" (http://127.0.0.1:[PORT]) may not create configmaps in namespace kube-public
 caused by: configmaps "local-registry-hosting" is forbidden: User "system:serviceaccount:default:dev" cannot create resource "configmaps" in API group "" in the namespace "kube-public"
 hint: advertising needs get, create, update and delete on configmaps in kube-public; `kubectl auth can-i create configmaps -n kube-public` checks it; a cluster admin can grant it with a Role and RoleBinding
 
-"#]]
-    );
-    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+"#]]);
     assert!(server.hosting_configmap().is_none());
 }
 
@@ -271,7 +258,7 @@ fn a_forbidden_update_names_update() {
         .hosting_v1("host: \"localhost:5000\"\n")
         .forbid_verb("configmaps", "update")
         .start();
-    let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
+    let run = advertise(&server, &[]);
     assert!(
         run.stderr.starts_with("error: updating ConfigMap kube-public/local-registry-hosting: not allowed: the credentials of context \"kind-dev\" (http://127.0.0.1:[PORT]) may not update configmaps in namespace kube-public\n"),
         "{}",
@@ -292,14 +279,13 @@ fn a_forbidden_update_names_update() {
 fn hosts_and_help_links_discovery_would_refuse_are_usage_errors_before_any_request() {
     let server = ApiServer::builder().start();
     let run = plugin(&server, &["advertise", "http://localhost:5001"]);
+    assert_refused(&run, 2);
     run.assert_stderr(str![[r#"
 error: HOST is not usable
 caused by: "http://localhost:5001" is not a registry host[:port]: it starts with a scheme (http://); give the host alone
 hint: give host[:port] alone, e.g. localhost:5001 or registry:5000
 
-"#]]
-    );
-    assert_eq!((run.code, run.stdout.as_str()), (2, ""));
+"#]]);
     for (args, problem) in [
         (
             &["localhost:5001/v2"][..],
@@ -332,17 +318,7 @@ hint: give host[:port] alone, e.g. localhost:5001 or registry:5000
 #[test]
 fn dry_run_prints_a_configmap_the_real_kubectl_creates_and_writes_nothing() {
     let server = ApiServer::builder().start();
-    let run = plugin(
-        &server,
-        &[
-            "advertise",
-            "localhost:5001",
-            "--help-url",
-            KIND_HELP,
-            "--dry-run",
-            "--no-verify",
-        ],
-    );
+    let run = advertise(&server, &["--help-url", KIND_HELP, "--dry-run"]);
     run.assert_stdout(str![[r#"
 apiVersion: v1
 kind: ConfigMap
@@ -377,27 +353,10 @@ fn delete_removes_the_configmap_or_only_the_key_advertise_owns() {
         .hosting_v1("host: \"localhost:5001\"\n")
         .start();
     let run = plugin(&server, &["advertise", "--delete"]);
-    run.assert_stdout(str![[r#"
-configmap/local-registry-hosting deleted
-
-"#]]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, "configmap/local-registry-hosting deleted\n", "")
-    );
+    assert_done(&run, "deleted");
     assert!(server.hosting_configmap().is_none());
     let again = plugin(&server, &["advertise", "--delete"]);
-    again.assert_stdout(str![[r#"
-configmap/local-registry-hosting unchanged (nothing was advertised)
-
-"#]]);
-    assert_eq!(
-        (again.code, again.stdout.as_str()),
-        (
-            0,
-            "configmap/local-registry-hosting unchanged (nothing was advertised)\n"
-        )
-    );
+    assert_done(&again, "unchanged (nothing was advertised)");
 
     let shared = ApiServer::builder()
         .hosting_configmap(&[
@@ -406,14 +365,7 @@ configmap/local-registry-hosting unchanged (nothing was advertised)
         ])
         .start();
     let run = plugin(&shared, &["advertise", "--delete"]);
-    run.assert_stdout(str![[r#"
-configmap/local-registry-hosting configured
-
-"#]]);
-    assert_eq!(
-        (run.code, run.stdout.as_str()),
-        (0, "configmap/local-registry-hosting configured\n")
-    );
+    assert_done(&run, "configured");
     assert_eq!(data(&shared), serde_json::json!({"owner-notes": "kept"}));
 }
 
@@ -458,14 +410,7 @@ fn a_real_registry_is_advertised_without_a_word() {
     let registry = TestRegistry::start();
     let server = ApiServer::builder().start();
     let run = plugin(&server, &["advertise", &registry.host()]);
-    run.assert_stdout(str![[r#"
-configmap/local-registry-hosting created
-
-"#]]);
-    assert_eq!(
-        (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, "configmap/local-registry-hosting created\n", "")
-    );
+    assert_done(&run, "created");
     let expected = format!("host: \"{}\"\n", registry.host());
     assert_eq!(data(&server)["localRegistryHosting.v1"], expected.as_str());
 }
@@ -489,20 +434,10 @@ fn keys_a_user_patched_in_with_real_kubectl_survive_advertise() {
         ],
         "",
     );
-    let run = plugin(&server, &["advertise", "localhost:5001", "--no-verify"]);
-    run.assert_stdout(str![[r#"
-configmap/local-registry-hosting configured
-
-"#]]);
-    assert_eq!(
-        (run.code, run.stdout.as_str()),
-        (0, "configmap/local-registry-hosting configured\n")
-    );
-    assert_eq!(
-        data(&server),
+    assert_reconfigured_keeping(
+        &server,
         serde_json::json!({
-            "localRegistryHosting.v1": "host: \"localhost:5001\"\n",
             "owner-notes": "patched by hand",
-        })
+        }),
     );
 }

@@ -1,21 +1,29 @@
 //! `kubectl registry info` end to end: the built binary against the stand-in API server, for each
 //! discovery source, their precedence, and every way reading the cluster can fail.
 
-use snapbox::str;
+use snapbox::{IntoData, str};
 use std::path::Path;
 
 use crate::support::apiserver::{ApiServer, StandInNode, kubeconfig_yaml, unused_port};
+use crate::support::info_report::{KIND_HELP, KIND_SCRIPT_V1, Product, Registry, Report};
 use crate::support::run::{Outcome, Run};
 use tempfile::TempDir;
 
-const KIND_SCRIPT_V1: &str =
-    "host: \"localhost:5001\"\nhelp: \"https://kind.sigs.k8s.io/docs/user/local-registry/\"\n";
 const CONFIGMAP_GET: &str = "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting";
 /// minikube's registry addon, the source after the ConfigMap.
 const MINIKUBE_SERVICE_GET: &str = "GET /api/v1/namespaces/kube-system/services/registry";
 const IMAGE_CONFIG_GET: &str = "GET /apis/config.openshift.io/v1/images/cluster";
 const NODES_LIST: &str = "GET /api/v1/nodes";
 const SERVICE_GET: &str = "GET /api/v1/namespaces/container-registry/services/registry";
+/// What discovery asks when no source before the last answers: each source once, in order, the
+/// nodes listed once for the annotations and the product alike.
+const EVERY_SOURCE: [&str; 5] = [
+    CONFIGMAP_GET,
+    MINIKUBE_SERVICE_GET,
+    IMAGE_CONFIG_GET,
+    NODES_LIST,
+    SERVICE_GET,
+];
 
 /// `kubectl registry info [args]` against `server`, through a kubeconfig with context/cluster `name`.
 fn info(server: &ApiServer, name: &str, args: &[&str]) -> Outcome {
@@ -32,28 +40,64 @@ fn json(outcome: &Outcome) -> serde_json::Value {
     outcome.json()
 }
 
-#[test]
-fn kinds_local_registry_script_is_found_in_the_configmap_as_text() {
-    let server = ApiServer::builder()
+/// Asserts `run` failed with exit `code`, printing nothing on stdout (its stderr is the test's).
+#[track_caller]
+fn assert_failed(run: &Outcome, code: i32) {
+    run.assert_stdout(str![]);
+    assert_eq!(run.code, code, "stderr: {}", run.stderr);
+}
+
+/// `kubectl registry --kubeconfig KUBECONFIG info`, HOME `home`.
+fn info_through(home: &Path, kubeconfig: &Path) -> Outcome {
+    Run::plugin(home)
+        .kubeconfig_flag(kubeconfig)
+        .arg("info")
+        .output()
+}
+
+/// Asserts `run` printed `expected` (a whole report) with exit 0, warning `warning` on stderr.
+#[track_caller]
+fn assert_warned(run: &Outcome, expected: String, warning: impl IntoData) {
+    run.assert_stdout(expected);
+    run.assert_stderr(warning);
+    assert_eq!(run.code, 0);
+}
+
+/// Asserts `run` printed `expected` (a whole report) and nothing on stderr, with exit 0.
+#[track_caller]
+fn assert_report(run: &Outcome, expected: String) {
+    run.assert_stdout(expected);
+    run.assert_clean_success();
+}
+
+/// `info` then `info -o json` for context `context` of `server`: each prints `expected` cleanly,
+/// and the first asked every source once (`why` says what the order shows).
+#[track_caller]
+fn assert_both_forms(server: &ApiServer, context: &str, expected: &Report, why: &str) {
+    assert_report(&info(server, context, &[]), expected.text());
+    assert_eq!(server.requests(), EVERY_SOURCE, "{why}");
+    assert_report(&info(server, context, &["-o", "json"]), expected.json());
+}
+
+/// The registry kind's local-registry script advertises ([`KIND_SCRIPT_V1`]).
+fn kinds_registry() -> Registry {
+    Registry::configmap("localhost:5001").help(KIND_HELP)
+}
+
+/// kind's cluster `dev` whose ConfigMap the local-registry script wrote.
+fn kind_with_its_script() -> ApiServer {
+    ApiServer::builder()
         .hosting_v1(KIND_SCRIPT_V1)
         .node(kind_node("dev"))
-        .start();
+        .start()
+}
+
+#[test]
+fn kinds_local_registry_script_is_found_in_the_configmap_as_text() {
+    let server = kind_with_its_script();
     let run = info(&server, "kind-dev", &[]);
     run.assert_stderr(str![]);
-    run.assert_stdout(str![[r#"
-context:              kind-dev
-cluster:              kind-dev
-server:               http://127.0.0.1:[PORT]
-product:              kind (cluster "dev")
-registry host:        localhost:5001
-runtime host:         localhost:5001
-cluster-network host: (not advertised)
-help:                 https://kind.sigs.k8s.io/docs/user/local-registry/
-source:               ConfigMap kube-public/local-registry-hosting (KEP-1755)
-network:              host (outside the cluster: a kubeconfig context)
-push:                 push to localhost:5001 and print refs on localhost:5001
-
-"#]]);
+    run.assert_stdout(Report::kinds_script().text());
     assert_eq!(run.code, 0);
     assert_eq!(
         server.requests(),
@@ -64,39 +108,9 @@ push:                 push to localhost:5001 and print refs on localhost:5001
 
 #[test]
 fn kinds_local_registry_script_is_found_in_the_configmap_as_json() {
-    let server = ApiServer::builder()
-        .hosting_v1(KIND_SCRIPT_V1)
-        .node(kind_node("dev"))
-        .start();
+    let server = kind_with_its_script();
     let run = info(&server, "kind-dev", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "dev"
-  },
-  "registry": {
-    "host": "localhost:5001",
-    "hostFromContainerRuntime": "localhost:5001",
-    "hostFromClusterNetwork": null,
-    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-    "source": "configmap"
-  },
-  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5001",
-    "description": "push to localhost:5001 and print refs on localhost:5001"
-  }
-}
-
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_report(&run, Report::kinds_script().json());
 }
 
 #[test]
@@ -104,59 +118,15 @@ fn every_configmap_field_is_reported_and_json_values_are_read() {
     let server = ApiServer::builder()
         .hosting_v1(r#"{"host": "localhost:5000", "hostFromContainerRuntime": "registry.localhost:5000", "hostFromClusterNetwork": "k3d-registry:5000", "somethingNew": true}"#)
         .start();
-    let run = info(&server, "k3d-dev", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "k3d-dev",
-  "cluster": "k3d-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "k3d",
-    "clusterName": "dev"
-  },
-  "registry": {
-    "host": "localhost:5000",
-    "hostFromContainerRuntime": "registry.localhost:5000",
-    "hostFromClusterNetwork": "k3d-registry:5000",
-    "help": null,
-    "source": "configmap"
-  },
-  "registryGuide": null,
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5000",
-    "description": "push to localhost:5000 and print refs on registry.localhost:5000"
-  }
-}
-
-"#]]);
-    assert_eq!(
-        json(&run)["registry"],
-        serde_json::json!({
-            "host": "localhost:5000",
-            "hostFromContainerRuntime": "registry.localhost:5000",
-            "hostFromClusterNetwork": "k3d-registry:5000",
-            "help": null,
-            "source": "configmap",
-        })
+    let expected = Report::of("k3d-dev", Product::k3d("dev")).registry(
+        Registry::configmap("localhost:5000")
+            .runtime("registry.localhost:5000")
+            .network("k3d-registry:5000"),
     );
+    let run = info(&server, "k3d-dev", &["-o", "json"]);
+    run.assert_stdout(expected.json());
     let text = info(&server, "k3d-dev", &[]);
-    text.assert_stdout(str![[r#"
-context:              k3d-dev
-cluster:              k3d-dev
-server:               http://127.0.0.1:[PORT]
-product:              k3d (cluster "dev")
-registry host:        localhost:5000
-runtime host:         registry.localhost:5000
-cluster-network host: k3d-registry:5000
-help:                 (none)
-source:               ConfigMap kube-public/local-registry-hosting (KEP-1755)
-network:              host (outside the cluster: a kubeconfig context)
-push:                 push to localhost:5000 and print refs on registry.localhost:5000
-
-"#]]);
+    text.assert_stdout(expected.text());
     assert_eq!((run.code, text.code), (0, 0));
 }
 
@@ -166,40 +136,17 @@ fn a_scheme_in_the_configmap_host_is_stripped_with_a_warning() {
         .hosting_v1("host: http://localhost:5000\n")
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "dev"
-  },
-  "registry": {
-    "host": "localhost:5000",
-    "hostFromContainerRuntime": "localhost:5000",
-    "hostFromClusterNetwork": null,
-    "help": null,
-    "source": "configmap"
-  },
-  "registryGuide": null,
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5000",
-    "description": "push to localhost:5000 and print refs on localhost:5000"
-  }
-}
-
-"#]]);
-    assert_eq!(json(&run)["registry"]["host"], "localhost:5000");
-    run.assert_stderr(str![[r#"
+    let expected = Report::of("kind-dev", Product::kind("dev"))
+        .registry(Registry::configmap("localhost:5000"));
+    assert_warned(
+        &run,
+        expected.json(),
+        str![[r#"
 warning: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1, field host "http://localhost:5000" has a scheme (http://); using localhost:5000
 
-"#]]
+"#]],
     );
-    assert_eq!(run.code, 0);
+    assert_eq!(json(&run)["registry"]["host"], "localhost:5000");
 }
 
 #[test]
@@ -214,52 +161,17 @@ fn node_annotations_name_the_registry_when_no_configmap_does() {
         .microk8s_registry_service(32000)
         .start();
     let run = info(&server, "k3d-dev", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "k3d-dev",
-  "cluster": "k3d-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "k3d",
-    "clusterName": "dev"
-  },
-  "registry": {
-    "host": "localhost:5005",
-    "hostFromContainerRuntime": "registry.local:5000",
-    "hostFromClusterNetwork": null,
-    "help": null,
-    "source": "annotation"
-  },
-  "registryGuide": null,
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5005",
-    "description": "push to localhost:5005 and print refs on registry.local:5000"
-  }
-}
-
-"#]]);
-    assert_eq!(
-        json(&run)["registry"],
-        serde_json::json!({
-            "host": "localhost:5005",
-            "hostFromContainerRuntime": "registry.local:5000",
-            "hostFromClusterNetwork": null,
-            "help": null,
-            "source": "annotation",
-        })
+    let found = Registry::annotation("localhost:5005").runtime("registry.local:5000");
+    assert_report(
+        &run,
+        Report::of("k3d-dev", Product::k3d("dev"))
+            .registry(found)
+            .json(),
     );
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(
         server.requests(),
-        vec![
-            CONFIGMAP_GET,
-            MINIKUBE_SERVICE_GET,
-            IMAGE_CONFIG_GET,
-            NODES_LIST
-        ]
+        EVERY_SOURCE[..4],
+        "found in the annotations: the microk8s Service is not asked"
     );
 }
 
@@ -270,71 +182,38 @@ fn microk8s_registry_service_is_the_last_resort() {
         .microk8s_registry_service(32000)
         .start();
     let run = info(&server, "microk8s", &[]);
-    run.assert_stdout(str![[r#"
-context:              microk8s
-cluster:              microk8s
-server:               http://127.0.0.1:[PORT]
-product:              MicroK8s
-registry host:        localhost:32000
-runtime host:         localhost:32000
-cluster-network host: (not advertised)
-help:                 (none)
-source:               Service container-registry/registry (microk8s registry addon)
-network:              host (outside the cluster: a kubeconfig context)
-push:                 push to localhost:32000 and print refs on localhost:32000
+    let expected = Report::of("microk8s", Product::microk8s())
+        .registry(Registry::microk8s_service("localhost:32000"));
+    assert_report(&run, expected.text());
+    assert_eq!(server.requests(), EVERY_SOURCE);
+}
 
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
-    assert_eq!(
-        server.requests(),
-        vec![
-            CONFIGMAP_GET,
-            MINIKUBE_SERVICE_GET,
-            IMAGE_CONFIG_GET,
-            NODES_LIST,
-            SERVICE_GET
-        ]
+/// A kind node (cluster "kind") annotated with the registry `localhost:5002`.
+fn annotated_kind_node() -> StandInNode {
+    StandInNode::new("kind-control-plane").annotation("kind.x-k8s.io/registry", "localhost:5002")
+}
+
+/// `info -o json` on context kind-dev of `server`, whose node is [`annotated_kind_node`]: asserts
+/// the report (kind's cluster "kind", as the node's name tells) names `found`; the run.
+#[track_caller]
+fn found_on_annotated_kind(server: &ApiServer, found: Registry) -> Outcome {
+    let run = info(server, "kind-dev", &["-o", "json"]);
+    run.assert_stdout(
+        Report::of("kind-dev", Product::kind("kind"))
+            .registry(found)
+            .json(),
     );
+    run
 }
 
 #[test]
 fn the_configmap_beats_annotations_and_the_service() {
     let server = ApiServer::builder()
         .hosting_v1("host: localhost:5001\n")
-        .node(
-            StandInNode::new("kind-control-plane")
-                .annotation("kind.x-k8s.io/registry", "localhost:5002"),
-        )
+        .node(annotated_kind_node())
         .microk8s_registry_service(32000)
         .start();
-    let run = info(&server, "kind-dev", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "kind"
-  },
-  "registry": {
-    "host": "localhost:5001",
-    "hostFromContainerRuntime": "localhost:5001",
-    "hostFromClusterNetwork": null,
-    "help": null,
-    "source": "configmap"
-  },
-  "registryGuide": null,
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5001",
-    "description": "push to localhost:5001 and print refs on localhost:5001"
-  }
-}
-
-"#]]);
+    let run = found_on_annotated_kind(&server, Registry::configmap("localhost:5001"));
     assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
     assert_eq!(json(&run)["registry"]["source"], "configmap");
 }
@@ -342,40 +221,10 @@ fn the_configmap_beats_annotations_and_the_service() {
 #[test]
 fn annotations_beat_the_service() {
     let server = ApiServer::builder()
-        .node(
-            StandInNode::new("kind-control-plane")
-                .annotation("kind.x-k8s.io/registry", "localhost:5002"),
-        )
+        .node(annotated_kind_node())
         .microk8s_registry_service(32000)
         .start();
-    let run = info(&server, "kind-dev", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "kind"
-  },
-  "registry": {
-    "host": "localhost:5002",
-    "hostFromContainerRuntime": "localhost:5002",
-    "hostFromClusterNetwork": null,
-    "help": null,
-    "source": "annotation"
-  },
-  "registryGuide": null,
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5002",
-    "description": "push to localhost:5002 and print refs on localhost:5002"
-  }
-}
-
-"#]]);
+    let run = found_on_annotated_kind(&server, Registry::annotation("localhost:5002"));
     assert_eq!(json(&run)["registry"]["host"], "localhost:5002");
     assert_eq!(json(&run)["registry"]["source"], "annotation");
 }
@@ -399,31 +248,8 @@ fn flags_beat_everything_and_the_cluster_is_not_contacted() {
         ])
         .args(["info", "-o", "json"])
         .output();
-    run.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": null,
-  "registry": {
-    "host": "registry.localhost:5001",
-    "hostFromContainerRuntime": "kind-registry:5000",
-    "hostFromClusterNetwork": null,
-    "help": null,
-    "source": "flag"
-  },
-  "registryGuide": null,
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "registry-named",
-    "host": "registry.localhost:5001",
-    "description": "push to registry.localhost:5001 and print refs on kind-registry:5000"
-  }
-}
-
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let named = Registry::flag("registry.localhost:5001").runtime("kind-registry:5000");
+    assert_report(&run, Report::named(Some("kind-dev"), named).json());
     assert_eq!(server.requests(), Vec::<String>::new());
 }
 
@@ -438,21 +264,8 @@ fn the_environment_beats_the_configmap_and_the_cluster_is_not_contacted() {
         .env("KUBECTL_REGISTRY_RUNTIME_HOST", "registry:6000")
         .arg("info")
         .output();
-    run.assert_stdout(str![[r#"
-context:              kind-dev
-cluster:              kind-dev
-server:               http://127.0.0.1:[PORT]
-product:              (not detected: the cluster was not contacted)
-registry host:        localhost:6000
-runtime host:         registry:6000
-cluster-network host: (not advertised)
-help:                 (none)
-source:               KUBECTL_REGISTRY_HOST environment variable
-network:              host (the registry was named, not discovered)
-push:                 push to localhost:6000 and print refs on registry:6000
-
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let named = Registry::env("localhost:6000").runtime("registry:6000");
+    assert_report(&run, Report::named(Some("kind-dev"), named).text());
     assert_eq!(server.requests(), Vec::<String>::new());
 }
 
@@ -463,48 +276,12 @@ fn the_registry_flag_needs_no_kubeconfig_at_all() {
         .env("KUBECONFIG", home.path().join("missing"))
         .args(["--registry", "localhost:5001", "info", "-o", "json"])
         .output();
-    run.assert_stdout(str![[r#"
-{
-  "context": null,
-  "cluster": null,
-  "server": null,
-  "product": null,
-  "registry": {
-    "host": "localhost:5001",
-    "hostFromContainerRuntime": "localhost:5001",
-    "hostFromClusterNetwork": null,
-    "help": null,
-    "source": "flag"
-  },
-  "registryGuide": null,
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "registry-named",
-    "host": "localhost:5001",
-    "description": "push to localhost:5001 and print refs on localhost:5001"
-  }
-}
-
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let expected = Report::named(None, Registry::flag("localhost:5001"));
+    assert_report(&run, expected.json());
     let text = Run::plugin(home.path())
         .args(["--registry", "localhost:5001", "info"])
         .output();
-    text.assert_stdout(str![[r#"
-context:              (none)
-cluster:              (none)
-server:               (none)
-product:              (not detected: the cluster was not contacted)
-registry host:        localhost:5001
-runtime host:         localhost:5001
-cluster-network host: (not advertised)
-help:                 (none)
-source:               --registry flag
-network:              host (the registry was named, not discovered)
-push:                 push to localhost:5001 and print refs on localhost:5001
-
-"#]]);
+    text.assert_stdout(expected.text());
     assert_eq!(
         text.stdout.lines().take(4).collect::<Vec<_>>(),
         vec![
@@ -523,14 +300,13 @@ fn a_bad_registry_flag_is_a_usage_error() {
     let run = Run::plugin(home.path())
         .args(["--registry", "localhost:5001/team", "info"])
         .output();
-    run.assert_stdout(str![]);
+    assert_failed(&run, 2);
     run.assert_stderr(str![[r#"
 error: --registry "localhost:5001/team" is not a registry host
 caused by: "localhost:5001/team" is not a registry host[:port]: it has a path (/team)
 hint: give host[:port], for example localhost:5001 or [::1]:5001
 
 "#]]);
-    assert_eq!(run.code, 2);
 }
 
 /// A kind node as kind writes it: `NAME-control-plane`, providerID `kind://docker/NAME/...`.
@@ -541,87 +317,31 @@ fn kind_node(cluster: &str) -> StandInNode {
         .label("node-role.kubernetes.io/control-plane", "")
 }
 
-#[test]
-fn kind_without_a_registry_loads_with_kind_load_naming_the_cluster() {
-    let server = ApiServer::builder().node(kind_node("dev")).start();
-    let run = info(&server, "kind-dev", &[]);
-    run.assert_stdout(str![[r#"
-context:              kind-dev
-cluster:              kind-dev
-server:               http://127.0.0.1:[PORT]
-product:              kind (cluster "dev")
-registry:             none advertised
-network:              host (outside the cluster: a kubeconfig context)
-push:                 load the image into the nodes of kind cluster "dev": `kind load image-archive <archive> --name dev`
-
-No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
-OpenShift's image config, node annotations or a microk8s registry Service names one.
-tip: give the cluster a registry and push uses it instead: https://kind.sigs.k8s.io/docs/user/local-registry/
-
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
-    assert_eq!(
-        server.requests(),
-        vec![
-            CONFIGMAP_GET,
-            MINIKUBE_SERVICE_GET,
-            IMAGE_CONFIG_GET,
-            NODES_LIST,
-            SERVICE_GET
-        ],
-        "one node list serves discovery and product detection"
-    );
-
-    let run = info(&server, "kind-dev", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "dev"
-  },
-  "registry": null,
-  "registryGuide": null,
-  "push": {
-    "method": "node-load",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": null,
-    "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
-  }
+/// A cluster whose one node is `node`, and nothing else.
+fn one_node(node: StandInNode) -> ApiServer {
+    ApiServer::builder().node(node).start()
 }
 
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+/// A MicroK8s node.
+fn microk8s_node() -> StandInNode {
+    StandInNode::new("laptop").label("microk8s.io/cluster", "true")
+}
+
+#[test]
+fn kind_without_a_registry_loads_with_kind_load_naming_the_cluster() {
+    assert_both_forms(
+        &one_node(kind_node("dev")),
+        "kind-dev",
+        &Report::of("kind-dev", Product::kind("dev")),
+        "one node list serves discovery and product detection",
+    );
 }
 
 #[test]
 fn node_facts_name_the_product_when_the_context_was_renamed() {
-    let server = ApiServer::builder().node(kind_node("dev")).start();
+    let server = one_node(kind_node("dev"));
     let run = info(&server, "work", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "work",
-  "cluster": "work",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "dev"
-  },
-  "registry": null,
-  "registryGuide": null,
-  "push": {
-    "method": "node-load",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": null,
-    "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
-  }
-}
-
-"#]]);
+    assert_report(&run, Report::of("work", Product::kind("dev")).json());
     assert_eq!(
         json(&run)["product"],
         serde_json::json!({"kind": "kind", "clusterName": "dev"})
@@ -630,378 +350,62 @@ fn node_facts_name_the_product_when_the_context_was_renamed() {
         json(&run)["push"]["description"],
         "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
     );
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 }
 
 #[test]
 fn k3d_without_a_registry_imports_into_the_named_cluster() {
-    let server = ApiServer::builder()
-        .node(
-            StandInNode::new("k3d-dev-server-0")
-                .provider_id("k3s://k3d-dev-server-0")
-                .label("node.kubernetes.io/instance-type", "k3s"),
-        )
-        .start();
-    let run = info(&server, "k3d-dev", &[]);
-    run.assert_stdout(str![[r#"
-context:              k3d-dev
-cluster:              k3d-dev
-server:               http://127.0.0.1:[PORT]
-product:              k3d (cluster "dev")
-registry:             none advertised
-network:              host (outside the cluster: a kubeconfig context)
-push:                 load the image into the nodes of k3d cluster "dev": `k3d image import <archive> -c dev`
-
-No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
-OpenShift's image config, node annotations or a microk8s registry Service names one.
-tip: give the cluster a registry and push uses it instead: https://k3d.io/stable/usage/registries/
-
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
-
-    let run = info(&server, "k3d-dev", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "k3d-dev",
-  "cluster": "k3d-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "k3d",
-    "clusterName": "dev"
-  },
-  "registry": null,
-  "registryGuide": null,
-  "push": {
-    "method": "node-load",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": null,
-    "description": "load the image into the nodes of k3d cluster \"dev\": `k3d image import <archive> -c dev`"
-  }
-}
-
-"#]]);
-    assert_eq!(
-        (&json(&run)["product"], &json(&run)["push"]),
-        (
-            &serde_json::json!({"kind": "k3d", "clusterName": "dev"}),
-            &serde_json::json!({
-                "method": "node-load",
-                "network": "host",
-                "networkReason": "kubeconfig",
-                "host": null,
-                "description": "load the image into the nodes of k3d cluster \"dev\": `k3d image import <archive> -c dev`",
-            })
-        )
+    let server = one_node(
+        StandInNode::new("k3d-dev-server-0")
+            .provider_id("k3s://k3d-dev-server-0")
+            .label("node.kubernetes.io/instance-type", "k3s"),
     );
+    let expected = Report::of("k3d-dev", Product::k3d("dev"));
+    assert_both_forms(&server, "k3d-dev", &expected, "no registry anywhere");
 }
 
 #[test]
 fn minikube_without_a_registry_loads_into_the_profile() {
-    let server = ApiServer::builder()
-        .node(StandInNode::new("minikube").label("minikube.k8s.io/name", "minikube"))
-        .start();
-    let run = info(&server, "minikube", &[]);
-    run.assert_stdout(str![[r#"
-context:              minikube
-cluster:              minikube
-server:               http://127.0.0.1:[PORT]
-product:              minikube (profile "minikube")
-registry:             none advertised
-network:              host (outside the cluster: a kubeconfig context)
-push:                 load the image into the nodes of minikube profile "minikube": `minikube image load <archive> -p minikube`
-
-No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
-OpenShift's image config, node annotations or a microk8s registry Service names one.
-tip: give the cluster a registry and push uses it instead: https://minikube.sigs.k8s.io/docs/handbook/registry/
-
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
-
-    let run = info(&server, "minikube", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "minikube",
-  "cluster": "minikube",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "minikube",
-    "clusterName": "minikube"
-  },
-  "registry": null,
-  "registryGuide": null,
-  "push": {
-    "method": "node-load",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": null,
-    "description": "load the image into the nodes of minikube profile \"minikube\": `minikube image load <archive> -p minikube`"
-  }
-}
-
-"#]]);
-    assert_eq!(
-        (&json(&run)["product"], &json(&run)["push"]["method"]),
-        (
-            &serde_json::json!({"kind": "minikube", "clusterName": "minikube"}),
-            &serde_json::json!("node-load")
-        )
-    );
+    let server = one_node(StandInNode::new("minikube").label("minikube.k8s.io/name", "minikube"));
+    let expected = Report::of("minikube", Product::minikube("minikube"));
+    assert_both_forms(&server, "minikube", &expected, "no registry anywhere");
 }
 
 #[test]
 fn microk8s_without_its_registry_addon_imports_on_every_node() {
-    let server = ApiServer::builder()
-        .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
-        .start();
-    let run = info(&server, "microk8s", &[]);
-    run.assert_stdout(str![[r#"
-context:              microk8s
-cluster:              microk8s
-server:               http://127.0.0.1:[PORT]
-product:              MicroK8s
-registry:             none advertised
-network:              host (outside the cluster: a kubeconfig context)
-push:                 load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25
-
-No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
-OpenShift's image config, node annotations or a microk8s registry Service names one.
-tip: give the cluster a registry and push uses it instead: https://microk8s.io/docs/registry-built-in
-
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
-
-    let run = info(&server, "microk8s", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "microk8s",
-  "cluster": "microk8s",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "microk8s",
-    "clusterName": null
-  },
-  "registry": null,
-  "registryGuide": null,
-  "push": {
-    "method": "node-load",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": null,
-    "description": "load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25"
-  }
-}
-
-"#]]);
-    assert_eq!(
-        json(&run)["product"],
-        serde_json::json!({"kind": "microk8s", "clusterName": null})
+    let expected = Report::of("microk8s", Product::microk8s());
+    assert_both_forms(
+        &one_node(microk8s_node()),
+        "microk8s",
+        &expected,
+        "no addon",
     );
 }
 
 #[test]
 fn microk8s_with_its_registry_addon_pushes_there_as_json() {
     let server = ApiServer::builder()
-        .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
+        .node(microk8s_node())
         .microk8s_registry_service(32000)
         .start();
     let run = info(&server, "microk8s", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "microk8s",
-  "cluster": "microk8s",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "microk8s",
-    "clusterName": null
-  },
-  "registry": {
-    "host": "localhost:32000",
-    "hostFromContainerRuntime": "localhost:32000",
-    "hostFromClusterNetwork": null,
-    "help": null,
-    "source": "microk8s-service"
-  },
-  "registryGuide": null,
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:32000",
-    "description": "push to localhost:32000 and print refs on localhost:32000"
-  }
-}
-
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
-    assert_eq!(
-        server.requests(),
-        vec![
-            CONFIGMAP_GET,
-            MINIKUBE_SERVICE_GET,
-            IMAGE_CONFIG_GET,
-            NODES_LIST,
-            SERVICE_GET
-        ]
-    );
+    let expected = Report::of("microk8s", Product::microk8s())
+        .registry(Registry::microk8s_service("localhost:32000"));
+    assert_report(&run, expected.json());
+    assert_eq!(server.requests(), EVERY_SOURCE);
 }
 
 #[test]
 fn docker_desktop_without_a_registry_loads_into_the_local_docker_store() {
-    let server = ApiServer::builder()
-        .node(StandInNode::new("docker-desktop"))
-        .start();
-    let run = info(&server, "docker-desktop", &[]);
-    run.assert_stdout(str![[r#"
-context:              docker-desktop
-cluster:              docker-desktop
-server:               http://127.0.0.1:[PORT]
-product:              Docker Desktop
-registry:             none advertised
-network:              host (outside the cluster: a kubeconfig context)
-push:                 load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`
-
-No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
-OpenShift's image config, node annotations or a microk8s registry Service names one.
-tip: give the cluster a registry and push uses it instead: https://docs.docker.com/desktop/features/kubernetes/
-
-"#]]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
-    assert_eq!(
-        server.requests(),
-        vec![
-            CONFIGMAP_GET,
-            MINIKUBE_SERVICE_GET,
-            IMAGE_CONFIG_GET,
-            NODES_LIST,
-            SERVICE_GET
-        ]
-    );
-
-    let run = info(&server, "docker-desktop", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "docker-desktop",
-  "cluster": "docker-desktop",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "docker-desktop",
-    "clusterName": null
-  },
-  "registry": null,
-  "registryGuide": null,
-  "push": {
-    "method": "node-load",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": null,
-    "description": "load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`"
-  }
-}
-
-"#]]);
-    assert_eq!(
-        json(&run),
-        serde_json::json!({
-            "context": "docker-desktop",
-            "cluster": "docker-desktop",
-            "server": "http://127.0.0.1:[PORT]",
-            "product": {"kind": "docker-desktop", "clusterName": null},
-            "registry": null,
-            "registryGuide": null,
-            "push": {
-                "method": "node-load",
-                "network": "host",
-                "networkReason": "kubeconfig",
-                "host": null,
-                "description": "load the image into the local docker image store (docker's current context), which the Docker Desktop nodes share: `docker load -i <archive>`",
-            },
-        })
-    );
-    assert_eq!(run.code, 0);
+    let server = one_node(StandInNode::new("docker-desktop"));
+    let expected = Report::of("docker-desktop", Product::docker_desktop());
+    assert_both_forms(&server, "docker-desktop", &expected, "no registry anywhere");
 }
 
 #[test]
 fn an_unknown_cluster_without_a_registry_says_push_would_fail_and_the_ways_out() {
-    let server = ApiServer::builder()
-        .node(StandInNode::new("node-1"))
-        .start();
-    let run = info(&server, "work", &[]);
-    run.assert_stdout(str![[r#"
-context:              work
-cluster:              work
-server:               http://127.0.0.1:[PORT]
-product:              unknown
-registry:             none advertised
-network:              host (outside the cluster: a kubeconfig context)
-push:                 fail: no registry is advertised and no way to load images into this cluster's nodes is known
-
-No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
-OpenShift's image config, node annotations or a microk8s registry Service names one.
-Ways out:
-  - run a registry that advertises itself in that ConfigMap (KEP-1755):
-    https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry
-  - or name one: --registry HOST[:PORT] (or KUBECTL_REGISTRY_HOST)
-  - or load the image your own way: push --load-command 'PROGRAM ARGS... {archive}'
-
-"#]]);
-    assert_eq!(
-        (run.code, run.stderr.as_str()),
-        (0, ""),
-        "a result, not a failure"
-    );
-    assert_eq!(
-        server.requests(),
-        vec![
-            CONFIGMAP_GET,
-            MINIKUBE_SERVICE_GET,
-            IMAGE_CONFIG_GET,
-            NODES_LIST,
-            SERVICE_GET
-        ]
-    );
-
-    let run = info(&server, "work", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "work",
-  "cluster": "work",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "unknown",
-    "clusterName": null
-  },
-  "registry": null,
-  "registryGuide": null,
-  "push": {
-    "method": "none",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": null,
-    "description": "fail: no registry is advertised and no way to load images into this cluster's nodes is known"
-  }
-}
-
-"#]]);
-    assert_eq!(
-        json(&run),
-        serde_json::json!({
-            "context": "work",
-            "cluster": "work",
-            "server": "http://127.0.0.1:[PORT]",
-            "product": {"kind": "unknown", "clusterName": null},
-            "registry": null,
-            "registryGuide": null,
-            "push": {
-                "method": "none",
-                "network": "host",
-                "networkReason": "kubeconfig",
-                "host": null,
-                "description": "fail: no registry is advertised and no way to load images into this cluster's nodes is known",
-            },
-        })
-    );
-    assert_eq!(run.code, 0);
+    let server = one_node(StandInNode::new("node-1"));
+    let expected = Report::of("work", Product::unknown());
+    assert_both_forms(&server, "work", &expected, "a result, not a failure");
 }
 
 #[test]
@@ -1011,20 +415,7 @@ fn forbidden_nodes_leave_the_kubeconfig_names_to_tell_the_product() {
         .node(kind_node("other"))
         .start();
     let run = info(&server, "kind-dev", &["-v"]);
-    run.assert_stdout(str![[r#"
-context:              kind-dev
-cluster:              kind-dev
-server:               http://127.0.0.1:[PORT]
-product:              kind (cluster "dev")
-registry:             none advertised
-network:              host (outside the cluster: a kubeconfig context)
-push:                 load the image into the nodes of kind cluster "dev": `kind load image-archive <archive> --name dev`
-
-No local registry advertised: nothing in ConfigMap kube-public/local-registry-hosting,
-OpenShift's image config, node annotations or a microk8s registry Service names one.
-tip: give the cluster a registry and push uses it instead: https://kind.sigs.k8s.io/docs/user/local-registry/
-
-"#]]);
+    run.assert_stdout(Report::of("kind-dev", Product::kind("dev")).text());
     assert_eq!(
         run.stdout.lines().nth(3),
         Some("product:              kind (cluster \"dev\")"),
@@ -1047,39 +438,10 @@ no node facts, so the product is told from the kubeconfig's names alone
 
 "#]]);
     assert_eq!(run.code, 0);
-    assert_eq!(
-        server.requests(),
-        vec![
-            CONFIGMAP_GET,
-            MINIKUBE_SERVICE_GET,
-            IMAGE_CONFIG_GET,
-            NODES_LIST,
-            SERVICE_GET
-        ]
-    );
+    assert_eq!(server.requests(), EVERY_SOURCE);
 
     let renamed = info(&server, "work", &["-o", "json"]);
-    renamed.assert_stdout(str![[r#"
-{
-  "context": "work",
-  "cluster": "work",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "unknown",
-    "clusterName": null
-  },
-  "registry": null,
-  "registryGuide": null,
-  "push": {
-    "method": "none",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": null,
-    "description": "fail: no registry is advertised and no way to load images into this cluster's nodes is known"
-  }
-}
-
-"#]]);
+    renamed.assert_stdout(Report::of("work", Product::unknown()).json());
     assert_eq!(
         (
             &json(&renamed)["product"],
@@ -1102,78 +464,18 @@ fn forbidden_reads_mean_none_advertised() {
         .forbid("services")
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "dev"
-  },
-  "registry": null,
-  "registryGuide": null,
-  "push": {
-    "method": "node-load",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": null,
-    "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
-  }
-}
-
-"#]]);
+    assert_report(&run, Report::of("kind-dev", Product::kind("dev")).json());
     assert_eq!(json(&run)["registry"], serde_json::Value::Null);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
-    assert_eq!(
-        server.requests(),
-        vec![
-            CONFIGMAP_GET,
-            MINIKUBE_SERVICE_GET,
-            IMAGE_CONFIG_GET,
-            NODES_LIST,
-            SERVICE_GET
-        ]
-    );
+    assert_eq!(server.requests(), EVERY_SOURCE);
 }
 
 #[test]
 fn a_forbidden_configmap_falls_through_to_the_annotations() {
     let server = ApiServer::builder()
         .forbid("configmaps")
-        .node(
-            StandInNode::new("kind-control-plane")
-                .annotation("kind.x-k8s.io/registry", "localhost:5002"),
-        )
+        .node(annotated_kind_node())
         .start();
-    let run = info(&server, "kind-dev", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "kind"
-  },
-  "registry": {
-    "host": "localhost:5002",
-    "hostFromContainerRuntime": "localhost:5002",
-    "hostFromClusterNetwork": null,
-    "help": null,
-    "source": "annotation"
-  },
-  "registryGuide": null,
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5002",
-    "description": "push to localhost:5002 and print refs on localhost:5002"
-  }
-}
-
-"#]]);
+    let run = found_on_annotated_kind(&server, Registry::annotation("localhost:5002"));
     assert_eq!(json(&run)["registry"]["source"], "annotation");
     assert_eq!(run.code, 0);
 }
@@ -1187,34 +489,16 @@ fn a_v2_key_alone_is_none_understood_with_a_warning() {
         )])
         .start();
     let run = info(&server, "kind-dev", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "dev"
-  },
-  "registry": null,
-  "registryGuide": null,
-  "push": {
-    "method": "node-load",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": null,
-    "description": "load the image into the nodes of kind cluster \"dev\": `kind load image-archive <archive> --name dev`"
-  }
-}
-
-"#]]);
-    assert_eq!(json(&run)["registry"], serde_json::Value::Null);
-    run.assert_stderr(str![[r#"
+    let expected = Report::of("kind-dev", Product::kind("dev"));
+    assert_warned(
+        &run,
+        expected.json(),
+        str![[r#"
 warning: ConfigMap kube-public/local-registry-hosting only has localRegistryHosting.v2, a version this kubectl-registry does not understand (it reads localRegistryHosting.v1); treating the registry as not advertised
 
-"#]]
+"#]],
     );
-    assert_eq!(run.code, 0);
+    assert_eq!(json(&run)["registry"], serde_json::Value::Null);
 }
 
 #[test]
@@ -1226,35 +510,13 @@ fn a_v2_key_beside_v1_is_a_debug_note_only() {
         ])
         .start();
     let quiet = info(&server, "kind-dev", &["-o", "json"]);
-    quiet.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "dev"
-  },
-  "registry": {
-    "host": "localhost:5001",
-    "hostFromContainerRuntime": "localhost:5001",
-    "hostFromClusterNetwork": null,
-    "help": null,
-    "source": "configmap"
-  },
-  "registryGuide": null,
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5001",
-    "description": "push to localhost:5001 and print refs on localhost:5001"
-  }
-}
-
-"#]]);
+    assert_report(
+        &quiet,
+        Report::of("kind-dev", Product::kind("dev"))
+            .registry(Registry::configmap("localhost:5001"))
+            .json(),
+    );
     assert_eq!(json(&quiet)["registry"]["host"], "localhost:5001");
-    assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
     let verbose = info(&server, "kind-dev", &["-o", "json", "-v"]);
     verbose.assert_stderr(str![[r#"
 ignoring localRegistryHosting.v2 of ConfigMap kube-public/local-registry-hosting: newer than this kubectl-registry understands; reading localRegistryHosting.v1
@@ -1270,15 +532,13 @@ fn a_malformed_configmap_host_is_an_error_with_the_help_link() {
         .hosting_v1("host: localhost:5001/v2\nhostFromClusterNetwork: kind-registry:5000\nhelp: https://kind.sigs.k8s.io/docs/user/local-registry/\n")
         .start();
     let run = info(&server, "kind-dev", &[]);
-    run.assert_stdout(str![]);
+    assert_failed(&run, 3);
     run.assert_stderr(str![[r#"
 error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is not a registry host
 caused by: "localhost:5001/v2" is not a registry host[:port]: it has a path (/v2)
 hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/ (or skip discovery with --registry HOST[:PORT])
 
-"#]]
-    );
-    assert_eq!(run.code, 3);
+"#]]);
 }
 
 /// What microk8s installs while its registry addon is off, and re-applies on `microk8s
@@ -1289,50 +549,14 @@ const MICROK8S_HELP_ONLY: &str = "help: \"https://microk8s.io/docs/registry-buil
 fn microk8s_help_only_configmap_advertises_no_registry_and_shows_how_to_set_one_up() {
     let server = ApiServer::builder()
         .hosting_v1(MICROK8S_HELP_ONLY)
-        .node(StandInNode::new("laptop").label("microk8s.io/cluster", "true"))
+        .node(microk8s_node())
         .start();
-    let run = info(&server, "microk8s", &[]);
-    run.assert_stdout(str![[r#"
-context:              microk8s
-cluster:              microk8s
-server:               http://127.0.0.1:[PORT]
-product:              MicroK8s
-registry:             none advertised
-set one up:           https://microk8s.io/docs/registry-built-in
-network:              host (outside the cluster: a kubeconfig context)
-push:                 load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25
-
-No local registry advertised: ConfigMap kube-public/local-registry-hosting has a help link but no
-host, and neither OpenShift's image config, a node annotation nor a microk8s registry
-Service names one.
-tip: give the cluster a registry and push uses it instead: https://microk8s.io/docs/registry-built-in
-
-"#]]
-    );
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let expected = Report::of("microk8s", Product::microk8s())
+        .guide("https://microk8s.io/docs/registry-built-in");
+    assert_report(&info(&server, "microk8s", &[]), expected.text());
 
     let run = info(&server, "microk8s", &["-o", "json"]);
-    run.assert_stdout(str![[r#"
-{
-  "context": "microk8s",
-  "cluster": "microk8s",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "microk8s",
-    "clusterName": null
-  },
-  "registry": null,
-  "registryGuide": "https://microk8s.io/docs/registry-built-in",
-  "push": {
-    "method": "node-load",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": null,
-    "description": "load the image into every MicroK8s node: `microk8s images import <archive>`, or `microk8s ctr image import <archive>` where MicroK8s is older than 1.25"
-  }
-}
-
-"#]]);
+    assert_report(&run, expected.json());
     let report = json(&run);
     assert_eq!(report["registry"], serde_json::Value::Null);
     assert_eq!(
@@ -1340,7 +564,6 @@ tip: give the cluster a registry and push uses it instead: https://microk8s.io/d
         "https://microk8s.io/docs/registry-built-in"
     );
     assert_eq!(report["push"]["method"], "node-load");
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 }
 
 #[test]
@@ -1400,14 +623,13 @@ fn a_hostile_host_in_the_configmap_is_an_error_naming_the_field() {
         .hosting_v1("host: localhost:5001\nhostFromContainerRuntime: \"admin:pw@registry:5000\"\n")
         .start();
     let run = info(&server, "kind-dev", &[]);
+    assert_failed(&run, 3);
     run.assert_stderr(str![[r#"
 error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field hostFromContainerRuntime is not a registry host
 caused by: "admin:xxxxx@registry:5000" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json
 hint: fix it with `kubectl -n kube-public edit configmap local-registry-hosting`, or skip discovery with --registry HOST[:PORT]
 
-"#]]
-    );
-    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+"#]]);
 }
 
 #[test]
@@ -1419,12 +641,12 @@ fn an_unknown_context_lists_the_contexts_available() {
         .kubeconfig_flag(&kubeconfig)
         .args(["--context", "kind-prod", "info"])
         .output();
+    assert_failed(&run, 3);
     run.assert_stderr(str![[r#"
 error: context "kind-prod" is not in kubeconfig [ROOT]/kubeconfig
 hint: contexts available: kind-dev; choose one with --context NAME
 
 "#]]);
-    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
     assert_eq!(server.requests(), Vec::<String>::new());
 }
 
@@ -1448,33 +670,12 @@ fn the_context_flag_picks_among_merged_kubeconfig_files() {
         .env("KUBECONFIG", &joined)
         .args(["--context", "microk8s", "info", "-o", "json"])
         .output();
-    run.assert_stdout(str![[r#"
-{
-  "context": "microk8s",
-  "cluster": "microk8s-cluster",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "microk8s",
-    "clusterName": null
-  },
-  "registry": {
-    "host": "localhost:32000",
-    "hostFromContainerRuntime": "localhost:32000",
-    "hostFromClusterNetwork": null,
-    "help": null,
-    "source": "microk8s-service"
-  },
-  "registryGuide": null,
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:32000",
-    "description": "push to localhost:32000 and print refs on localhost:32000"
-  }
-}
-
-"#]]);
+    run.assert_stdout(
+        Report::of("microk8s", Product::microk8s())
+            .cluster("microk8s-cluster")
+            .registry(Registry::microk8s_service("localhost:32000"))
+            .json(),
+    );
     assert_eq!(json(&run)["context"], "microk8s");
     assert_eq!(json(&run)["cluster"], "microk8s-cluster");
     assert_eq!(json(&run)["registry"]["host"], "localhost:32000");
@@ -1487,46 +688,40 @@ fn an_unreadable_kubeconfig_is_a_cluster_error() {
     let dir = TempDir::new().unwrap();
     let kubeconfig = dir.path().join("config");
     std::fs::write(&kubeconfig, "apiVersion: v1\nclusters: [\n").unwrap();
-    let run = Run::plugin(dir.path())
-        .kubeconfig_flag(&kubeconfig)
-        .arg("info")
-        .output();
+    let run = info_through(dir.path(), &kubeconfig);
+    assert_failed(&run, 3);
     run.assert_stderr(str![[r#"
 error: reading kubeconfig [ROOT]/config
 caused by: unclosed bracket '[' at line 2, column 11
 hint: fix or replace that file, or skip discovery with --registry HOST[:PORT]
 
 "#]]);
-    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
 }
 
 #[test]
 fn a_missing_kubeconfig_flag_file_is_a_cluster_error() {
     let dir = TempDir::new().unwrap();
     let kubeconfig = dir.path().join("nope");
-    let run = Run::plugin(dir.path())
-        .kubeconfig_flag(&kubeconfig)
-        .arg("info")
-        .output();
+    let run = info_through(dir.path(), &kubeconfig);
+    assert_failed(&run, 3);
     run.assert_stderr(str![[r#"
 error: reading kubeconfig [ROOT]/nope
 caused by: No such file or directory (os error 2)
 hint: check the path, or unset --kubeconfig to use KUBECONFIG or ~/.kube/config; or skip discovery with --registry HOST[:PORT]
 
 "#]]);
-    assert_eq!(run.code, 3);
 }
 
 #[test]
 fn no_kubeconfig_at_all_says_so() {
     let home = TempDir::new().unwrap();
     let run = Run::plugin(home.path()).arg("info").output();
+    assert_failed(&run, 3);
     run.assert_stderr(str![[r#"
 error: no kubeconfig: [ROOT]/.kube/config does not exist
 hint: create a cluster (`kind create cluster` writes one) or point --kubeconfig at one, or skip discovery with --registry HOST[:PORT]
 
 "#]]);
-    assert_eq!(run.code, 3);
 }
 
 #[test]
@@ -1539,33 +734,7 @@ fn a_kubeconfig_list_with_a_missing_file_uses_the_others() {
         .env("KUBECONFIG", &joined)
         .args(["info", "-o", "json"])
         .output();
-    run.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "dev"
-  },
-  "registry": {
-    "host": "localhost:5001",
-    "hostFromContainerRuntime": "localhost:5001",
-    "hostFromClusterNetwork": null,
-    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-    "source": "configmap"
-  },
-  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5001",
-    "description": "push to localhost:5001 and print refs on localhost:5001"
-  }
-}
-
-"#]]);
+    run.assert_stdout(Report::kinds_script().json());
     assert_eq!(json(&run)["context"], "kind-dev");
     assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
@@ -1584,33 +753,11 @@ fn the_home_kubeconfig_is_the_default() {
     let run = Run::plugin(home.path())
         .args(["info", "-o", "json"])
         .output();
-    run.assert_stdout(str![[r#"
-{
-  "context": "minikube",
-  "cluster": "minikube",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "minikube",
-    "clusterName": "minikube"
-  },
-  "registry": {
-    "host": "localhost:5001",
-    "hostFromContainerRuntime": "localhost:5001",
-    "hostFromClusterNetwork": null,
-    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-    "source": "configmap"
-  },
-  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5001",
-    "description": "push to localhost:5001 and print refs on localhost:5001"
-  }
-}
-
-"#]]);
+    run.assert_stdout(
+        Report::of("minikube", Product::minikube("minikube"))
+            .registry(kinds_registry())
+            .json(),
+    );
     assert_eq!(json(&run)["context"], "minikube");
     assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
     assert_eq!(run.code, 0);
@@ -1626,10 +773,8 @@ fn an_api_server_that_is_down_fails_naming_context_and_server() {
         kubeconfig_yaml(&server, "kind-dev", "kind-dev"),
     )
     .unwrap();
-    let run = Run::plugin(dir.path())
-        .kubeconfig_flag(&kubeconfig)
-        .arg("info")
-        .output();
+    let run = info_through(dir.path(), &kubeconfig);
+    assert_failed(&run, 3);
     run.assert_stderr(str![[r#"
 error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context "kind-dev" (http://127.0.0.1:[PORT])
 caused by: client error (Connect)
@@ -1637,9 +782,7 @@ caused by: tcp connect error
 caused by: Connection refused (os error 111)
 hint: is the cluster running? `kubectl --context kind-dev get nodes` shows whether it answers
 
-"#]]
-    );
-    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+"#]]);
 }
 
 /// A kubeconfig whose user runs `./credential` (beside the kubeconfig) as an exec plugin.
@@ -1726,14 +869,13 @@ fn a_failing_exec_credential_plugin_is_a_cluster_error() {
         .env("KUBECONFIG", &kubeconfig)
         .arg("info")
         .output();
+    assert_failed(&run, 3);
     run.assert_stderr(str![[r#"
 error: getting credentials for context "eks-dev" (http://127.0.0.1:[PORT]): the kubeconfig's exec credential plugin failed (exit status: 1)
 caused by: session expired: run sso login
 hint: log in again with that plugin's tool, then try `kubectl --context eks-dev get nodes`
 
-"#]]
-    );
-    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
+"#]]);
     assert_eq!(server.requests(), Vec::<String>::new());
 }
 
@@ -1760,12 +902,12 @@ fn an_exec_credential_plugin_that_never_answers_is_stopped_at_its_bound() {
         .output();
     let took = started.elapsed();
     // kube resolves the plugin's relative path against the kubeconfig's folder ([ROOT]).
+    assert_failed(&run, 3);
     run.assert_stderr(str![[r#"
 error: getting credentials for context "eks-dev" (http://127.0.0.1:[PORT]): the kubeconfig's exec credential plugin "[ROOT]/./credential" did not answer within 15s; it was stopped
 hint: run "[ROOT]/./credential" yourself to see what it waits for (a login, a prompt, the network), then try `kubectl --context eks-dev get nodes`
 
 "#]]);
-    assert_eq!((run.code, run.stdout.as_str()), (3, ""));
     assert!(took < std::time::Duration::from_secs(40), "took {took:?}");
     assert_eq!(server.requests(), Vec::<String>::new());
     // The plugin was waited for before the command returned: not even a zombie is left.
@@ -1807,33 +949,7 @@ fn https_proxy_is_never_used_for_a_loopback_api_server() {
         .env("https_proxy", &proxy)
         .args(["info", "-o", "json"])
         .output();
-    run.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "dev"
-  },
-  "registry": {
-    "host": "localhost:5001",
-    "hostFromContainerRuntime": "localhost:5001",
-    "hostFromClusterNetwork": null,
-    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-    "source": "configmap"
-  },
-  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5001",
-    "description": "push to localhost:5001 and print refs on localhost:5001"
-  }
-}
-
-"#]]);
+    run.assert_stdout(Report::kinds_script().json());
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     assert_eq!(json(&run)["registry"]["host"], "localhost:5001");
     assert!(server.requests().contains(&CONFIGMAP_GET.to_string()));

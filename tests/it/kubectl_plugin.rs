@@ -5,11 +5,9 @@ use snapbox::str;
 use std::path::{Path, PathBuf};
 
 use crate::support::apiserver::{ApiServer, StandInNode};
+use crate::support::info_report::{KIND_SCRIPT_V1, Report};
 use crate::support::run::{Outcome, Run};
 use tempfile::TempDir;
-
-const KIND_SCRIPT_V1: &str =
-    "host: \"localhost:5001\"\nhelp: \"https://kind.sigs.k8s.io/docs/user/local-registry/\"\n";
 
 /// `kubectl get` of the hosting ConfigMap.
 const GET_HOSTING: [&str; 5] = [
@@ -108,33 +106,7 @@ fn kubectl_runs_the_plugin_which_finds_kinds_registry() {
         .env("KUBECONFIG", &kubeconfig)
         .args(["registry", "info", "-o", "json"])
         .output();
-    output.assert_stdout(str![[r#"
-{
-  "context": "kind-dev",
-  "cluster": "kind-dev",
-  "server": "http://127.0.0.1:[PORT]",
-  "product": {
-    "kind": "kind",
-    "clusterName": "dev"
-  },
-  "registry": {
-    "host": "localhost:5001",
-    "hostFromContainerRuntime": "localhost:5001",
-    "hostFromClusterNetwork": null,
-    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-    "source": "configmap"
-  },
-  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
-  "push": {
-    "method": "registry",
-    "network": "host",
-    "networkReason": "kubeconfig",
-    "host": "localhost:5001",
-    "description": "push to localhost:5001 and print refs on localhost:5001"
-  }
-}
-
-"#]]);
+    output.assert_stdout(Report::kinds_script().json());
     output.assert_stderr(str![]);
     assert_eq!(output.code, 0);
 }

@@ -9,6 +9,7 @@ pub(crate) mod env;
 pub(crate) mod fault_proxy;
 pub(crate) mod fixtures;
 pub(crate) mod http1;
+pub(crate) mod info_report;
 pub(crate) mod layouts;
 pub(crate) mod openshift_registry;
 pub(crate) mod podman;

@@ -56,6 +56,28 @@ impl Bench {
         self.archive.to_str().unwrap().to_string()
     }
 
+    /// `words` as the argv a CLI gets, `FILE` standing for the archive's path.
+    fn argv(&self, words: &[&str]) -> Vec<String> {
+        words
+            .iter()
+            .map(|word| match *word {
+                "FILE" => self.archive_arg(),
+                word => word.to_string(),
+            })
+            .collect()
+    }
+
+    /// Asserts the stand-ins were called `calls`, in order, each an argv written as words
+    /// split at spaces (`FILE`: the archive's path).
+    #[track_caller]
+    fn assert_calls(&self, calls: &[&str]) {
+        let expected: Vec<Vec<String>> = calls
+            .iter()
+            .map(|call| self.argv(&call.split(' ').collect::<Vec<_>>()))
+            .collect();
+        assert_eq!(self.standins.calls(), expected);
+    }
+
     fn assert_loaded(&self) {
         let images = self.containerd.images();
         assert!(
@@ -155,22 +177,13 @@ fn docker_archive(dir: &Path) -> PathBuf {
     archive
 }
 
-/// Loads with `kind`'s plan for the product and checks the argv the CLI got and the result.
-async fn loads_with(kind: ProductKind, cluster_name: Option<&str>, argv: &[&str]) {
+/// Loads with `kind`'s plan for the product and checks the one call the CLI got (`argv` as
+/// words, `FILE` the archive) and the result.
+async fn loads_with(kind: ProductKind, cluster_name: Option<&str>, argv: &str) {
     let bench = Bench::new();
     let plan = bench.plan(kind, cluster_name);
     run(&plan).await.unwrap();
-    let expected: Vec<String> = argv
-        .iter()
-        .map(|arg| {
-            if *arg == "FILE" {
-                bench.archive_arg()
-            } else {
-                arg.to_string()
-            }
-        })
-        .collect();
-    assert_eq!(bench.standins.calls(), vec![expected]);
+    bench.assert_calls(&[argv]);
     bench.assert_loaded();
 }
 
@@ -179,7 +192,7 @@ async fn kind_loads_the_archive_into_the_named_cluster() {
     loads_with(
         ProductKind::Kind,
         Some("dev"),
-        &["kind", "load", "image-archive", "FILE", "--name", "dev"],
+        "kind load image-archive FILE --name dev",
     )
     .await;
 }
@@ -189,7 +202,7 @@ async fn k3d_imports_the_archive_into_the_named_cluster() {
     loads_with(
         ProductKind::K3d,
         Some("dev"),
-        &["k3d", "image", "import", "FILE", "-c", "dev"],
+        "k3d image import FILE -c dev",
     )
     .await;
 }
@@ -199,19 +212,14 @@ async fn minikube_loads_the_archive_into_the_profile() {
     loads_with(
         ProductKind::Minikube,
         Some("dev"),
-        &["minikube", "image", "load", "FILE", "-p", "dev"],
+        "minikube image load FILE -p dev",
     )
     .await;
 }
 
 #[tokio::test]
 async fn microk8s_imports_with_images_import() {
-    loads_with(
-        ProductKind::Microk8s,
-        None,
-        &["microk8s", "images", "import", "FILE"],
-    )
-    .await;
+    loads_with(ProductKind::Microk8s, None, "microk8s images import FILE").await;
 }
 
 #[tokio::test]
@@ -219,49 +227,29 @@ async fn k3s_imports_with_its_ctr_into_the_k8s_namespace() {
     loads_with(
         ProductKind::K3s,
         None,
-        &["k3s", "ctr", "-n", "k8s.io", "images", "import", "FILE"],
+        "k3s ctr -n k8s.io images import FILE",
     )
     .await;
 }
 
 #[tokio::test]
 async fn docker_desktop_loads_into_the_shared_docker_store() {
-    loads_with(
-        ProductKind::DockerDesktop,
-        None,
-        &["docker", "load", "-i", "FILE"],
-    )
-    .await;
+    loads_with(ProductKind::DockerDesktop, None, "docker load -i FILE").await;
 }
 
 #[tokio::test]
 async fn orbstack_loads_into_the_shared_docker_store() {
-    loads_with(
-        ProductKind::Orbstack,
-        None,
-        &["docker", "load", "-i", "FILE"],
-    )
-    .await;
+    loads_with(ProductKind::Orbstack, None, "docker load -i FILE").await;
 }
 
 #[tokio::test]
 async fn colima_loads_into_the_shared_docker_store() {
-    loads_with(
-        ProductKind::Colima,
-        Some("default"),
-        &["docker", "load", "-i", "FILE"],
-    )
-    .await;
+    loads_with(ProductKind::Colima, Some("default"), "docker load -i FILE").await;
 }
 
 #[tokio::test]
 async fn rancher_desktop_loads_into_the_shared_docker_store() {
-    loads_with(
-        ProductKind::RancherDesktop,
-        None,
-        &["docker", "load", "-i", "FILE"],
-    )
-    .await;
+    loads_with(ProductKind::RancherDesktop, None, "docker load -i FILE").await;
 }
 
 #[tokio::test]
@@ -269,25 +257,10 @@ async fn microk8s_before_1_25_falls_back_to_its_ctr() {
     let bench = Bench::new();
     bench.standins.old_microk8s();
     run(&bench.plan(ProductKind::Microk8s, None)).await.unwrap();
-    let file = bench.archive_arg();
-    assert_eq!(
-        bench.standins.calls(),
-        vec![
-            vec![
-                "microk8s".to_string(),
-                "images".into(),
-                "import".into(),
-                file.clone()
-            ],
-            vec![
-                "microk8s".to_string(),
-                "ctr".into(),
-                "image".into(),
-                "import".into(),
-                file
-            ],
-        ]
-    );
+    bench.assert_calls(&[
+        "microk8s images import FILE",
+        "microk8s ctr image import FILE",
+    ]);
     bench.assert_loaded();
 }
 
@@ -328,22 +301,7 @@ async fn a_detected_kind_cluster_gets_its_name_from_the_node() {
         .unwrap()
         .with_env("PATH", bench.standins.path());
     run(&plan).await.unwrap();
-    let file = bench.archive_arg();
-    assert_eq!(
-        bench.standins.calls(),
-        vec![
-            [
-                "kind",
-                "load",
-                "image-archive",
-                file.as_str(),
-                "--name",
-                "dev"
-            ]
-            .map(String::from)
-            .to_vec()
-        ]
-    );
+    bench.assert_calls(&["kind load image-archive FILE --name dev"]);
     bench.assert_loaded();
 }
 
@@ -454,22 +412,9 @@ async fn a_load_command_template_runs_with_quoted_arguments_kept_whole() {
     .unwrap()
     .with_env("PATH", bench.standins.path());
     run(&plan).await.unwrap();
-    let file = bench.archive_arg();
-    assert_eq!(
-        bench.standins.calls(),
-        vec![
-            [
-                "kind",
-                "load",
-                "image-archive",
-                file.as_str(),
-                "--name",
-                "my dev"
-            ]
-            .map(String::from)
-            .to_vec()
-        ]
-    );
+    // `my dev` one argument: the words are not split here.
+    let call = bench.argv(&["kind", "load", "image-archive", "FILE", "--name", "my dev"]);
+    assert_eq!(bench.standins.calls(), [call]);
     bench.assert_loaded();
 }
 

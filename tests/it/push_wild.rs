@@ -34,6 +34,40 @@ fn pushed_and_read_back(bench: &Bench, run: &Outcome, repo: &str, tag: &str) -> 
     (digest, manifest)
 }
 
+/// Pushes with `args`; asserts the push was refused as bad input: exit 4, nothing on stdout.
+#[track_caller]
+fn refused(bench: &Bench, args: &[&str]) -> Outcome {
+    let run = bench.push(args);
+    assert_eq!((run.code, run.stdout.as_str()), (4, ""), "{run:?}");
+    run
+}
+
+/// Asserts `run` first says the blob `blob` of `[ROOT]/layout.tar`, damaged by
+/// `Layout::damage_blob` (seven bytes more), is not the size its descriptor gives.
+#[track_caller]
+fn assert_damaged(run: &Outcome, blob: &[u8]) {
+    let digest = sha256(blob);
+    let hex = digest.trim_start_matches("sha256:");
+    let size = blob.len();
+    assert_eq!(
+        run.stderr_lines()[0],
+        format!(
+            "error: size of blobs/sha256/{hex} in [ROOT]/layout.tar does not match: expected {size} bytes, got {} bytes",
+            size + 7
+        )
+    );
+}
+
+/// Asserts the registry holds no repository at all.
+#[track_caller]
+fn assert_nothing_pushed(bench: &Bench) {
+    assert_eq!(
+        bench.registry.get("/v2/_catalog").body,
+        br#"{"repositories":[]}
+"#
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. docker 25/26: an index.json with "manifests": null beside a valid manifest.json
 
@@ -139,26 +173,20 @@ fn several_images_and_artifacts_are_listed_by_kind_and_an_artifact_is_refused_as
     let dir = bench.path("layout");
     layout.write_dir(&dir);
 
-    let run = bench.push(&[text(&dir)]);
-    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    let run = refused(&bench, &[text(&dir)]);
     run.assert_stderr(str![[r#"
 error: [ROOT]/layout holds 2 images, 2 artifacts; say which one with --image: myimg:dev, other:1 (not images: sbom (SBOM (application/spdx+json)), chart:0.1.0 (Helm chart (application/vnd.cncf.helm.chart.content.v1.tar+gzip)))
 hint: pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)
 
 "#]]);
 
-    let run = bench.push(&[text(&dir), "--image", "sbom", "--tag", "sbom:1"]);
-    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    let run = refused(&bench, &[text(&dir), "--image", "sbom", "--tag", "sbom:1"]);
     run.assert_stderr(str![[r#"
 error: sbom in [ROOT]/layout is not a container image but an artifact: SBOM (application/spdx+json)
 hint: push artifacts with their own tools (oras, cosign); name an image with --image NAME[:TAG] or a digest
 
 "#]]);
-    assert_eq!(
-        bench.registry.get("/v2/_catalog").body,
-        br#"{"repositories":[]}
-"#
-    );
+    assert_nothing_pushed(&bench);
 
     let run = bench.push(&[text(&dir), "--image", "other:1", "--tag", "other:1"]);
     let (digest, _) = pushed_and_read_back(&bench, &run, "other", "1");
@@ -180,25 +208,15 @@ fn a_damaged_entry_stops_only_a_push_of_that_entry() {
     let archive = bench.path("layout.tar");
     layout.write_tar(&archive);
 
-    let run = bench.push(&[text(&archive)]);
-    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    let run = refused(&bench, &[text(&archive)]);
     run.assert_stderr(str![[r#"
 error: [ROOT]/layout.tar holds 1 image, 1 unreadable entry; say which one with --image: myimg:dev (not images: damaged:1 (unreadable))
 hint: pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)
 
 "#]]);
 
-    let run = bench.push(&[text(&archive), "--image", "damaged:1"]);
-    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    let hex = bad_layer.trim_start_matches("sha256:");
-    let size = damaged.layer(1).len();
-    assert_eq!(
-        run.stderr_lines()[0],
-        format!(
-            "error: size of blobs/sha256/{hex} in [ROOT]/layout.tar does not match: expected {size} bytes, got {} bytes",
-            size + 7
-        )
-    );
+    let run = refused(&bench, &[text(&archive), "--image", "damaged:1"]);
+    assert_damaged(&run, damaged.layer(1));
     assert_eq!(bench.tag_status("damaged", "1"), 404);
 
     let run = bench.push(&[text(&archive), "--image", "myimg:dev"]);
@@ -356,8 +374,7 @@ fn a_manifest_no_registry_takes_is_refused_before_any_blob_is_sent() {
     layout.entry(&descriptor, Some("myimg:dev"));
     let archive = bench.path("old.tar");
     layout.write_tar(&archive);
-    let run = bench.push(&[text(&archive)]);
-    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    let run = refused(&bench, &[text(&archive)]);
     let hex = sha256(&schema1);
     assert_eq!(
         run.stderr_lines()[0],
@@ -386,8 +403,7 @@ fn two_images_sharing_a_tag_are_told_apart_by_digest_prefix() {
     let archive = bench.path("twins.tar");
     layout.write_tar(&archive);
 
-    let run = bench.push(&[text(&archive), "--image", "myimg:dev"]);
-    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    let run = refused(&bench, &[text(&archive), "--image", "myimg:dev"]);
     let short = |descriptor: &Value| format!("{}…", &descriptor["digest"].as_str().unwrap()[..19]);
     assert_eq!(
         run.stderr_lines()[0],
@@ -516,8 +532,7 @@ fn a_filesystem_tar_is_refused_with_how_to_make_it_an_image() {
     let bench = Bench::new();
     let layer = bench.path("rootfs.tar");
     std::fs::write(&layer, image.layer(0)).unwrap();
-    let run = bench.push(&[text(&layer)]);
-    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    let run = refused(&bench, &[text(&layer)]);
     run.assert_stderr(str![[r#"
 error: [ROOT]/rootfs.tar is a filesystem, not an image: it holds files (opt/) but neither manifest.json nor index.json, as a `docker export` or a single layer does
 hint: make it an image first: `docker import FILE myimg:dev` (or `podman import`), then push myimg:dev
@@ -543,29 +558,21 @@ fn an_error_about_the_entry_asked_for_names_only_that_entry() {
     layout.write_tar(&archive);
 
     // Nothing named: every entry, and why none is an image.
-    let run = bench.push(&[text(&archive)]);
-    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    let run = refused(&bench, &[text(&archive)]);
     run.assert_stderr(str![[r#"
 error: [ROOT]/layout.tar holds no image, only sbom (SBOM (application/spdx+json)), damaged:1 (unreadable)
 
 "#]]);
 
     // One entry named: its own problem, and nothing about the other.
-    let run = bench.push(&[text(&archive), "--image", "damaged:1"]);
-    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
-    let hex = bad_layer.trim_start_matches("sha256:");
-    let size = damaged.layer(0).len();
-    assert_eq!(
-        run.stderr_lines()[0],
-        format!(
-            "error: size of blobs/sha256/{hex} in [ROOT]/layout.tar does not match: expected {size} bytes, got {} bytes",
-            size + 7
-        )
-    );
+    let run = refused(&bench, &[text(&archive), "--image", "damaged:1"]);
+    assert_damaged(&run, damaged.layer(0));
     assert!(!run.stderr.contains("sbom"), "{}", run.stderr);
 
-    let run = bench.push(&[text(&archive), "--image", "sbom", "--tag", "sbom:1"]);
-    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    let run = refused(
+        &bench,
+        &[text(&archive), "--image", "sbom", "--tag", "sbom:1"],
+    );
     run.assert_stderr(str![[r#"
 error: sbom in [ROOT]/layout.tar is not a container image but an artifact: SBOM (application/spdx+json)
 hint: push artifacts with their own tools (oras, cosign); name an image with --image NAME[:TAG] or a digest
@@ -573,18 +580,13 @@ hint: push artifacts with their own tools (oras, cosign); name an image with --i
 "#]]);
     assert!(!run.stderr.contains("damaged"), "{}", run.stderr);
 
-    let run = bench.push(&[text(&archive), "--image", "other:2"]);
-    assert_eq!((run.code, run.stdout.as_str()), (4, ""));
+    let run = refused(&bench, &[text(&archive), "--image", "other:2"]);
     run.assert_stderr(str![[r#"
 error: [ROOT]/layout.tar has no image named other:2; it holds no image (not images: sbom (SBOM (application/spdx+json)), damaged:1 (unreadable))
 hint: pick one with --image NAME[:TAG] or --image DIGEST (a unique prefix will do)
 
 "#]]);
-    assert_eq!(
-        bench.registry.get("/v2/_catalog").body,
-        br#"{"repositories":[]}
-"#
-    );
+    assert_nothing_pushed(&bench);
 }
 
 /// Runs the real `tar` with `args` in `dir`.

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use assert_cmd::cargo::cargo_bin;
 
+use crate::support::run::stdout_of;
+
 const REGENERATE: &str = "run scripts/gen-completions and commit completions/";
 
 fn repo() -> PathBuf {
@@ -219,13 +221,7 @@ fn bash_complete(words: &[&str]) -> Vec<String> {
         .current_dir(repo())
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout)
-        .unwrap()
+    stdout_of("bash", output)
         .lines()
         .filter(|line| !line.is_empty())
         .map(str::to_string)

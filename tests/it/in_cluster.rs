@@ -149,16 +149,10 @@ fn a_pod_without_a_cluster_network_host_fails_naming_the_field_and_the_ways_out(
     );
     pod.bench.assert_not_tagged("myimg", "dev");
 
-    // The way out the message names.
-    let host = pod.bench.registry.host();
-    let named = pod.run(&[
-        "push",
-        &path,
-        "--registry",
-        &host,
-        "--registry-from-runtime",
-        RUNTIME_HOST,
-    ]);
+    // The way out the message names (in the `--flag=value` form scripts often use).
+    let registry = format!("--registry={}", pod.bench.registry.host());
+    let from_runtime = format!("--registry-from-runtime={RUNTIME_HOST}");
+    let named = pod.run(&["push", &path, &registry, &from_runtime]);
     pod.bench.assert_pushed(&named, "myimg", "dev");
 }
 

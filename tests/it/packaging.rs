@@ -358,6 +358,23 @@ fn release(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `scripts/release`: packs `binary` for `platform` (the host's when `None`) into `out_dir`, its
+/// manifest entry written to `manifest_out`.
+fn pack(
+    binary: &str,
+    platform: Option<(&str, &str)>,
+    out_dir: &Path,
+    manifest_out: &Path,
+) -> Output {
+    let mut args = vec!["--binary", binary];
+    if let Some((os, arch)) = platform {
+        args.extend(["--os", os, "--arch", arch]);
+    }
+    args.extend(["--out-dir", out_dir.to_str().unwrap()]);
+    args.extend(["--manifest-out", manifest_out.to_str().unwrap()]);
+    release(&args)
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -545,16 +562,9 @@ fn release_packs_regular_files_and_records_their_sha256_in_the_manifest_copy() {
     let archive = out
         .path()
         .join(format!("kubectl-registry_{version}_{os}_{arch}.tar.gz"));
-    let args = [
-        "--binary",
-        DEBUG_BINARY,
-        "--out-dir",
-        out.path().to_str().unwrap(),
-        "--manifest-out",
-        manifest_out.to_str().unwrap(),
-    ];
+    let pack_host = || pack(DEBUG_BINARY, None, out.path(), &manifest_out);
 
-    let first = release(&args);
+    let first = pack_host();
     assert!(first.status.success(), "{}", text(&first.stderr));
     let sha = sha256_file(&archive);
     assert_eq!(
@@ -619,7 +629,7 @@ fn release_packs_regular_files_and_records_their_sha256_in_the_manifest_copy() {
     }
 
     let manifest_after_first = std::fs::read(&manifest_out).unwrap();
-    let second = release(&args);
+    let second = pack_host();
     assert!(second.status.success(), "{}", text(&second.stderr));
     assert_eq!(
         text(&second.stdout),
@@ -633,18 +643,12 @@ fn release_packs_regular_files_and_records_their_sha256_in_the_manifest_copy() {
 fn release_for_windows_packs_the_exe_its_manifest_entry_installs() {
     let out = tempfile::tempdir().unwrap();
     let manifest_out = out.path().join("plugin.yaml");
-    let output = release(&[
-        "--binary",
+    let output = pack(
         DEBUG_BINARY,
-        "--os",
-        "windows",
-        "--arch",
-        "amd64",
-        "--out-dir",
-        out.path().to_str().unwrap(),
-        "--manifest-out",
-        manifest_out.to_str().unwrap(),
-    ]);
+        Some(("windows", "amd64")),
+        out.path(),
+        &manifest_out,
+    );
     assert!(output.status.success(), "{}", text(&output.stderr));
     let version = env!("CARGO_PKG_VERSION");
     let archive = out
@@ -666,18 +670,8 @@ fn release_for_windows_packs_the_exe_its_manifest_entry_installs() {
 fn release_refuses_a_platform_the_manifest_lacks_and_writes_nothing() {
     let out = tempfile::tempdir().unwrap();
     let manifest_out = out.path().join("plugin.yaml");
-    let output = release(&[
-        "--binary",
-        DEBUG_BINARY,
-        "--os",
-        "plan9",
-        "--arch",
-        "amd64",
-        "--out-dir",
-        out.path().join("dist").to_str().unwrap(),
-        "--manifest-out",
-        manifest_out.to_str().unwrap(),
-    ]);
+    let dist = out.path().join("dist");
+    let output = pack(DEBUG_BINARY, Some(("plan9", "amd64")), &dist, &manifest_out);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(text(&output.stdout), "");
     let stderr = text(&output.stderr);
@@ -704,14 +698,8 @@ fn release_refuses_a_host_binary_of_another_version() {
         std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let manifest_out = out.path().join("plugin.yaml");
-    let output = release(&[
-        "--binary",
-        stale.to_str().unwrap(),
-        "--out-dir",
-        out.path().join("dist").to_str().unwrap(),
-        "--manifest-out",
-        manifest_out.to_str().unwrap(),
-    ]);
+    let dist = out.path().join("dist");
+    let output = pack(stale.to_str().unwrap(), None, &dist, &manifest_out);
     assert_eq!(output.status.code(), Some(1));
     let stderr = text(&output.stderr);
     assert!(
@@ -767,18 +755,13 @@ fn pack_fake_platform(dist: &Path, os: &str, arch: &str) -> PathBuf {
     let binary = dist.parent().unwrap().join(format!("bin-{os}-{arch}"));
     std::fs::write(&binary, format!("built for {os}/{arch}\n")).unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let output = release(&[
-        "--binary",
+    let manifest_out = scratch.path().join("plugin.yaml");
+    let output = pack(
         binary.to_str().unwrap(),
-        "--os",
-        os,
-        "--arch",
-        arch,
-        "--out-dir",
-        dist.to_str().unwrap(),
-        "--manifest-out",
-        scratch.path().join("plugin.yaml").to_str().unwrap(),
-    ]);
+        Some((os, arch)),
+        dist,
+        &manifest_out,
+    );
     assert!(output.status.success(), "{}", text(&output.stderr));
     let version = env!("CARGO_PKG_VERSION");
     dist.join(format!("kubectl-registry_{version}_{os}_{arch}.tar.gz"))

@@ -6,7 +6,7 @@
 use crate::support::fixtures::{
     self, Format, Image, LayerCompression, OCI_LAYER, OCI_LAYER_GZIP, OCI_LAYER_ZSTD, OCI_MANIFEST,
 };
-use crate::support::push::{Bench, Node, RUNTIME_HOST, clean_run, layer_media_types};
+use crate::support::push::{Bench, Node, Outcome, RUNTIME_HOST, clean_run, layer_media_types};
 use serde_json::{Value, json};
 use snapbox::str;
 
@@ -335,15 +335,7 @@ fn a_tls_registry_is_trusted_through_the_ca_file_flag() {
     assert_eq!(run.stdout, format!("{RUNTIME_HOST}/myimg:dev@{digest}\n"));
 
     let untrusted = bench.push(&[&path, "--tag", "other:dev"]);
-    assert_eq!((untrusted.code, untrusted.stdout.as_str()), (5, ""));
-    untrusted.assert_stderr(str![[r#"
-error: reaching the registry 127.0.0.1:[PORT]
-caused by: the TLS certificate of 127.0.0.1:[PORT] is not trusted
-caused by: invalid peer certificate: UnknownIssuer
-hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
-hint: pass --ca-file with the CA that signed the registry's certificate, or --insecure to skip the check
-
-"#]]);
+    assert_certificate_untrusted(&untrusted);
 }
 
 #[test]
@@ -378,13 +370,13 @@ fn the_systems_trusted_roots_are_the_ones_a_tls_registry_is_checked_against() {
             .env("SSL_CERT_DIR", &nothing)
             .args(["push", path.as_str(), "--tag", "other:dev"]),
     );
-    assert_eq!(
-        (none.code, none.stdout.as_str()),
-        (5, ""),
-        "{}",
-        none.stderr
-    );
-    none.assert_stderr(str![[r#"
+    assert_certificate_untrusted(&none);
+}
+
+/// The push failed, nothing on stdout, because no trusted root signed the registry's certificate.
+fn assert_certificate_untrusted(run: &Outcome) {
+    assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{}", run.stderr);
+    run.assert_stderr(str![[r#"
 error: reaching the registry 127.0.0.1:[PORT]
 caused by: the TLS certificate of 127.0.0.1:[PORT] is not trusted
 caused by: invalid peer certificate: UnknownIssuer

@@ -118,6 +118,18 @@ impl Cluster {
         run.stdout
     }
 
+    /// Pushes `image` with `-v` and `envs`; asserts it succeeded with the expected ref.
+    fn push_verbose(&self, image: &Image, envs: &[(&str, OsString)]) -> Outcome {
+        let input = self.archive(image, "first.tar");
+        let run = self.push_with(&[input.to_str().unwrap(), "-v"], None, envs);
+        assert_eq!(
+            (run.code, run.stdout.clone()),
+            (0, expected_ref(image)),
+            "{run:?}"
+        );
+        run
+    }
+
     fn runtime(&self, node: &str) -> &Containerd {
         &self.nodes.iter().find(|(name, _)| name == node).unwrap().1
     }
@@ -352,13 +364,7 @@ fn a_node_that_cannot_be_asked_gets_the_whole_archive_from_kind() {
     let cluster = Cluster::kind(&NODES);
     cluster.standins.unqueryable("dev-worker");
     let image = Image::sample(25);
-    let input = cluster.archive(&image, "first.tar");
-    let run = cluster.push(&[input.to_str().unwrap(), "-v"]);
-    assert_eq!(
-        (run.code, run.stdout.clone()),
-        (0, expected_ref(&image)),
-        "{run:?}"
-    );
+    let run = cluster.push_verbose(&image, &[]);
     assert!(
         run.stderr.lines().any(|line| line
             == "dev-worker: cannot be asked what it holds (`docker exec dev-worker ctr -n k8s.io content ls -q` failed (exit status: 1): ctr: failed to dial \"/run/containerd/containerd.sock\": context deadline exceeded); it gets the whole image"),
@@ -383,13 +389,7 @@ fn a_node_still_incomplete_after_a_partial_load_gets_the_whole_image() {
     let image = Image::sample(26);
     let node = NODES[0];
     cluster.standins.stale_listing(node, &image.diff_ids()[0]);
-    let input = cluster.archive(&image, "first.tar");
-    let run = cluster.push(&[input.to_str().unwrap(), "-v"]);
-    assert_eq!(
-        (run.code, run.stdout.clone()),
-        (0, expected_ref(&image)),
-        "{run:?}"
-    );
+    let run = cluster.push_verbose(&image, &[]);
     assert!(
         run.stderr.lines().any(|line| line.starts_with(&format!(
             "{node}: still incomplete after loading only the 2 layer(s) it lacked (`docker exec -i {node} ctr -n k8s.io images import"
@@ -455,19 +455,9 @@ fn a_node_that_never_answers_is_stopped_within_the_bound_and_gets_the_whole_arch
     let cluster = Cluster::kind(&NODES);
     cluster.standins.hanging("dev-worker");
     let image = Image::sample(29);
-    let input = cluster.archive(&image, "first.tar");
     let started = std::time::Instant::now();
-    let run = cluster.push_with(
-        &[input.to_str().unwrap(), "-v"],
-        None,
-        &[("KUBECTL_REGISTRY_NODE_TIMEOUT", "1".into())],
-    );
+    let run = cluster.push_verbose(&image, &[("KUBECTL_REGISTRY_NODE_TIMEOUT", "1".into())]);
     let took = started.elapsed();
-    assert_eq!(
-        (run.code, run.stdout.clone()),
-        (0, expected_ref(&image)),
-        "{run:?}"
-    );
     assert!(
         run.stderr.lines().any(|line| line
             == "dev-worker: cannot be asked what it holds (`docker exec dev-worker ctr -n k8s.io content ls -q` did not finish within 1s; it was stopped); it gets the whole image"),

@@ -14,7 +14,7 @@ use crate::support::fixtures::{
     sha256,
 };
 use crate::support::layouts::Layout;
-use crate::support::push::Bench;
+use crate::support::push::{Bench, Outcome};
 
 fn text(path: &Path) -> &str {
     path.to_str().expect("UTF-8 path")
@@ -203,9 +203,7 @@ fn a_docker_1_10_manifest_with_an_octet_stream_config_is_an_image() {
     let mut layout = Layout::new();
     let (descriptor, manifest) = docker_1_10_manifest(&mut layout, &image, image.config_bytes());
     layout.entry(&descriptor, Some("dev"));
-    let dir = bench.path("layout");
-    layout.write_dir(&dir);
-    let run = bench.push(&[text(&dir), "--tag", "myimg:dev"]);
+    let run = push_layout(&bench, &layout);
     let (reference, landed) = bench.assert_pushed(&run, "myimg", "dev");
     assert!(reference.ends_with(&sha256(&manifest)), "{reference}");
     assert_eq!(landed["config"]["mediaType"], "application/octet-stream");
@@ -219,9 +217,7 @@ fn an_octet_stream_config_without_a_rootfs_is_refused_as_not_an_image() {
     let mut layout = Layout::new();
     let (descriptor, _) = docker_1_10_manifest(&mut layout, &image, br#"{"notes":"no rootfs"}"#);
     layout.entry(&descriptor, Some("dev"));
-    let dir = bench.path("layout");
-    layout.write_dir(&dir);
-    let run = bench.push(&[text(&dir), "--tag", "myimg:dev"]);
+    let run = push_layout(&bench, &layout);
     assert_eq!(run.code, 4, "{run:?}");
     assert!(
         run.stderr
@@ -256,9 +252,7 @@ fn an_index_whose_configs_have_no_rootfs_is_refused_naming_the_field() {
         .collect();
     let (index, _) = layout.index(&children);
     layout.entry(&index, Some("dev"));
-    let dir = bench.path("layout");
-    layout.write_dir(&dir);
-    let run = bench.push(&[text(&dir), "--tag", "myimg:dev"]);
+    let run = push_layout(&bench, &layout);
     assert_eq!(run.code, 4, "{run:?}");
     assert!(
         run.stderr
@@ -284,4 +278,11 @@ fn a_gzip_archive_with_bytes_after_the_stream_pushes_as_gzip_reads_it() {
     let run = bench.push(&[text(&compressed)]);
     let (_, manifest) = bench.assert_pushed(&run, "myimg", "dev");
     assert_eq!(manifest["config"]["digest"], image.config_digest().as_str());
+}
+
+/// `layout` written as a directory and pushed as `myimg:dev`.
+fn push_layout(bench: &Bench, layout: &Layout) -> Outcome {
+    let dir = bench.path("layout");
+    layout.write_dir(&dir);
+    bench.push(&[text(&dir), "--tag", "myimg:dev"])
 }

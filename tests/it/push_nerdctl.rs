@@ -232,18 +232,8 @@ fn where_containerd_has_no_such_image_nerdctls_export_goes_and_v_says_why() {
     );
     nb.import(&archive);
     let inspect = nb.bench.path("inspect.json");
-    std::fs::write(
-        &inspect,
-        serde_json::json!([{
-            "Id": fixtures::sha256(&image.manifest(LayerCompression::Zstd)),
-            "RepoTags": ["myimg:dev"],
-            "Os": "linux",
-            "Architecture": "amd64",
-            "RootFS": {"Type": "layers", "Layers": image.diff_ids()},
-        }])
-        .to_string(),
-    )
-    .unwrap();
+    let id = fixtures::sha256(&image.manifest(LayerCompression::Zstd));
+    std::fs::write(&inspect, image.engine_inspect(&id, "myimg:dev")).unwrap();
     std::fs::write(
         nb.bin.join("nerdctl"),
         format!(

@@ -405,28 +405,7 @@ async fn wrong_or_missing_credentials_name_the_host_and_docker_login() {
 #[tokio::test]
 async fn credentials_from_docker_auths_let_a_push_through() {
     let registry = TestRegistry::with_basic_auth("alice", "s3cret");
-    let host = registry.host();
-    let dir = tempfile::tempdir().unwrap();
-    let options = TransportOptions {
-        credentials: docker_config(dir.path(), &auths(&host, "alice", "s3cret")),
-        ..options()
-    };
-    let client = client(&host, &options);
-    client.ping().await.unwrap();
-    let config = image_config();
-    let layer = generated(2 * 1024 * 1024, 9);
-    push(&client, "secure/app", &config).await;
-    push(&client, "secure/app", &layer).await;
-    let manifest = manifest_for(&config, &[&layer]);
-    client
-        .put_manifest(
-            "secure/app",
-            "v1",
-            OCI_MANIFEST,
-            Bytes::from(manifest.clone()),
-        )
-        .await
-        .unwrap();
+    let (_, manifest) = push_as_alice(&registry, "secure/app", 2 * 1024 * 1024, 9).await;
     assert_eq!(registry.skopeo_raw_manifest("secure/app:v1"), manifest);
 }
 
@@ -695,8 +674,14 @@ fn token_auth() -> TokenAuth {
     }
 }
 
-/// A client of `registry` (token auth) as alice, and `team/app:v1` pushed with it: its manifest.
-async fn pushed_behind_tokens(registry: &TestRegistry) -> (RegistryClient, Vec<u8>) {
+/// A client of `registry` as alice (her password in docker's `auths`), and `repo:v1` pushed
+/// with it, its layer `layer_size` bytes from `seed`: the client and the manifest.
+async fn push_as_alice(
+    registry: &TestRegistry,
+    repo: &str,
+    layer_size: usize,
+    seed: u64,
+) -> (RegistryClient, Vec<u8>) {
     let host = registry.host();
     let dir = tempfile::tempdir().unwrap();
     let options = TransportOptions {
@@ -706,17 +691,12 @@ async fn pushed_behind_tokens(registry: &TestRegistry) -> (RegistryClient, Vec<u
     let client = client(&host, &options);
     client.ping().await.unwrap();
     let config = image_config();
-    let layer = generated(1024 * 1024, 12);
-    push(&client, "team/app", &config).await;
-    push(&client, "team/app", &layer).await;
+    let layer = generated(layer_size, seed);
+    push(&client, repo, &config).await;
+    push(&client, repo, &layer).await;
     let manifest = manifest_for(&config, &[&layer]);
     client
-        .put_manifest(
-            "team/app",
-            "v1",
-            OCI_MANIFEST,
-            Bytes::from(manifest.clone()),
-        )
+        .put_manifest(repo, "v1", OCI_MANIFEST, Bytes::from(manifest.clone()))
         .await
         .unwrap();
     (client, manifest)
@@ -733,7 +713,7 @@ fn token_scopes(registry: &TestRegistry) -> Vec<Vec<String>> {
 #[tokio::test]
 async fn a_bearer_challenge_is_met_with_a_token_for_the_push_scope() {
     let registry = TestRegistry::with_token_auth(token_auth());
-    let (_client, manifest) = pushed_behind_tokens(&registry).await;
+    let (_client, manifest) = push_as_alice(&registry, "team/app", 1024 * 1024, 12).await;
     // One token for the ping, then one for the repository, reused by every later request.
     assert_eq!(
         token_scopes(&registry),
@@ -745,7 +725,7 @@ async fn a_bearer_challenge_is_met_with_a_token_for_the_push_scope() {
 #[tokio::test]
 async fn a_manifest_read_in_a_push_uses_the_push_token_and_one_read_alone_a_pull_token() {
     let registry = TestRegistry::with_token_auth(token_auth());
-    let (client, manifest) = pushed_behind_tokens(&registry).await;
+    let (client, manifest) = push_as_alice(&registry, "team/app", 1024 * 1024, 12).await;
     let digest = Digest::of_bytes(&manifest);
     let push_scope = vec!["repository:team/app:pull,push".to_string()];
 

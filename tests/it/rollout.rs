@@ -96,6 +96,14 @@ impl RolloutBench {
         archive
     }
 
+    /// The real `kubectl ARGS` against this cluster.
+    pub(crate) fn kubectl(&self, args: &[&str]) -> Outcome {
+        crate::support::run::Run::program("kubectl", self.dir.path())
+            .kubeconfig(&self.kubeconfig)
+            .args(args)
+            .output()
+    }
+
     pub(crate) fn push(&self, archive: &Path, args: &[&str]) -> Outcome {
         self.cmd()
             .args(["push", archive.to_str().unwrap()])
@@ -146,6 +154,12 @@ pub(crate) fn rollout_outcomes(report: &Value) -> Vec<(&str, &str)> {
 
 pub(crate) fn web(controllers: Controllers) -> Controllers {
     controllers.workload("Deployment", "web", &[Container("web", OLD, false)], 2)
+}
+
+/// [`web`], its spec changed by `edit`.
+pub(crate) fn web_with(controllers: Controllers, edit: impl FnOnce(&mut Value)) -> Controllers {
+    let containers = [Container("web", OLD, false)];
+    controllers.workload_in("default", "Deployment", "web", &containers, 2, edit)
 }
 
 #[test]
@@ -459,17 +473,8 @@ fn the_stand_in_rolls_out_as_kubectl_set_image_and_rollout_status_see_it() {
     let run = bench.push(&bench.archive(&Image::sample(331)), &[]);
     let reference = run.reference().to_string();
     let kubectl = |args: &[&str]| {
-        let output = std::process::Command::new("kubectl")
-            .env("KUBECONFIG", &bench.kubeconfig)
-            .env("HOME", bench.dir.path())
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            output.status.success(),
-            String::from_utf8_lossy(&output.stdout).to_string()
-                + &String::from_utf8_lossy(&output.stderr),
-        )
+        let run = bench.kubectl(args);
+        (run.code == 0, run.stdout + &run.stderr)
     };
     let set = kubectl(&["set", "image", "deploy/web", &format!("web={reference}")]);
     assert_eq!(

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::rollout::{Node, OLD, RolloutBench, web};
+use crate::rollout::{Node, OLD, RolloutBench, web, web_with};
 use crate::support::controllers::Container;
 use crate::support::fixtures::Image;
 use crate::support::run::finished;
@@ -59,16 +59,7 @@ fn a_patch_noticed_two_seconds_late_is_waited_for_within_forty_requests() {
 #[test]
 fn a_paused_deployment_is_patched_then_said_paused_at_once_exit_1() {
     let bench = RolloutBench::new(Node::Mapped, |c| {
-        c.workload_in(
-            "default",
-            "Deployment",
-            "web",
-            &[Container("web", OLD, false)],
-            2,
-            |spec| {
-                spec["paused"] = serde_json::json!(true);
-            },
-        )
+        web_with(c, |spec| spec["paused"] = serde_json::json!(true))
     });
     let run = bench.push(
         &bench.archive(&Image::sample(342)),
@@ -89,17 +80,10 @@ fn a_paused_deployment_is_patched_then_said_paused_at_once_exit_1() {
 #[test]
 fn a_deployment_past_its_progress_deadline_fails_in_kubectls_words() {
     let bench = RolloutBench::new(Node::Mapped, |c| {
-        c.unschedulable("0/1 nodes are available: 1 Insufficient cpu.")
-            .workload_in(
-                "default",
-                "Deployment",
-                "web",
-                &[Container("web", OLD, false)],
-                2,
-                |spec| {
-                    spec["progressDeadlineSeconds"] = serde_json::json!(1);
-                },
-            )
+        let c = c.unschedulable("0/1 nodes are available: 1 Insufficient cpu.");
+        web_with(c, |spec| {
+            spec["progressDeadlineSeconds"] = serde_json::json!(1)
+        })
     });
     let run = bench.push(
         &bench.archive(&Image::sample(343)),
@@ -188,13 +172,8 @@ fn a_rollout_costs_the_api_server_about_what_kubectl_set_image_and_rollout_statu
     let pushed = bench.push(&bench.archive(&Image::sample(347)), &[]);
     let reference = pushed.reference().to_string();
     let kubectl = |args: &[&str]| {
-        let output = std::process::Command::new("kubectl")
-            .env("KUBECONFIG", &bench.kubeconfig)
-            .env("HOME", bench.dir.path())
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{output:?}");
+        let run = bench.kubectl(args);
+        assert_eq!(run.code, 0, "{run:?}");
     };
     kubectl(&["set", "image", "deploy/web", &format!("web={reference}")]);
     kubectl(&["rollout", "status", "deploy/web", "--timeout=60s"]);
@@ -243,14 +222,9 @@ fn statefulsets_and_daemonsets_roll_in_steps_as_kubectl_rollout_status_reads_the
         .reference()
         .to_string();
     let kubectl = |args: &[&str]| {
-        let output = std::process::Command::new("kubectl")
-            .env("KUBECONFIG", &bench.kubeconfig)
-            .env("HOME", bench.dir.path())
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{output:?}");
-        String::from_utf8_lossy(&output.stdout).to_string()
+        let run = bench.kubectl(args);
+        assert_eq!(run.code, 0, "{run:?}");
+        run.stdout
     };
     kubectl(&["set", "image", "sts/db", &format!("db={reference}")]);
     kubectl(&["set", "image", "ds/agent", &format!("agent={reference}")]);

@@ -481,7 +481,7 @@ push:                 push through a tunnel through the API server to Service ku
 }
 
 /// `doctor -o json`'s check named `name`.
-fn check<'a>(checks: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn check<'a>(checks: &'a Value, name: &str) -> &'a Value {
     checks
         .as_array()
         .unwrap()

@@ -15,6 +15,7 @@ use crate::support::cluster_objects::running_pod;
 use crate::support::fixtures::{Format, Image, sha256};
 use crate::support::push::{Bench, Outcome};
 use crate::support::registry::{RegistryConfig, TestRegistry};
+use crate::tunnel::check;
 
 /// The Service's name as the cluster advertises it: what the certificate must name.
 const SERVICE_NAME: &str = "registry.dev.svc.cluster.local";
@@ -264,16 +265,6 @@ fn a_registry_answering_plain_http_is_spoken_to_in_plain_http() {
         slim.stdout,
         format!("{SERVICE_NAME}:5000/slim:v1@{digest}\n")
     );
-}
-
-/// `doctor -o json`'s check named `name`.
-fn check<'a>(checks: &'a Value, name: &str) -> &'a Value {
-    checks
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|check| check["check"] == name)
-        .unwrap_or_else(|| panic!("no {name} check in {checks}"))
 }
 
 #[test]

@@ -241,8 +241,18 @@ impl Controllers {
         containers: &[Container<'_>],
         replicas: i64,
     ) -> Self {
-        self.add_workload_in("default", kind, name, containers, replicas, |_| {});
-        self
+        self.workload_in("default", kind, name, containers, replicas, |_| {})
+    }
+
+    /// [`Controllers::workload`] on running controllers.
+    pub(crate) fn add_workload(
+        &self,
+        kind: &str,
+        name: &str,
+        containers: &[Container<'_>],
+        replicas: i64,
+    ) {
+        self.clone().workload(kind, name, containers, replicas);
     }
 
     /// [`Controllers::workload`] in `namespace`, its spec changed by `edit` (a strategy, a
@@ -256,30 +266,6 @@ impl Controllers {
         replicas: i64,
         edit: impl FnOnce(&mut Value),
     ) -> Self {
-        self.add_workload_in(namespace, kind, name, containers, replicas, edit);
-        self
-    }
-
-    /// [`Controllers::workload`] on running controllers.
-    pub(crate) fn add_workload(
-        &self,
-        kind: &str,
-        name: &str,
-        containers: &[Container<'_>],
-        replicas: i64,
-    ) {
-        self.add_workload_in("default", kind, name, containers, replicas, |_| {});
-    }
-
-    fn add_workload_in(
-        &self,
-        namespace: &str,
-        kind: &str,
-        name: &str,
-        containers: &[Container<'_>],
-        replicas: i64,
-        edit: impl FnOnce(&mut Value),
-    ) {
         let (resource, api_kind) = kind_names(kind);
         let list = |init: bool| -> Vec<Value> {
             containers
@@ -358,6 +344,8 @@ impl Controllers {
                 .unwrap()
                 .0;
         }
+        drop(state);
+        self
     }
 
     /// Every patch stored so far (dry runs aside), as sent.

@@ -34,13 +34,7 @@ impl Dockerd {
                 .expect("dockerd's temp dir");
             let root = dir.path();
             let log = std::fs::File::create(root.join("log")).expect("dockerd's log");
-            let mut command = if own_network {
-                let mut command = Command::new("unshare");
-                command.args(["--net", "dockerd"]);
-                command
-            } else {
-                Command::new("dockerd")
-            };
+            let mut command = super::env::command_in("dockerd", own_network);
             let child = command
                 .arg("--data-root")
                 .arg(root.join("root"))
@@ -142,14 +136,7 @@ impl Dockerd {
 
     /// The image's layers' diff_ids, as the daemon reports them.
     pub(crate) fn diff_ids(&self, name: &str) -> Vec<String> {
-        let json = self.docker(&["image", "inspect", name]);
-        let value: serde_json::Value = serde_json::from_str(&json).expect("inspect JSON");
-        value[0]["RootFS"]["Layers"]
-            .as_array()
-            .expect("layers")
-            .iter()
-            .map(|d| d.as_str().expect("digest").to_string())
-            .collect()
+        rootfs_layers(&self.docker(&["image", "inspect", name]))
     }
 
     /// Every name the daemon knows, sorted.
@@ -189,4 +176,15 @@ impl Drop for Dockerd {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The diff_ids in an `image inspect` answer (docker's and podman's alike).
+pub(crate) fn rootfs_layers(inspect: &str) -> Vec<String> {
+    let value: serde_json::Value = serde_json::from_str(inspect).expect("inspect JSON");
+    value[0]["RootFS"]["Layers"]
+        .as_array()
+        .expect("layers")
+        .iter()
+        .map(|d| d.as_str().expect("digest").to_string())
+        .collect()
 }

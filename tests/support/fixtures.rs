@@ -216,6 +216,19 @@ impl Image {
         self.layers.iter().map(|layer| sha256(layer)).collect()
     }
 
+    /// What `docker image inspect NAME` (nerdctl's too) prints of this image, named `name`,
+    /// its `Id` being `id` (docker's is the config's digest, nerdctl's the manifest's).
+    pub(crate) fn engine_inspect(&self, id: &str, name: &str) -> String {
+        json!([{
+            "Id": id,
+            "RepoTags": [name],
+            "Os": "linux",
+            "Architecture": "amd64",
+            "RootFS": {"Type": "layers", "Layers": self.diff_ids()},
+        }])
+        .to_string()
+    }
+
     /// Layer `index` as stored with `compression` (deterministic: gzip level 1, zstd level 1).
     pub(crate) fn stored_layer(&self, index: usize, compression: LayerCompression) -> Vec<u8> {
         compress(&self.layers[index], compression)

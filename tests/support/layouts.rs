@@ -220,23 +220,13 @@ pub(crate) fn rewrite_member(path: &Path, member: &str, edit: impl Fn(&[u8]) -> 
     for entry in archive.entries().unwrap() {
         let mut entry = entry.unwrap();
         let name = entry.path().unwrap().to_string_lossy().into_owned();
+        let target = |entry: &tar::Entry<_>| {
+            let target = entry.link_name().unwrap().unwrap();
+            target.to_string_lossy().into_owned()
+        };
         let kind = match entry.header().entry_type() {
-            tar::EntryType::Symlink => Kind::Symlink(
-                entry
-                    .link_name()
-                    .unwrap()
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned(),
-            ),
-            tar::EntryType::Link => Kind::Hardlink(
-                entry
-                    .link_name()
-                    .unwrap()
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned(),
-            ),
+            tar::EntryType::Symlink => Kind::Symlink(target(&entry)),
+            tar::EntryType::Link => Kind::Hardlink(target(&entry)),
             _ => {
                 let mut bytes = Vec::new();
                 entry.read_to_end(&mut bytes).unwrap();

@@ -144,14 +144,7 @@ impl Podman {
 
     /// The image's layers' diff_ids, as podman reports them.
     pub(crate) fn diff_ids(&self, name: &str) -> Vec<String> {
-        let json = self.tool("podman", &["image", "inspect", name]);
-        let value: serde_json::Value = serde_json::from_str(&json).expect("inspect JSON");
-        value[0]["RootFS"]["Layers"]
-            .as_array()
-            .expect("layers")
-            .iter()
-            .map(|d| d.as_str().expect("digest").to_string())
-            .collect()
+        super::dockerd::rootfs_layers(&self.tool("podman", &["image", "inspect", name]))
     }
 
     /// The image's top layer's ID, as the store's `images.json` records it.
@@ -204,13 +197,7 @@ impl Podman {
     }
 
     fn serve_in(&self, address: &str, own_network: bool) -> Service {
-        let mut command = if own_network {
-            let mut command = Command::new("unshare");
-            command.args(["--net", "podman"]);
-            command
-        } else {
-            Command::new("podman")
-        };
+        let mut command = super::env::command_in("podman", own_network);
         let child = command
             .args(["system", "service", "--time=0", address])
             .envs(self.envs())

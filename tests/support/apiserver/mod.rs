@@ -199,11 +199,7 @@ impl ApiServerBuilder {
         images: &[&str],
         image_ids: &[&str],
     ) -> Self {
-        let containers: Vec<Value> = images
-            .iter()
-            .enumerate()
-            .map(|(i, image)| json!({"name": format!("c{i}"), "image": image}))
-            .collect();
+        let containers = containers_running(images);
         let statuses: Vec<Value> = images
             .iter()
             .zip(image_ids)
@@ -233,11 +229,7 @@ impl ApiServerBuilder {
         images: &[&str],
         replicas: i32,
     ) -> Self {
-        let containers: Vec<Value> = images
-            .iter()
-            .enumerate()
-            .map(|(i, image)| json!({"name": format!("c{i}"), "image": image}))
-            .collect();
+        let containers = containers_running(images);
         let template = json!({
             "metadata": {"labels": {"app": name}},
             "spec": {"containers": containers, "restartPolicy": if matches!(kind, "Job" | "CronJob") { "Never" } else { "Always" }},
@@ -533,3 +525,12 @@ struct Store {
 
 const HOSTING_NAMESPACE: &str = "kube-public";
 const HOSTING_NAME: &str = "local-registry-hosting";
+
+/// A pod template's containers, `c0`, `c1`, ..., one per image.
+fn containers_running(images: &[&str]) -> Vec<Value> {
+    images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| json!({"name": format!("c{i}"), "image": image}))
+        .collect()
+}

@@ -353,15 +353,7 @@ impl Store {
                 "kubelet",
                 &format!("Container image {image:?} already present on machine"),
             );
-            let error = "failed to generate container spec: no command specified";
-            self.event(
-                &pod,
-                "Warning",
-                "Failed",
-                "kubelet",
-                &format!("Error: {error}"),
-            );
-            ("CreateContainerError", error.to_string())
+            self.container_cannot_start(&pod)
         } else {
             let said =
                 format!("Container image {image:?} is not present with pull policy of Never");
@@ -376,6 +368,20 @@ impl Store {
             ("ErrImageNeverPull", said)
         };
         self.set_waiting(name, image, reason, &message);
+    }
+
+    /// The image is there but the stand-in's pods name no command: the kubelet's
+    /// CreateContainerError, its event and its waiting reason.
+    fn container_cannot_start(&mut self, pod: &Value) -> (&'static str, String) {
+        let error = "failed to generate container spec: no command specified";
+        self.event(
+            pod,
+            "Warning",
+            "Failed",
+            "kubelet",
+            &format!("Error: {error}"),
+        );
+        ("CreateContainerError", error.to_string())
     }
 
     /// What a kubelet records after its runtime pulled (or failed to pull) the pod's image.
@@ -399,15 +405,7 @@ impl Store {
                     "kubelet",
                     &format!("Successfully pulled image {image:?}"),
                 );
-                let error = "failed to generate container spec: no command specified";
-                self.event(
-                    &pod,
-                    "Warning",
-                    "Failed",
-                    "kubelet",
-                    &format!("Error: {error}"),
-                );
-                ("CreateContainerError", error.to_string())
+                self.container_cannot_start(&pod)
             }
             Err(said) => {
                 // ctr logs before its error; the kubelet reports the error alone.

@@ -63,7 +63,7 @@ impl Controllers {
                     .unwrap_or_else(|| self.list(namespace, resource, query))
             }
             (
-                "GET",
+                "GET" | "PATCH",
                 [
                     "apis",
                     "apps",
@@ -73,23 +73,14 @@ impl Controllers {
                     resource,
                     name,
                 ],
-            ) if is_workload(resource) => self
-                .refused("get", resource)
-                .unwrap_or_else(|| self.get(namespace, resource, name)),
-            (
-                "PATCH",
-                [
-                    "apis",
-                    "apps",
-                    "v1",
-                    "namespaces",
-                    namespace,
-                    resource,
-                    name,
-                ],
-            ) if is_workload(resource) => self
-                .refused("patch", resource)
-                .unwrap_or_else(|| self.patch(namespace, resource, name, query, body)),
+            ) if is_workload(resource) => {
+                let verb = method.to_ascii_lowercase();
+                self.refused(&verb, resource)
+                    .unwrap_or_else(|| match method {
+                        "GET" => self.get(namespace, resource, name),
+                        _ => self.patch(namespace, resource, name, query, body),
+                    })
+            }
             ("GET", ["api", "v1", "namespaces", namespace, "pods"]) => {
                 if watching {
                     if let Some(refused) = self.refused("watch", "pods") {

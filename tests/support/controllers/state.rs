@@ -188,6 +188,11 @@ impl State {
         name
     }
 
+    fn pod(&self, namespace: &str, name: &str) -> Option<Value> {
+        let key = (namespace.to_string(), name.to_string());
+        self.pods.get(&key).cloned()
+    }
+
     pub(super) fn pod_images(&self, namespace: &str, pod: &str) -> Vec<String> {
         let spec = &self.pods[&(namespace.to_string(), pod.to_string())]["spec"];
         let mut images: Vec<String> = ["initContainers", "containers"]
@@ -201,11 +206,7 @@ impl State {
 
     /// The kubelet after its pulls: each container running (Ready) or crash-looping.
     pub(super) fn run_pod(&mut self, namespace: &str, name: &str, runs: &dyn Fn(&str) -> Runs) {
-        let Some(mut pod) = self
-            .pods
-            .get(&(namespace.to_string(), name.to_string()))
-            .cloned()
-        else {
+        let Some(mut pod) = self.pod(namespace, name) else {
             return;
         };
         let mut ready = true;
@@ -278,11 +279,7 @@ impl State {
             &format!("Failed to pull image {image:?}: {said}"),
         );
         self.event(namespace, name, "Warning", "Failed", "Error: ErrImagePull");
-        let Some(mut pod) = self
-            .pods
-            .get(&(namespace.to_string(), name.to_string()))
-            .cloned()
-        else {
+        let Some(mut pod) = self.pod(namespace, name) else {
             return;
         };
         let spec = pod["spec"].clone();

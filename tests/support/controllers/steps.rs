@@ -36,20 +36,14 @@ pub(super) fn run(shared: std::sync::Weak<Shared>) {
         };
         let now = Instant::now();
         let mut state = shared.state.lock().unwrap();
-        let pod = state
-            .due_pods
-            .iter()
-            .find(|(_, due)| **due <= now)
-            .map(|(key, _)| key.clone());
-        if let Some((namespace, name)) = pod {
-            state.due_pods.remove(&(namespace.clone(), name.clone()));
+        if let Some((namespace, name)) = take_due(&mut state.due_pods, now) {
             let images = state.pod_images(&namespace, &name);
             drop(state);
             let pulled: Vec<(String, Result<(), String>)> = images
                 .iter()
                 .map(|image| (image.clone(), (shared.pull)(image)))
                 .collect();
-            let mut state = shared.state.lock().unwrap();
+            state = shared.state.lock().unwrap();
             match pulled.into_iter().find(|(_, pulled)| pulled.is_err()) {
                 Some((image, Err(said))) => state.pull_failed(&namespace, &name, &image, &said),
                 _ => {
@@ -62,41 +56,39 @@ pub(super) fn run(shared: std::sync::Weak<Shared>) {
                 let delay = shared.timing.lock().unwrap().next();
                 state.due_workloads.entry(key).or_insert(now + delay);
             }
-            drop(state);
-            shared.changed.notify_all();
-            continue;
-        }
-        let workload = state
-            .due_workloads
-            .iter()
-            .find(|(_, due)| **due <= now)
-            .map(|(key, _)| key.clone());
-        if let Some(key) = workload {
-            state.due_workloads.remove(&key);
+        } else if let Some(key) = take_due(&mut state.due_workloads, now) {
             let unschedulable = shared.unschedulable.lock().unwrap().clone();
             let mut timing = shared.timing.lock().unwrap();
-            let again = step(&mut state, &key, unschedulable.as_deref(), &mut timing, now);
-            if again {
-                let delay = timing.next();
-                state.due_workloads.insert(key, now + delay);
+            if step(&mut state, &key, unschedulable.as_deref(), &mut timing, now) {
+                state.due_workloads.insert(key, now + timing.next());
             }
-            drop(timing);
-            drop(state);
-            shared.changed.notify_all();
+        } else {
+            let next = state
+                .due_pods
+                .values()
+                .chain(state.due_workloads.values())
+                .min()
+                .copied();
+            let wait = next.map_or(Duration::from_millis(50), |next| {
+                next.saturating_duration_since(now)
+                    .min(Duration::from_millis(50))
+            });
+            drop(shared.changed.wait_timeout(state, wait).unwrap());
             continue;
         }
-        let next = state
-            .due_pods
-            .values()
-            .chain(state.due_workloads.values())
-            .min()
-            .copied();
-        let wait = next.map_or(Duration::from_millis(50), |next| {
-            next.saturating_duration_since(now)
-                .min(Duration::from_millis(50))
-        });
-        drop(shared.changed.wait_timeout(state, wait).unwrap());
+        drop(state);
+        shared.changed.notify_all();
     }
+}
+
+/// Removes and returns the first entry that is due by `now`.
+fn take_due<K: Ord + Clone>(
+    due: &mut std::collections::BTreeMap<K, Instant>,
+    now: Instant,
+) -> Option<K> {
+    let key = due.iter().find(|(_, at)| **at <= now)?.0.clone();
+    due.remove(&key);
+    Some(key)
 }
 
 /// `stand-in/owner` of a pod: its workload's key.
@@ -191,6 +183,10 @@ fn step(
         "deployments" => {
             let replicas = int(&object["spec"]["replicas"], 1);
             let (new, old): (Vec<_>, Vec<_>) = pods.iter().partition(|(_, pod)| is_new(pod));
+            let new_pod = |state: &mut State| {
+                let node = node(unschedulable);
+                state.create_pod(key, None, &current, node.as_deref().map_err(|e| e.as_str()))
+            };
             let available = pods.iter().filter(|(_, pod)| ready(pod)).count() as i64;
             let strategy = &object["spec"]["strategy"];
             let total = pods.len() as i64;
@@ -201,12 +197,7 @@ fn step(
                     }
                     acted = true;
                 } else if (new.len() as i64) < replicas {
-                    created = Some(state.create_pod(
-                        key,
-                        None,
-                        &current,
-                        node(unschedulable).as_deref().map_err(|e| e.as_str()),
-                    ));
+                    created = Some(new_pod(state));
                     acted = true;
                 }
             } else {
@@ -217,12 +208,7 @@ fn step(
                     unavailable = 1;
                 }
                 if (new.len() as i64) < replicas && total < replicas + surge {
-                    created = Some(state.create_pod(
-                        key,
-                        None,
-                        &current,
-                        node(unschedulable).as_deref().map_err(|e| e.as_str()),
-                    ));
+                    created = Some(new_pod(state));
                     acted = true;
                 } else if let Some((name, pod)) = old
                     .iter()

@@ -1,0 +1,175 @@
+//! Where and how a push goes to the cluster's registry: the host from where we run, the name it
+//! lands under (OpenShift's project, `latest` said, a foreign host kept in the repository), the
+//! login and transport, the layers' encoding; and the report of what landed.
+
+use crate::cluster::discovery::Discovered;
+use crate::cluster::hosting::{INGRESS_CA_HINT, LocalRegistry, RegistrySource};
+use crate::cluster::network::Network;
+use crate::cluster::openshift;
+use crate::cluster::reach::Reach;
+use crate::error::{Error, Result};
+use crate::image::digest::Digest;
+use crate::image::reference::{ImageName, RegistryHost, Target};
+use crate::image::registry::{self, ClusterLogin, TransportOptions, TunnelEndpoint};
+use crate::interrupt;
+use crate::output::Printer;
+use crate::settings::Settings;
+
+use super::options::{LayerCompression, PushOptions};
+use super::stream::Encoding;
+use super::summary::{self, Method, PushReport};
+use super::to_registry;
+
+/// Where and how to push, decided from the registry and where we run.
+pub(super) struct RegistryPlan<'a> {
+    pub registry: &'a LocalRegistry,
+    push_host: &'a RegistryHost,
+    network: Network,
+    /// Through a tunnel: its loopback host lives as long as this run, so it is neither
+    /// printed nor recorded.
+    tunnelled: bool,
+    /// Through a tunnel: the Service's name, which TLS is tried with first.
+    tunnel: Option<TunnelEndpoint>,
+    cluster_login: Option<ClusterLogin>,
+}
+
+/// The host to push to from where we run, how to log in there, and where the name goes (in the
+/// project on OpenShift); a name without a tag is `latest`, with a warning.
+pub(super) fn registry_plan<'a>(
+    name: &ImageName,
+    named_by_tag: bool,
+    registry: &'a LocalRegistry,
+    reach: &'a Reach,
+    discovered: &Discovered,
+    printer: &Printer,
+) -> Result<(RegistryPlan<'a>, Target)> {
+    let push_host = &reach.host;
+    if name.tag.is_none() {
+        // After a node-load the printed content tag is never `latest`: no warning there.
+        printer.warn(
+            "no tag given, so the image is tagged `latest`, which makes pods pull it \
+             Always (imagePullPolicy); pass --tag NAME:TAG",
+        );
+    }
+    let mut hosts = vec![
+        &registry.host,
+        &registry.host_from_container_runtime,
+        push_host,
+    ];
+    hosts.extend(registry.host_from_cluster_network.as_ref());
+    let (target, foreign) = Target::placed(name, &hosts);
+    let target = Target {
+        repository: openshift::repository_in_project(registry, discovered, &target.repository)?,
+        tag: target.tag,
+    };
+    if let (true, Some(domain)) = (named_by_tag, foreign) {
+        printer.warn(&foreign_host_note(&domain, registry, &target));
+    }
+    interrupt::doing(
+        format!("pushing to {}", target.tagged(push_host)),
+        "nothing was tagged",
+    );
+    let tunnelled = reach.tunnel.is_some();
+    let plan = RegistryPlan {
+        registry,
+        push_host,
+        network: if tunnelled {
+            Network::Tunnel
+        } else {
+            discovered.vantage.network
+        },
+        tunnelled,
+        tunnel: reach.endpoint(),
+        cluster_login: openshift::cluster_login(registry, push_host, discovered, printer),
+    };
+    Ok((plan, target))
+}
+
+/// `--tag` named a host that is not the cluster's registry under any spelling: where it lands.
+fn foreign_host_note(domain: &str, registry: &LocalRegistry, target: &Target) -> String {
+    format!(
+        "--tag names the registry {domain}, which is not this cluster's ({}); as any other \
+         registry's name, it keeps its host in the repository: {}",
+        registry.host,
+        target.tagged(&registry.host)
+    )
+}
+
+/// An OpenShift route whose certificate we do not trust: say how to get its CA.
+pub(super) fn with_ingress_hint(err: Error, registry: &LocalRegistry) -> Error {
+    // A route-less registry is tunnelled to: its certificate is the service CA's, not ingress's.
+    let openshift_route =
+        registry.source == RegistrySource::Openshift && registry.service.is_none();
+    if openshift_route && registry::is_untrusted_certificate(&err) {
+        err.with_hint(INGRESS_CA_HINT)
+    } else {
+        err
+    }
+}
+
+pub(super) fn registry_push<'a>(
+    args: &PushOptions,
+    settings: &'a Settings,
+    plan: &RegistryPlan<'a>,
+    target: &'a Target,
+) -> to_registry::RegistryPush<'a> {
+    let registry = plan.registry;
+    to_registry::RegistryPush {
+        host: plan.push_host,
+        target,
+        encoding: encoding_for(args.compression, registry),
+        jobs: args.jobs,
+        transport: TransportOptions {
+            insecure: args.insecure,
+            ca_file: args.ca_file.clone(),
+            help: registry.help.clone(),
+            cluster_login: plan.cluster_login.clone(),
+            tunnel: plan.tunnel.clone(),
+            ..settings.transport_options()
+        },
+        cache_dir: settings.cache_dir.as_deref().filter(|_| !plan.tunnelled),
+    }
+}
+
+pub(super) fn registry_report(
+    plan: &RegistryPlan<'_>,
+    target: &Target,
+    digest: Digest,
+    platforms: Vec<String>,
+    transfer: summary::Transfer,
+) -> PushReport {
+    let registry = plan.registry;
+    PushReport {
+        reference: target.pinned(&registry.host_from_container_runtime, &digest),
+        push_ref: (!plan.tunnelled).then(|| target.pinned(plan.push_host, &digest)),
+        cluster_network_ref: registry
+            .host_from_cluster_network
+            .as_ref()
+            .map(|host| target.pinned(host, &digest)),
+        digest,
+        repository: target.repository.clone(),
+        tag: target.tag.clone(),
+        method: Method::Registry,
+        network: Some(plan.network),
+        platforms,
+        transfer,
+    }
+}
+
+/// `auto` sends layers as stored to registries on loopback or advertised by the cluster (local:
+/// compression would cost more CPU than the wire saves, and the node's pull skips decompression).
+fn encoding_for(compression: LayerCompression, registry: &LocalRegistry) -> Encoding {
+    match compression {
+        LayerCompression::None => Encoding::AsStored,
+        LayerCompression::Gzip => Encoding::Gzip,
+        LayerCompression::Zstd => Encoding::Zstd,
+        LayerCompression::Auto => {
+            let advertised = !matches!(registry.source, RegistrySource::Flag | RegistrySource::Env);
+            if advertised || registry.host.is_loopback() {
+                Encoding::AsStored
+            } else {
+                Encoding::Gzip
+            }
+        }
+    }
+}

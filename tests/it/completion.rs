@@ -3,12 +3,11 @@
 //! linked as `kubectl_complete-registry`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use assert_cmd::cargo::cargo_bin;
 
-use crate::support::run::stdout_of;
+use crate::support::run::{Outcome, Run};
 
 const REGENERATE: &str = "run scripts/gen-completions and commit completions/";
 
@@ -16,8 +15,12 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn plugin() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("kubectl-registry").unwrap()
+/// `kubectl-registry completion SHELL`.
+fn completion(shell: &str) -> Outcome {
+    let home = tempfile::tempdir().unwrap();
+    Run::plugin(home.path())
+        .args(["completion", shell])
+        .output()
 }
 
 /// A directory put first on PATH, holding the plugin and its completion helper as a user links
@@ -70,30 +73,22 @@ impl PluginPath {
         let kubectl = find_on_path("kubectl").unwrap_or_else(|| {
             panic!("kubectl is not on PATH: these tests drive the real kubectl (1.26+)")
         });
-        let minor = kubectl_client_minor(&kubectl);
+        let minor = kubectl_client_minor(&kubectl, self.path());
         assert!(
             minor >= PLUGIN_COMPLETION_SINCE_MINOR,
             "{} is kubectl 1.{minor}: completing plugin arguments through kubectl_complete-NAME \
              needs 1.{PLUGIN_COMPLETION_SINCE_MINOR}+ (scripts/install-test-deps installs one)",
             kubectl.display()
         );
-        let output = Command::new(kubectl)
-            .arg("__complete")
-            .arg("registry")
+        let run = Run::program(kubectl, self.path())
+            .args(["__complete", "registry"])
             .args(words)
             .current_dir(self.path())
-            .env("PATH", self.env_path())
-            .env("HOME", self.path())
-            .env("KUBECONFIG", self.path().join("no-kubeconfig"))
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8(output.stdout).unwrap();
-        assert!(
-            output.status.success(),
-            "{stdout}{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        parse_cobra(&stdout)
+            .path(self.env_path())
+            .kubeconfig(&self.path().join("no-kubeconfig"))
+            .output();
+        assert_eq!(run.code, 0, "{run:?}");
+        parse_cobra(&run.stdout)
     }
 }
 
@@ -101,17 +96,12 @@ impl PluginPath {
 const PLUGIN_COMPLETION_SINCE_MINOR: u32 = 26;
 
 /// The minor version `kubectl version --client` reports (`"minor": "32"`, or `"32+"` on some builds).
-fn kubectl_client_minor(kubectl: &Path) -> u32 {
-    let output = Command::new(kubectl)
+fn kubectl_client_minor(kubectl: &Path, home: &Path) -> u32 {
+    let run = Run::program(kubectl, home)
         .args(["version", "--client", "-o", "json"])
-        .output()
-        .unwrap();
-    let version: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-        panic!(
-            "kubectl version --client -o json: {err}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
+        .output();
+    let version: serde_json::Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|err| panic!("kubectl version --client -o json: {err}: {run:?}"));
     let minor = version["clientVersion"]["minor"]
         .as_str()
         .unwrap_or_default();
@@ -156,16 +146,16 @@ fn committed_scripts_are_what_the_binary_prints() {
         ("fish", "kubectl-registry.fish"),
         ("powershell", "_kubectl-registry.ps1"),
     ] {
-        let output = plugin().args(["completion", shell]).output().unwrap();
-        assert!(output.status.success(), "completion {shell} failed");
-        assert!(
-            output.stderr.is_empty(),
-            "completion {shell} wrote to stderr"
+        let run = completion(shell);
+        assert_eq!(
+            (run.code, run.stderr.as_str()),
+            (0, ""),
+            "completion {shell}"
         );
         let committed = std::fs::read(repo().join("completions").join(file))
             .unwrap_or_else(|err| panic!("completions/{file}: {err}; {REGENERATE}"));
         assert!(
-            output.stdout == committed,
+            run.stdout.as_bytes() == committed,
             "completions/{file} differs from `kubectl registry completion {shell}`: {REGENERATE}"
         );
     }
@@ -181,8 +171,7 @@ fn scripts_register_for_the_binary_not_for_kubectl() {
         ("elvish", "edit:completion:arg-completer[kubectl-registry]"),
     ];
     for (shell, registration) in expectations {
-        let output = plugin().args(["completion", shell]).output().unwrap();
-        let script = String::from_utf8(output.stdout).unwrap();
+        let script = completion(shell).stdout;
         assert!(
             script.contains(registration),
             "{shell}: no {registration:?} in\n{script}"
@@ -192,10 +181,9 @@ fn scripts_register_for_the_binary_not_for_kubectl() {
 
 #[test]
 fn an_unknown_shell_is_a_usage_error_naming_the_shells() {
-    let output = plugin().args(["completion", "tcsh"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(output.stdout.is_empty());
-    let stderr = String::from_utf8(output.stderr).unwrap();
+    let run = completion("tcsh");
+    assert_eq!((run.code, run.stdout.as_str()), (2, ""));
+    let stderr = run.stderr;
     assert!(stderr.contains("invalid value 'tcsh'"), "{stderr}");
     assert!(
         stderr.contains("[possible values: bash, elvish, fish, powershell, zsh]"),
@@ -216,12 +204,13 @@ fn bash_complete(words: &[&str]) -> Vec<String> {
         words = quoted.join(" "),
         cur = words[current],
     );
-    let output = Command::new("bash")
+    let home = tempfile::tempdir().unwrap();
+    let run = Run::program("bash", home.path())
         .args(["-c", &script])
-        .current_dir(repo())
-        .output()
-        .unwrap();
-    stdout_of("bash", output)
+        .current_dir(&repo())
+        .output();
+    assert_eq!(run.code, 0, "{run:?}");
+    run.stdout
         .lines()
         .filter(|line| !line.is_empty())
         .map(str::to_string)
@@ -349,14 +338,12 @@ printf 'myimg:dev\nmyimg:<none>\n<none>:<none>\nother:1\n'"#,
 fn a_hanging_docker_does_not_hold_the_prompt() {
     let path = PluginPath::with_docker("exec sleep 60");
     // The helper gives docker a second; far less than this bound, which only stops a hang.
-    let output = assert_cmd::Command::new(path.path().join("kubectl_complete-registry"))
+    let run = Run::program(path.path().join("kubectl_complete-registry"), path.path())
         .args(["push", ""])
-        .env("PATH", path.env_path())
+        .path(path.env_path())
         .timeout(Duration::from_secs(20))
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    assert_eq!(String::from_utf8(output.stdout).unwrap(), ":0\n");
+        .output();
+    assert_eq!((run.code, run.stdout.as_str()), (0, ":0\n"), "{run:?}");
 }
 
 #[test]
@@ -364,10 +351,9 @@ fn the_helper_answers_under_its_windows_name_too() {
     let path = PluginPath::new();
     let exe = path.path().join("kubectl_complete-registry.exe");
     std::os::unix::fs::symlink("kubectl-registry", &exe).unwrap();
-    let output = assert_cmd::Command::new(exe).arg("ver").output().unwrap();
-    assert!(output.status.success());
+    let run = Run::program(exe, path.path()).arg("ver").output();
     assert_eq!(
-        String::from_utf8(output.stdout).unwrap(),
-        "version\tPrint the version\n:4\n"
+        (run.code, run.stdout.as_str()),
+        (0, "version\tPrint the version\n:4\n")
     );
 }

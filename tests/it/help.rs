@@ -7,15 +7,17 @@ use clap::Parser;
 use kubectl_registry::cli::Cli;
 use kubectl_registry::error::ExitCode;
 
+use crate::support::run::Run;
+
 fn help(args: &[&str]) -> String {
-    let output = assert_cmd::Command::cargo_bin("kubectl-registry")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{args:?}: {output:?}");
-    assert!(output.stderr.is_empty(), "{args:?} wrote to stderr");
-    String::from_utf8(output.stdout).unwrap()
+    let home = tempfile::tempdir().unwrap();
+    let run = Run::plugin(home.path()).args(args).output();
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (0, ""),
+        "{args:?}: {run:?}"
+    );
+    run.stdout
 }
 
 /// The lines of a help section, from its heading to the next blank-line-separated heading.

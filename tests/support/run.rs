@@ -109,6 +109,12 @@ impl Run {
         self
     }
 
+    /// Runs in `dir` (otherwise in the test's own current directory).
+    pub(crate) fn current_dir(mut self, dir: &Path) -> Self {
+        self.cmd.current_dir(dir);
+        self
+    }
+
     /// `bytes` on stdin (otherwise stdin is empty).
     pub(crate) fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
         self.stdin = Some(bytes.into());

@@ -7,103 +7,20 @@ use snapbox::str;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
-use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode};
+use crate::support::apiserver::{ApiServer, StandInNode};
+use crate::support::cluster_scene::{Cluster, RegistryScene, kept_reasons};
 use crate::support::containerd::Containerd;
 use crate::support::dockerd::Dockerd;
 use crate::support::fixtures::{self, Image};
-use crate::support::push::{CONTEXT, Outcome, RUNTIME_HOST, clean_run, hosting_yaml};
+use crate::support::push::RUNTIME_HOST;
 use crate::support::registry::{RegistryConfig, TestRegistry};
-use crate::support::run::redact;
+use crate::support::run::{redact, stdout_of};
 use crate::support::standins::StandIns;
-
-/// A registry advertised by a cluster whose API server serves what `cluster` adds.
-struct Lab {
-    registry: TestRegistry,
-    _api: ApiServer,
-    dir: TempDir,
-    kubeconfig: PathBuf,
-}
-
-impl Lab {
-    fn new(
-        registry: TestRegistry,
-        cluster: impl FnOnce(ApiServerBuilder, &str) -> ApiServerBuilder,
-    ) -> Self {
-        let host = registry.host();
-        let api = cluster(ApiServer::builder().hosting_v1(&hosting_yaml(&host)), &host).start();
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = api.write_kubeconfig(dir.path(), CONTEXT, CONTEXT);
-        Self {
-            registry,
-            _api: api,
-            dir,
-            kubeconfig,
-        }
-    }
-
-    /// Puts `image` in the registry as `repo:tag` with skopeo; its manifest digest.
-    fn put(&self, image: &Image, repo: &str, tag: &str) -> String {
-        let layout = self
-            .dir
-            .path()
-            .join(format!("layout-{repo}-{tag}").replace('/', "_"));
-        image.layout_dir(&layout, &[tag]);
-        self.registry.skopeo_put_layout(&layout, repo, tag)
-    }
-
-    /// The digest skopeo reads back for `repo:tag`.
-    fn digest(&self, repo: &str, tag: &str) -> String {
-        fixtures::sha256(&self.registry.skopeo_raw_manifest(&format!("{repo}:{tag}")))
-    }
-
-    fn tags(&self, repo: &str) -> Vec<String> {
-        self.registry.tags(repo)
-    }
-
-    /// The status of `HEAD /v2/<repo>/manifests/<digest>`.
-    fn manifest_status(&self, repo: &str, digest: &str) -> u16 {
-        self.registry
-            .request_with(
-                "HEAD",
-                &format!("/v2/{repo}/manifests/{digest}"),
-                &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
-            )
-            .status
-    }
-
-    fn run(&self, args: &[&str]) -> Outcome {
-        self.run_with_path(args, std::env::var_os("PATH").unwrap_or_default())
-    }
-
-    /// Runs with `path` as PATH (stand-ins first).
-    fn run_with_path(&self, args: &[&str], path: std::ffi::OsString) -> Outcome {
-        clean_run(self.dir.path())
-            .kubeconfig(&self.kubeconfig)
-            .path(path)
-            .args(args)
-            .output()
-    }
-}
 
 /// A small image whose config says it was created at `created`.
 fn image(seed: u64, created: Option<&str>) -> Image {
     Image::with_layers(seed, "linux/amd64", &[40 << 10, 20 << 10]).created(created)
-}
-
-/// config + layers, as the manifest skopeo reads back declares them.
-fn manifest_size(lab: &Lab, repo: &str, tag: &str) -> u64 {
-    let manifest: Value =
-        serde_json::from_slice(&lab.registry.skopeo_raw_manifest(&format!("{repo}:{tag}")))
-            .unwrap();
-    manifest["config"]["size"].as_u64().unwrap()
-        + manifest["layers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l["size"].as_u64().unwrap())
-            .sum::<u64>()
 }
 
 #[test]
@@ -111,12 +28,12 @@ fn ls_shows_each_tag_with_its_digest_size_created_and_users() {
     let registry = TestRegistry::start();
     let lab_host = registry.host();
     // The digest the scaled-to-0 Deployment pins is known only once v1 is in: put first.
-    let staging = Lab::new(registry, |api, _| api);
+    let staging = RegistryScene::new(registry, |api, _| api);
     let v1 = staging.put(&image(1, Some("2024-01-01T00:00:00Z")), "app", "v1");
     let v2 = staging.put(&image(2, Some("2024-02-01T00:00:00Z")), "app", "v2");
     staging.put(&image(3, None), "tools/cli", "latest");
-    let Lab { registry, dir, .. } = staging;
-    let lab = Lab::new(registry, |api, host| {
+    let registry = staging.into_registry();
+    let lab = RegistryScene::new(registry, |api, host| {
         api.pod(
             "web",
             "web-7d9f",
@@ -139,7 +56,6 @@ fn ls_shows_each_tag_with_its_digest_size_created_and_users() {
             1,
         )
     });
-    drop(dir);
     assert_eq!(lab_host, lab.registry.host());
 
     let out = lab.run(&["ls", "-o", "json"]);
@@ -180,12 +96,12 @@ fn ls_shows_each_tag_with_its_digest_size_created_and_users() {
     assert_eq!(
         out.json(),
         json!([
-            {"repository": "app", "tag": "v1", "digest": v1, "size": manifest_size(&lab, "app", "v1"),
+            {"repository": "app", "tag": "v1", "digest": v1, "size": lab.manifest_size("app", "v1"),
              "created": "2024-01-01T00:00:00Z", "inUseBy": ["Deployment/batch/old-web"]},
-            {"repository": "app", "tag": "v2", "digest": v2, "size": manifest_size(&lab, "app", "v2"),
+            {"repository": "app", "tag": "v2", "digest": v2, "size": lab.manifest_size("app", "v2"),
              "created": "2024-02-01T00:00:00Z", "inUseBy": ["Pod/web/web-7d9f"]},
             {"repository": "tools/cli", "tag": "latest", "digest": lab.digest("tools/cli", "latest"),
-             "size": manifest_size(&lab, "tools/cli", "latest"), "created": null, "inUseBy": []},
+             "size": lab.manifest_size("tools/cli", "latest"), "created": null, "inUseBy": []},
         ])
     );
 
@@ -219,7 +135,7 @@ app          v2    sha256:[DIGEST]   32 kB   2024-02-01T00:00:00Z   Pod/web/web-
 
 #[test]
 fn ls_follows_the_catalog_across_pages() {
-    let lab = Lab::new(TestRegistry::start(), |api, _| api);
+    let lab = RegistryScene::new(TestRegistry::start(), |api, _| api);
     let first = lab.put(&image(4, None), "r000", "t");
     let manifest = lab.registry.skopeo_raw_manifest("r000:t");
     let parsed: Value = serde_json::from_slice(&manifest).unwrap();
@@ -268,7 +184,7 @@ fn ls_follows_the_catalog_across_pages() {
 
 #[test]
 fn ls_says_when_the_workloads_cannot_be_read_and_still_lists() {
-    let lab = Lab::new(TestRegistry::start(), |api, _| api.forbid("deployments"));
+    let lab = RegistryScene::new(TestRegistry::start(), |api, _| api.forbid("deployments"));
     lab.put(&image(5, None), "app", "v1");
     let out = lab.run(&["ls", "-o", "json"]);
     out.assert_stdout(str![[r#"
@@ -295,12 +211,12 @@ warning: which workloads use the images is not shown: listing deployments.apps i
 /// `app` with five dated tags, one undated, and an alias of v3; the cluster runs v3 by tag in a
 /// Deployment and pins v2 by digest in a Deployment scaled to 0.
 struct Pruned {
-    lab: Lab,
+    lab: RegistryScene,
     digests: std::collections::BTreeMap<&'static str, String>,
 }
 
 fn five_versions(config: RegistryConfig, forbid: Option<&str>) -> Pruned {
-    let staging = Lab::new(TestRegistry::start_with(config), |api, _| api);
+    let staging = RegistryScene::new(TestRegistry::start_with(config), |api, _| api);
     let mut digests = std::collections::BTreeMap::new();
     for (seed, tag, created) in [
         (11, "v1", Some("2024-01-01T00:00:00Z")),
@@ -315,8 +231,8 @@ fn five_versions(config: RegistryConfig, forbid: Option<&str>) -> Pruned {
     let alias = staging.put(&image(13, Some("2024-03-01T00:00:00Z")), "app", "v3-alias");
     assert_eq!(alias, digests["v3"], "the alias is the same manifest");
     let v2 = digests["v2"].clone();
-    let Lab { registry, .. } = staging;
-    let lab = Lab::new(registry, |api, host| {
+    let registry = staging.into_registry();
+    let lab = RegistryScene::new(registry, |api, host| {
         let api = api
             .workload(
                 "Deployment",
@@ -341,6 +257,24 @@ fn five_versions(config: RegistryConfig, forbid: Option<&str>) -> Pruned {
 }
 
 const ALL_TAGS: [&str; 7] = ["nodate", "v1", "v2", "v3", "v3-alias", "v4", "v5"];
+/// What `prune --keep 2` keeps of [`five_versions`] (v3-alias goes with v3).
+const KEPT_TAGS: [&str; 5] = ["v2", "v3", "v4", "v5", "nodate"];
+
+/// Asserts skopeo reads each of `tags` of `app` back at the digest it was put with.
+#[track_caller]
+fn assert_read_back(
+    lab: &RegistryScene,
+    digests: &std::collections::BTreeMap<&'static str, String>,
+    tags: &[&str],
+) {
+    for tag in tags {
+        assert_eq!(
+            lab.digest("app", tag),
+            digests[tag],
+            "skopeo reads {tag} back"
+        );
+    }
+}
 
 #[test]
 fn prune_dry_run_says_what_it_would_delete_and_changes_nothing() {
@@ -352,7 +286,7 @@ fn prune_dry_run_says_what_it_would_delete_and_changes_nothing() {
     assert_eq!(
         report["deleted"],
         json!([{"repository": "app", "digest": digests["v1"], "tags": ["v1"],
-                "size": manifest_size(&lab, "app", "v1")}])
+                "size": lab.manifest_size("app", "v1")}])
     );
     assert_eq!(lab.tags("app"), ALL_TAGS);
     assert_eq!(lab.manifest_status("app", &digests["v1"]), 200);
@@ -376,21 +310,11 @@ would delete 1 manifests, kept 6 tags (2 in use); 32 kB no longer referenced
 #[test]
 fn prune_keeps_the_newest_the_used_and_their_digests_and_deletes_the_rest() {
     let Pruned { lab, digests } = five_versions(RegistryConfig::default(), None);
-    let v1_size = manifest_size(&lab, "app", "v1");
+    let v1_size = lab.manifest_size("app", "v1");
     let out = lab.run(&["prune", "--keep", "2", "-o", "json"]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
     let report = out.json();
-    let kept: Vec<(String, String)> = report["kept"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| {
-            (
-                k["tag"].as_str().unwrap().to_string(),
-                k["reason"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let kept = kept_reasons(&report);
     let expected: Vec<(String, String)> = [
         ("nodate", "no-created-time"),
         ("v2", "in-use"),
@@ -417,14 +341,10 @@ fn prune_keeps_the_newest_the_used_and_their_digests_and_deletes_the_rest() {
         ["nodate", "v2", "v3", "v3-alias", "v4", "v5"]
     );
     assert_eq!(lab.manifest_status("app", &digests["v1"]), 404);
-    for tag in ["v2", "v3", "v4", "v5", "nodate"] {
+    for tag in KEPT_TAGS {
         assert_eq!(lab.manifest_status("app", &digests[tag]), 200, "{tag}");
-        assert_eq!(
-            lab.digest("app", tag),
-            digests[tag],
-            "skopeo reads {tag} back"
-        );
     }
+    assert_read_back(&lab, &digests, &KEPT_TAGS);
 
     // Again: nothing more to delete.
     let out = lab.run(&["prune", "--keep", "2"]);
@@ -517,8 +437,21 @@ fn disk_usage(dir: &std::path::Path) -> u64 {
         * 1024
 }
 
+/// Stand-ins with `lab`'s registry as the container `kind-registry` (`docker exec` runs its
+/// `registry garbage-collect`); the node they run on must outlive them.
+fn registry_container(lab: &RegistryScene) -> (Containerd, StandIns) {
+    let node = Containerd::start();
+    let standins = StandIns::new(&node);
+    standins.add_registry_container(
+        "kind-registry",
+        &lab.registry.config_file(),
+        &lab.registry.data_dir(),
+    );
+    (node, standins)
+}
+
 /// Where the registry's filesystem storage keeps a blob.
-fn blob_file(lab: &Lab, digest: &str) -> PathBuf {
+fn blob_file(lab: &RegistryScene, digest: &str) -> PathBuf {
     let hex = digest.strip_prefix("sha256:").unwrap();
     lab.registry.data_dir().join(format!(
         "docker/registry/v2/blobs/sha256/{}/{hex}/data",
@@ -527,7 +460,7 @@ fn blob_file(lab: &Lab, digest: &str) -> PathBuf {
 }
 
 /// The config and layer digests of `repo:tag`.
-fn blobs_of(lab: &Lab, repo: &str, tag: &str) -> Vec<String> {
+fn blobs_of(lab: &RegistryScene, repo: &str, tag: &str) -> Vec<String> {
     let manifest: Value =
         serde_json::from_slice(&lab.registry.skopeo_raw_manifest(&format!("{repo}:{tag}")))
             .unwrap();
@@ -537,28 +470,13 @@ fn blobs_of(lab: &Lab, repo: &str, tag: &str) -> Vec<String> {
         .collect()
 }
 
-/// PATH with the stand-ins first, then this machine's tools (docker-registry, du, ctr).
-fn path_with(standins: &StandIns) -> std::ffi::OsString {
-    let inherited = std::env::var_os("PATH").unwrap_or_default();
-    std::env::join_paths(
-        std::iter::once(standins.bin_dir()).chain(std::env::split_paths(&inherited)),
-    )
-    .unwrap()
-}
-
 #[test]
 fn gc_runs_the_registrys_own_garbage_collect_in_its_container_and_frees_the_disk() {
     let Pruned { lab, digests } = five_versions(RegistryConfig::default(), None);
-    let node = Containerd::start();
-    let standins = StandIns::new(&node);
-    standins.add_registry_container(
-        "kind-registry",
-        &lab.registry.config_file(),
-        &lab.registry.data_dir(),
-    );
+    let (_node, standins) = registry_container(&lab);
     let v1_blobs = blobs_of(&lab, "app", "v1");
     let v2_blobs = blobs_of(&lab, "app", "v2");
-    let v1_size = manifest_size(&lab, "app", "v1");
+    let v1_size = lab.manifest_size("app", "v1");
     let before = disk_usage(&lab.registry.data_dir());
 
     // Deleting alone frees nothing: the blobs stay until the garbage-collect.
@@ -577,10 +495,7 @@ the registry frees them only in its garbage-collect: prune --gc runs it in kind-
         "{before} -> {after_delete}"
     );
 
-    let out = lab.run_with_path(
-        &["prune", "--keep", "2", "--gc", "-o", "json"],
-        path_with(&standins),
-    );
+    let out = lab.run_with(&["prune", "--keep", "2", "--gc", "-o", "json"], &standins);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let after = disk_usage(&lab.registry.data_dir());
     let gc = &out.json()["garbageCollect"];
@@ -606,13 +521,7 @@ the registry frees them only in its garbage-collect: prune --gc runs it in kind-
             "{blob} of a kept tag was freed"
         );
     }
-    for tag in ["v2", "v3", "v4", "v5", "nodate"] {
-        assert_eq!(
-            lab.digest("app", tag),
-            digests[tag],
-            "skopeo reads {tag} back"
-        );
-    }
+    assert_read_back(&lab, &digests, &KEPT_TAGS);
     let calls = standins.calls();
     assert!(
         calls.contains(
@@ -639,6 +548,71 @@ the registry frees them only in its garbage-collect: prune --gc runs it in kind-
         before,
         after_delete - after
     );
+}
+
+/// Builds of `myimg:dev` from `seeds`, the i-th created on the first of month i + 1 of 2024
+/// (`pretty`: configs with newlines).
+fn builds(seeds: &[u64], pretty: bool) -> Vec<Image> {
+    seeds
+        .iter()
+        .enumerate()
+        .map(|(i, seed)| {
+            let build = image(*seed, Some(&format!("2024-0{}-01T00:00:00Z", i + 1)));
+            if pretty { build.pretty_config() } else { build }
+        })
+        .collect()
+}
+
+/// The content tag push gives `build` in a node: `dev-` and 12 hex digits of its config digest.
+fn content_tag(build: &Image) -> String {
+    format!("dev-{}", &build.config_digest()["sha256:".len()..][..12])
+}
+
+/// Pushes each of `builds` as `myimg:dev` through `cluster` (a node-load), asserting the ref
+/// each prints.
+#[track_caller]
+fn push_builds(cluster: &Cluster, builds: &[Image]) {
+    for (i, build) in builds.iter().enumerate() {
+        let archive = cluster.dir().join(format!("build-{i}.tar"));
+        build.write(fixtures::Format::DockerLegacy, &archive, &["myimg:dev"]);
+        let out = cluster.run(&["push", archive.to_str().unwrap()]);
+        assert_eq!(
+            out.stdout,
+            format!("myimg:{}\n", content_tag(build)),
+            "{}",
+            out.stderr
+        );
+    }
+}
+
+/// The row of `ls -o json`'s `rows` that `matches`.
+#[track_caller]
+fn row_where(rows: &Value, matches: impl Fn(&Value) -> bool) -> &Value {
+    let rows = rows.as_array().expect("ls -o json is a list");
+    rows.iter()
+        .find(|row| matches(row))
+        .unwrap_or_else(|| panic!("no such row in {rows:?}"))
+}
+
+/// The string fields `names` of each row of `ls -o json`'s `rows`, in the rows' order.
+fn columns(rows: &Value, names: &[&str]) -> Vec<Vec<String>> {
+    let field = |row: &Value, name: &str| row[name].as_str().expect("a string field").to_string();
+    rows.as_array()
+        .expect("ls -o json is a list")
+        .iter()
+        .map(|row| names.iter().map(|name| field(row, name)).collect())
+        .collect()
+}
+
+/// The content tags (`myimg:dev-...`) `node`'s containerd holds, sorted.
+fn held_by(node: &Containerd) -> Vec<String> {
+    let mut names: Vec<String> = node
+        .images()
+        .into_iter()
+        .filter(|n| n.contains(":dev-"))
+        .collect();
+    names.sort();
+    names
 }
 
 #[test]
@@ -673,16 +647,7 @@ fn prunes_the_content_tags_of(
     container: bool,
 ) {
     // Four builds of myimg:dev loaded by push into a kind node of real containerd.
-    let builds: Vec<Image> = [
-        (21, "2024-01-01T00:00:00Z"),
-        (22, "2024-02-01T00:00:00Z"),
-        (23, "2024-03-01T00:00:00Z"),
-        (24, "2024-04-01T00:00:00Z"),
-    ]
-    .iter()
-    .map(|(seed, created)| image(*seed, Some(created)))
-    .collect();
-    let tag_of = |image: &Image| format!("dev-{}", &image.config_digest()["sha256:".len()..][..12]);
+    let builds = builds(&[21, 22, 23, 24], false);
     let node = Containerd::start();
     let standins = StandIns::new(&node);
     if container {
@@ -694,76 +659,45 @@ fn prunes_the_content_tags_of(
             "default",
             "app-1",
             node_name,
-            &[&format!("myimg:{}", tag_of(&builds[0]))],
+            &[&format!("myimg:{}", content_tag(&builds[0]))],
             &[""],
         )
         .start();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = api.write_kubeconfig(dir.path(), context, cluster);
-    let run = |args: &[&str]| {
-        clean_run(dir.path())
-            .kubeconfig(&kubeconfig)
-            .path(path_with(&standins))
-            .args(args)
-            .output()
-    };
-    for (i, build) in builds.iter().enumerate() {
-        let archive = dir.path().join(format!("build-{i}.tar"));
-        build.write(fixtures::Format::DockerLegacy, &archive, &["myimg:dev"]);
-        let out = run(&["push", archive.to_str().unwrap()]);
-        assert_eq!(
-            out.stdout,
-            format!("myimg:{}\n", tag_of(build)),
-            "{}",
-            out.stderr
-        );
-    }
+    let cluster = Cluster::new(api, context, cluster).standins(&standins);
+    push_builds(&cluster, &builds);
     let content_names = |builds: &[&Image]| -> Vec<String> {
         builds
             .iter()
-            .map(|b| format!("docker.io/library/myimg:{}", tag_of(b)))
+            .map(|b| format!("docker.io/library/myimg:{}", content_tag(b)))
             .collect()
     };
-    let held = || -> Vec<String> {
-        let mut names: Vec<String> = node
-            .images()
-            .into_iter()
-            .filter(|n| n.contains(":dev-"))
-            .collect();
-        names.sort();
-        names
-    };
+    let held = || held_by(&node);
     let mut all = content_names(&builds.iter().collect::<Vec<_>>());
     all.sort();
     assert_eq!(held(), all);
 
-    let out = run(&["ls", "-o", "json"]);
+    let out = cluster.run(&["ls", "-o", "json"]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
     let rows = out.json();
     assert_eq!(rows.as_array().unwrap().len(), 4, "{rows}");
-    let v1 = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["tag"] == tag_of(&builds[0]).as_str())
-        .unwrap();
+    let v1 = row_where(&rows, |r| r["tag"] == content_tag(&builds[0]).as_str());
     assert_eq!(v1["node"], node_name);
     assert_eq!(v1["repository"], "myimg");
     assert_eq!(v1["created"], "2024-01-01T00:00:00Z");
     assert_eq!(v1["inUseBy"], json!(["Pod/default/app-1"]));
 
-    let out = run(&["prune", "--keep", "2", "--dry-run"]);
+    let out = cluster.run(&["prune", "--keep", "2", "--dry-run"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.stdout,
         format!(
             "would remove docker.io/library/myimg:{} from {node_name}\nwould remove 1 content tags, kept 3 (1 in use); each node's containerd frees what no image names\n",
-            tag_of(&builds[1])
+            content_tag(&builds[1])
         )
     );
     assert_eq!(held(), all);
 
-    let out = run(&["prune", "--keep", "2"]);
+    let out = cluster.run(&["prune", "--keep", "2"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let mut left = content_names(&[&builds[0], &builds[2], &builds[3]]);
     left.sort();
@@ -790,10 +724,10 @@ fn prunes_the_content_tags_of(
 
 #[test]
 fn an_index_is_sized_over_its_platforms_and_gc_leaves_its_platforms_alone() {
-    let lab = Lab::new(TestRegistry::start(), |api, _| api);
+    let lab = RegistryScene::new(TestRegistry::start(), |api, _| api);
     let amd64 = Image::sample_for(31, "linux/amd64");
     let arm64 = Image::sample_for(32, "linux/arm64/v8");
-    let archive = lab.dir.path().join("multi.tar");
+    let archive = lab.dir().join("multi.tar");
     fixtures::write_multi_platform(
         &archive,
         "multi:v1",
@@ -801,16 +735,14 @@ fn an_index_is_sized_over_its_platforms_and_gc_leaves_its_platforms_alone() {
         &[],
         fixtures::LayerCompression::None,
     );
-    let output = std::process::Command::new("skopeo")
-        .args(["copy", "--quiet", "--all", "--dest-tls-verify=false"])
-        .arg(format!("oci-archive:{}", archive.display()))
-        .arg(format!("docker://{}/multi:v1", lab.registry.host()))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    stdout_of(
+        "skopeo copy of the index into the registry",
+        std::process::Command::new("skopeo")
+            .args(["copy", "--quiet", "--all", "--dest-tls-verify=false"])
+            .arg(format!("oci-archive:{}", archive.display()))
+            .arg(format!("docker://{}/multi:v1", lab.registry.host()))
+            .output()
+            .unwrap(),
     );
     lab.put(&image(33, Some("2023-01-01T00:00:00Z")), "app", "old");
     lab.put(&image(34, Some("2024-01-01T00:00:00Z")), "app", "new");
@@ -859,17 +791,8 @@ fn an_index_is_sized_over_its_platforms_and_gc_leaves_its_platforms_alone() {
     // The fixtures' platforms were made at the epoch, as reproducible builds are: no time.
     assert_eq!(out.json()[0]["created"], Value::Null);
 
-    let node = Containerd::start();
-    let standins = StandIns::new(&node);
-    standins.add_registry_container(
-        "kind-registry",
-        &lab.registry.config_file(),
-        &lab.registry.data_dir(),
-    );
-    let out = lab.run_with_path(
-        &["prune", "--keep", "1", "--gc", "-o", "json"],
-        path_with(&standins),
-    );
+    let (_node, standins) = registry_container(&lab);
+    let out = lab.run_with(&["prune", "--keep", "1", "--gc", "-o", "json"], &standins);
     assert_eq!(out.code, 0, "{}", out.stderr);
     out.assert_stderr(str![[r#"
 warning: garbage-collect runs without --delete-untagged: the registry holds image indexes (or was read only in part), whose platform manifests distribution 2.x would remove with it; what prune deleted is freed all the same
@@ -896,19 +819,14 @@ warning: garbage-collect runs without --delete-untagged: the registry holds imag
             "the platform manifest {child} of a kept index must survive the garbage-collect (distribution 2.8 --delete-untagged removes it)"
         );
     }
-    let copied = std::process::Command::new("skopeo")
-        .args(["copy", "--quiet", "--all", "--src-tls-verify=false"])
-        .arg(format!("docker://{}/multi:v1", lab.registry.host()))
-        .arg(format!(
-            "oci:{}:v1",
-            lab.dir.path().join("pulled").display()
-        ))
-        .output()
-        .unwrap();
-    assert!(
-        copied.status.success(),
-        "every platform reads back: {}",
-        String::from_utf8_lossy(&copied.stderr)
+    stdout_of(
+        "every platform reads back: skopeo copy --all from the registry",
+        std::process::Command::new("skopeo")
+            .args(["copy", "--quiet", "--all", "--src-tls-verify=false"])
+            .arg(format!("docker://{}/multi:v1", lab.registry.host()))
+            .arg(format!("oci:{}:v1", lab.dir().join("pulled").display()))
+            .output()
+            .unwrap(),
     );
 }
 
@@ -920,12 +838,7 @@ fn prune_says_plainly_it_does_not_touch_openshift_image_streams() {
             &["default-route-openshift-image-registry.apps-crc.testing"],
         )
         .start();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = api.write_kubeconfig(dir.path(), "crc-admin", "api-crc-testing:6443");
-    let run = clean_run(dir.path())
-        .kubeconfig(&kubeconfig)
-        .args(["prune", "--dry-run"])
-        .output();
+    let run = Cluster::new(api, "crc-admin", "api-crc-testing:6443").run(&["prune", "--dry-run"]);
     run.assert_stdout(str![]);
     assert_eq!(run.code, 2);
     assert!(run.stdout.is_empty());
@@ -946,19 +859,9 @@ fn prune_says_plainly_it_does_not_touch_openshift_image_streams() {
 /// `prune --keep 2` removes, per node, what is neither among the two newest nor used.
 #[test]
 fn prune_nodes_of_minikube_reaches_each_node_through_minikube_ssh() {
-    let builds: Vec<Image> = [
-        (31, "2024-01-01T00:00:00Z"),
-        (32, "2024-02-01T00:00:00Z"),
-        (33, "2024-03-01T00:00:00Z"),
-        (34, "2024-04-01T00:00:00Z"),
-        (35, "2024-05-01T00:00:00Z"),
-    ]
-    .iter()
     // Configs with newlines: what comes through minikube's terminal must be read back exactly.
-    .map(|(seed, created)| image(*seed, Some(created)).pretty_config())
-    .collect();
-    let tag_of = |image: &Image| format!("dev-{}", &image.config_digest()["sha256:".len()..][..12]);
-    let name_of = |image: &Image| format!("docker.io/library/myimg:{}", tag_of(image));
+    let builds = builds(&[31, 32, 33, 34, 35], true);
+    let name_of = |image: &Image| format!("docker.io/library/myimg:{}", content_tag(image));
     let first = Containerd::start();
     let second = Containerd::start();
     let standins = StandIns::new(&first);
@@ -976,33 +879,15 @@ fn prune_nodes_of_minikube_reaches_each_node_through_minikube_ssh() {
             "default",
             "app-1",
             "dev",
-            &[&format!("myimg:{}", tag_of(&builds[0]))],
+            &[&format!("myimg:{}", content_tag(&builds[0]))],
             &[""],
         )
         .start();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = api.write_kubeconfig(dir.path(), "dev", "dev");
-    let run = |args: &[&str]| {
-        clean_run(dir.path())
-            .kubeconfig(&kubeconfig)
-            .path(path_with(&standins))
-            .args(args)
-            .output()
-    };
-    for (i, build) in builds[..4].iter().enumerate() {
-        let archive = dir.path().join(format!("build-{i}.tar"));
-        build.write(fixtures::Format::DockerLegacy, &archive, &["myimg:dev"]);
-        let out = run(&["push", archive.to_str().unwrap()]);
-        assert_eq!(
-            out.stdout,
-            format!("myimg:{}\n", tag_of(build)),
-            "{}",
-            out.stderr
-        );
-    }
+    let cluster = Cluster::new(api, "dev", "dev").standins(&standins);
+    push_builds(&cluster, &builds[..4]);
     // The fifth build, loaded into the second node only (as a node added later would not
     // have the first four): each node is ranked on its own.
-    let archive = dir.path().join("build-4.tar");
+    let archive = cluster.dir().join("build-4.tar");
     builds[4].write(fixtures::Format::DockerLegacy, &archive, &["myimg:dev"]);
     let imported = second.ctr(&[
         "images",
@@ -1019,67 +904,44 @@ fn prune_nodes_of_minikube_reaches_each_node_through_minikube_ssh() {
         &name_of(&builds[4]),
     ]);
     assert!(tagged.status.success(), "{tagged:?}");
-    let held = |node: &Containerd| -> Vec<String> {
-        let mut names: Vec<String> = node
-            .images()
-            .into_iter()
-            .filter(|n| n.contains(":dev-"))
-            .collect();
-        names.sort();
-        names
-    };
     let names = |of: &[usize]| -> Vec<String> {
         let mut names: Vec<String> = of.iter().map(|i| name_of(&builds[*i])).collect();
         names.sort();
         names
     };
-    assert_eq!(held(&first), names(&[0, 1, 2, 3]));
-    assert_eq!(held(&second), names(&[0, 1, 2, 3, 4]));
+    assert_eq!(held_by(&first), names(&[0, 1, 2, 3]));
+    assert_eq!(held_by(&second), names(&[0, 1, 2, 3, 4]));
 
-    let out = run(&["ls", "-o", "json"]);
+    let out = cluster.run(&["ls", "-o", "json"]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
     let rows = out.json();
-    let listed: Vec<(String, String, String)> = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|row| {
-            (
-                row["node"].as_str().unwrap().to_string(),
-                row["tag"].as_str().unwrap().to_string(),
-                row["created"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    let mut expected: Vec<(String, String, String)> = Vec::new();
+    let listed = columns(&rows, &["node", "tag", "created"]);
+    let mut expected: Vec<Vec<String>> = Vec::new();
     for (node, of) in [
         ("dev", &[0, 1, 2, 3][..]),
         ("dev-m02", &[0, 1, 2, 3, 4][..]),
     ] {
         for i in of {
-            expected.push((
+            expected.push(vec![
                 node.to_string(),
-                tag_of(&builds[*i]),
+                content_tag(&builds[*i]),
                 format!("2024-0{}-01T00:00:00Z", i + 1),
-            ));
+            ]);
         }
     }
     expected.sort();
     let mut listed_sorted = listed.clone();
     listed_sorted.sort();
     assert_eq!(listed_sorted, expected, "{rows}");
-    let v1 = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["node"] == "dev" && r["tag"] == tag_of(&builds[0]).as_str())
-        .unwrap();
+    let v1 = row_where(&rows, |r| {
+        r["node"] == "dev" && r["tag"] == content_tag(&builds[0]).as_str()
+    });
     assert_eq!(v1["repository"], "myimg");
     assert_eq!(v1["inUseBy"], json!(["Pod/default/app-1"]));
 
     // Per node, in name order.
     let second_removes = names(&[1, 2]);
-    let out = run(&["prune", "--keep", "2", "--dry-run"]);
+    let out = cluster.run(&["prune", "--keep", "2", "--dry-run"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     out.assert_stdout(str![[r#"
 would remove docker.io/library/myimg:dev-e7ed9853b0d7 from dev
@@ -1088,18 +950,18 @@ would remove docker.io/library/myimg:dev-e7ed9853b0d7 from dev-m02
 would remove 3 content tags, kept 6 (2 in use); each node's containerd frees what no image names
 
 "#]]);
-    assert_eq!(held(&first), names(&[0, 1, 2, 3]));
-    assert_eq!(held(&second), names(&[0, 1, 2, 3, 4]));
+    assert_eq!(held_by(&first), names(&[0, 1, 2, 3]));
+    assert_eq!(held_by(&second), names(&[0, 1, 2, 3, 4]));
 
-    let out = run(&["prune", "--keep", "2"]);
+    let out = cluster.run(&["prune", "--keep", "2"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
-        held(&first),
+        held_by(&first),
         names(&[0, 2, 3]),
         "v1 is used, v3 and v4 the newest"
     );
     assert_eq!(
-        held(&second),
+        held_by(&second),
         names(&[0, 3, 4]),
         "v1 is used, v4 and v5 the newest"
     );
@@ -1144,16 +1006,7 @@ would remove 3 content tags, kept 6 (2 in use); each node's containerd frees wha
 /// used with `docker image rm`.
 #[test]
 fn prune_nodes_of_minikube_on_docker_reaches_the_nodes_dockerd() {
-    let builds: Vec<Image> = [
-        (41, "2024-01-01T00:00:00Z"),
-        (42, "2024-02-01T00:00:00Z"),
-        (43, "2024-03-01T00:00:00Z"),
-        (44, "2024-04-01T00:00:00Z"),
-    ]
-    .iter()
-    .map(|(seed, created)| image(*seed, Some(created)).pretty_config())
-    .collect();
-    let tag_of = |image: &Image| format!("dev-{}", &image.config_digest()["sha256:".len()..][..12]);
+    let builds = builds(&[41, 42, 43, 44], true);
     let daemon = Dockerd::start();
     let unused = Containerd::start();
     let standins = StandIns::new(&unused);
@@ -1168,30 +1021,12 @@ fn prune_nodes_of_minikube_on_docker_reaches_the_nodes_dockerd() {
             "default",
             "app-1",
             "minikube",
-            &[&format!("myimg:{}", tag_of(&builds[0]))],
+            &[&format!("myimg:{}", content_tag(&builds[0]))],
             &[""],
         )
         .start();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = api.write_kubeconfig(dir.path(), "minikube", "minikube");
-    let run = |args: &[&str]| {
-        clean_run(dir.path())
-            .kubeconfig(&kubeconfig)
-            .path(path_with(&standins))
-            .args(args)
-            .output()
-    };
-    for (i, build) in builds.iter().enumerate() {
-        let archive = dir.path().join(format!("build-{i}.tar"));
-        build.write(fixtures::Format::DockerLegacy, &archive, &["myimg:dev"]);
-        let out = run(&["push", archive.to_str().unwrap()]);
-        assert_eq!(
-            out.stdout,
-            format!("myimg:{}\n", tag_of(build)),
-            "{}",
-            out.stderr
-        );
-    }
+    let cluster = Cluster::new(api, "minikube", "minikube").standins(&standins);
+    push_builds(&cluster, &builds);
     let held = || -> Vec<String> {
         daemon
             .tags()
@@ -1202,54 +1037,37 @@ fn prune_nodes_of_minikube_on_docker_reaches_the_nodes_dockerd() {
     let names = |of: &[usize]| -> Vec<String> {
         let mut names: Vec<String> = of
             .iter()
-            .map(|i| format!("myimg:{}", tag_of(&builds[*i])))
+            .map(|i| format!("myimg:{}", content_tag(&builds[*i])))
             .collect();
         names.sort();
         names
     };
     assert_eq!(held(), names(&[0, 1, 2, 3]));
 
-    let out = run(&["ls", "-o", "json"]);
+    let out = cluster.run(&["ls", "-o", "json"]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
     let rows = out.json();
-    let mut listed: Vec<(String, String, String, String)> = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|row| {
-            (
-                row["node"].as_str().unwrap().to_string(),
-                row["tag"].as_str().unwrap().to_string(),
-                row["digest"].as_str().unwrap().to_string(),
-                row["created"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let mut listed = columns(&rows, &["node", "tag", "digest", "created"]);
     listed.sort();
-    let mut expected: Vec<(String, String, String, String)> = builds
+    let mut expected: Vec<Vec<String>> = builds
         .iter()
         .enumerate()
         .map(|(i, build)| {
-            (
+            vec![
                 "minikube".to_string(),
-                tag_of(build),
+                content_tag(build),
                 build.config_digest(),
                 format!("2024-0{}-01T00:00:00Z", i + 1),
-            )
+            ]
         })
         .collect();
     expected.sort();
     assert_eq!(listed, expected, "{rows}");
-    let v1 = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["tag"] == tag_of(&builds[0]).as_str())
-        .unwrap();
+    let v1 = row_where(&rows, |r| r["tag"] == content_tag(&builds[0]).as_str());
     assert_eq!(v1["repository"], "myimg");
     assert_eq!(v1["inUseBy"], json!(["Pod/default/app-1"]));
 
-    let out = run(&["prune", "--keep", "2", "--dry-run"]);
+    let out = cluster.run(&["prune", "--keep", "2", "--dry-run"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     out.assert_stdout(str![[r#"
 would remove docker.io/library/myimg:dev-9b41e6226f6e from minikube
@@ -1258,7 +1076,7 @@ would remove 1 content tags, kept 3 (1 in use); each node's dockerd removes an i
 "#]]);
     assert_eq!(held(), names(&[0, 1, 2, 3]));
 
-    let out = run(&["prune", "--keep", "2"]);
+    let out = cluster.run(&["prune", "--keep", "2"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         held(),
@@ -1266,7 +1084,7 @@ would remove 1 content tags, kept 3 (1 in use); each node's dockerd removes an i
         "v1 is used, v3 and v4 are the newest"
     );
     assert_eq!(
-        daemon.image_id(&format!("myimg:{}", tag_of(&builds[1]))),
+        daemon.image_id(&format!("myimg:{}", content_tag(&builds[1]))),
         None
     );
     let removal = standins
@@ -1281,7 +1099,10 @@ would remove 1 content tags, kept 3 (1 in use); each node's dockerd removes an i
         ]
         .iter()
         .map(|s| s.to_string())
-        .chain([format!("docker.io/library/myimg:{}", tag_of(&builds[1]))])
+        .chain([format!(
+            "docker.io/library/myimg:{}",
+            content_tag(&builds[1])
+        )])
         .collect::<Vec<_>>()
     );
     assert!(
@@ -1304,14 +1125,9 @@ fn minikube_nodes_on_crio_are_a_clear_error() {
                 .runtime("cri-o://1.29.1"),
         )
         .start();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = api.write_kubeconfig(dir.path(), "minikube", "minikube");
+    let cluster = Cluster::new(api, "minikube", "minikube").standins(&standins);
     for command in [&["ls"][..], &["prune", "--dry-run"][..]] {
-        let run = clean_run(dir.path())
-            .kubeconfig(&kubeconfig)
-            .path(path_with(&standins))
-            .args(command)
-            .output();
+        let run = cluster.run(command);
         assert_eq!(run.code, 6, "{}", run.stderr);
         assert!(run.stdout.is_empty());
         assert_eq!(
@@ -1343,15 +1159,12 @@ fn a_node_that_never_answers_ends_ls_and_prune_within_the_bound() {
                 .provider_id("kind://docker/dev/dev-control-plane"),
         )
         .start();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = api.write_kubeconfig(dir.path(), "kind-dev", "kind-dev");
+    let cluster = Cluster::new(api, "kind-dev", "kind-dev").standins(&standins);
     for command in [&["ls"][..], &["prune"][..]] {
         let started = std::time::Instant::now();
-        let run = clean_run(dir.path())
-            .kubeconfig(&kubeconfig)
-            .path(path_with(&standins))
+        let run = cluster
+            .cmd(command)
             .env("KUBECTL_REGISTRY_NODE_TIMEOUT", "1")
-            .args(command)
             .output();
         let took = started.elapsed();
         assert_eq!(run.code, 6, "{}", run.stderr);

@@ -8,18 +8,15 @@
 //! that does not exist, and a catalog a proxy refuses, are errors saying what to do.
 
 use snapbox::str;
-use std::path::PathBuf;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
-use crate::support::apiserver::ApiServer;
+use crate::support::cluster_scene::{RegistryScene, kept_reasons};
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::fixtures::{
     self, Image, LayerCompression, OCI_CONFIG, OCI_INDEX, OCI_MANIFEST, sha256,
 };
-use crate::support::push::{CONTEXT, Outcome, clean_run, hosting_yaml};
 use crate::support::registry::TestRegistry;
 
 const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -29,42 +26,13 @@ const NOTATION: &str = "application/vnd.cncf.notary.signature";
 const JOSE: &str = "application/jose+json";
 const IN_TOTO: &str = "application/vnd.in-toto+json";
 
-/// A registry (deletes on) advertised by a stand-in cluster with no workloads.
-struct Shelf {
-    registry: TestRegistry,
-    _api: ApiServer,
-    dir: TempDir,
-    kubeconfig: PathBuf,
+/// What these tests put in a registry besides images: blobs and manifests, byte for byte.
+trait Uploads {
+    fn put_blob(&self, repo: &str, media_type: &str, bytes: &[u8]) -> Value;
+    fn put_manifest(&self, repo: &str, reference: Option<&str>, manifest: &Value) -> Value;
 }
 
-impl Shelf {
-    fn new() -> Self {
-        Self::advertising(TestRegistry::start(), None)
-    }
-
-    /// `host`, when given, is advertised instead of the registry's own address (a proxy's).
-    fn advertising(registry: TestRegistry, host: Option<&str>) -> Self {
-        let host = host.map_or_else(|| registry.host(), str::to_string);
-        let api = ApiServer::builder()
-            .hosting_v1(&hosting_yaml(&host))
-            .start();
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = api.write_kubeconfig(dir.path(), CONTEXT, CONTEXT);
-        Self {
-            registry,
-            _api: api,
-            dir,
-            kubeconfig,
-        }
-    }
-
-    /// Puts `image` as `repo:tag` with skopeo; the digest skopeo reads back.
-    fn put_image(&self, image: &Image, repo: &str, tag: &str) -> String {
-        let layout = self.dir.path().join(format!("layout-{repo}-{tag}"));
-        image.layout_dir(&layout, &[tag]);
-        self.registry.skopeo_put_layout(&layout, repo, tag)
-    }
-
+impl Uploads for RegistryScene {
     /// Uploads `bytes` as a blob of `repo` (POST, then PUT with the digest); its descriptor.
     fn put_blob(&self, repo: &str, media_type: &str, bytes: &[u8]) -> Value {
         let digest = sha256(bytes);
@@ -110,28 +78,6 @@ impl Shelf {
         );
         json!({"mediaType": media_type, "digest": digest, "size": bytes.len()})
     }
-
-    fn run(&self, args: &[&str]) -> Outcome {
-        clean_run(self.dir.path())
-            .kubeconfig(&self.kubeconfig)
-            .args(args)
-            .output()
-    }
-
-    fn tags(&self, repo: &str) -> Vec<String> {
-        self.registry.tags(repo)
-    }
-
-    fn manifest_status(&self, repo: &str, digest: &str) -> u16 {
-        let accept = format!("{OCI_MANIFEST}, {OCI_INDEX}");
-        self.registry
-            .request_with(
-                "HEAD",
-                &format!("/v2/{repo}/manifests/{digest}"),
-                &[("Accept", &accept)],
-            )
-            .status
-    }
 }
 
 /// An image of two small layers, created at `created` (`None`: no `created` at all).
@@ -166,7 +112,7 @@ fn cosign_config(layer: &Value) -> Vec<u8> {
 /// `media_type` holding `payload`, with `annotations` (cosign's SIGNATURE_SPEC, ATTESTATION_SPEC,
 /// SBOM_SPEC); its manifest digest.
 fn cosign_attach(
-    shelf: &Shelf,
+    shelf: &RegistryScene,
     repo: &str,
     subject: &str,
     suffix: &str,
@@ -186,7 +132,7 @@ fn cosign_attach(
 }
 
 /// `cosign sign`, `cosign attest` and `cosign attach sbom` of `subject`: the three tags.
-fn cosign_all(shelf: &Shelf, repo: &str, subject: &str) -> [String; 3] {
+fn cosign_all(shelf: &RegistryScene, repo: &str, subject: &str) -> [String; 3] {
     let simple_signing = json!({"critical": {"identity": {"docker-reference": format!("{}/{repo}", shelf.registry.host())},
         "image": {"docker-manifest-digest": subject}, "type": "cosign container image signature"}, "optional": null});
     let signature =
@@ -254,27 +200,18 @@ fn row_tags(listed: &Value) -> Vec<&str> {
         .collect()
 }
 
-fn kept_reasons(report: &Value) -> Vec<(String, String)> {
-    let mut kept: Vec<(String, String)> = report["kept"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| {
-            (
-                k["tag"].as_str().unwrap().to_string(),
-                k["reason"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+/// [`kept_reasons`], sorted.
+fn kept_sorted(report: &Value) -> Vec<(String, String)> {
+    let mut kept = kept_reasons(report);
     kept.sort();
     kept
 }
 
 #[test]
 fn cosign_tags_are_listed_under_their_image_and_kept_and_deleted_with_it() {
-    let shelf = Shelf::new();
-    let v1 = shelf.put_image(&image(401, Some("2024-01-01T00:00:00Z")), "app", "v1");
-    let v2 = shelf.put_image(&image(402, Some("2024-02-01T00:00:00Z")), "app", "v2");
+    let shelf = RegistryScene::bare();
+    let v1 = shelf.put(&image(401, Some("2024-01-01T00:00:00Z")), "app", "v1");
+    let v2 = shelf.put(&image(402, Some("2024-02-01T00:00:00Z")), "app", "v2");
     let v1_tags = cosign_all(&shelf, "app", &v1);
     let v2_tags = cosign_all(&shelf, "app", &v2);
 
@@ -315,7 +252,7 @@ app          v2                                              sha256:[DIGEST]   1
         .collect();
     kept_expected.push(("v2".into(), "newest".into()));
     kept_expected.sort();
-    assert_eq!(kept_reasons(&report), kept_expected, "{report}");
+    assert_eq!(kept_sorted(&report), kept_expected, "{report}");
     let mut left = v2_tags.to_vec();
     left.push("v2".to_string());
     left.sort();
@@ -333,7 +270,7 @@ app          v2                                              sha256:[DIGEST]   1
 /// manifest whose config is `{}` typed as the signature, a JWS envelope layer, `subject`),
 /// pushed by digest, and the referrers tag schema's index naming it, as notation writes both to
 /// a registry without the referrers API. The signature's digest.
-fn notation_sign(shelf: &Shelf, repo: &str, subject: &str) -> String {
+fn notation_sign(shelf: &RegistryScene, repo: &str, subject: &str) -> String {
     let subject_bytes = shelf
         .registry
         .skopeo_raw_manifest(&format!("{repo}@{subject}"));
@@ -355,9 +292,9 @@ fn notation_sign(shelf: &Shelf, repo: &str, subject: &str) -> String {
 
 #[test]
 fn notation_signatures_behind_the_referrers_tag_go_with_their_image() {
-    let shelf = Shelf::new();
-    let v1 = shelf.put_image(&image(411, Some("2024-01-01T00:00:00Z")), "app", "v1");
-    let v2 = shelf.put_image(&image(412, Some("2024-02-01T00:00:00Z")), "app", "v2");
+    let shelf = RegistryScene::bare();
+    let v1 = shelf.put(&image(411, Some("2024-01-01T00:00:00Z")), "app", "v1");
+    let v2 = shelf.put(&image(412, Some("2024-02-01T00:00:00Z")), "app", "v2");
     let v1_signature = notation_sign(&shelf, "app", &v1);
     let v2_signature = notation_sign(&shelf, "app", &v2);
 
@@ -445,7 +382,12 @@ fn notation_signatures_behind_the_referrers_tag_go_with_their_image() {
 /// manifest of in-toto statements, its config `unknown/unknown`, annotated
 /// `vnd.docker.reference.type: attestation-manifest`; buildkit's attestation-storage.md), tagged
 /// `tag` in `repo`. The platform's and the attestation's digests.
-fn buildkit_index(shelf: &Shelf, repo: &str, tag: &str, platform: &Image) -> (String, String) {
+fn buildkit_index(
+    shelf: &RegistryScene,
+    repo: &str,
+    tag: &str,
+    platform: &Image,
+) -> (String, String) {
     for layer in 0..platform.layer_count() {
         shelf.put_blob(repo, fixtures::OCI_LAYER, platform.layer(layer));
     }
@@ -485,7 +427,7 @@ fn buildkit_index(shelf: &Shelf, repo: &str, tag: &str, platform: &Image) -> (St
 
 #[test]
 fn buildkit_attestations_are_shown_under_their_index_and_not_counted_as_a_platform() {
-    let shelf = Shelf::new();
+    let shelf = RegistryScene::bare();
     let platform = image(421, Some("2024-03-01T00:00:00Z"));
     let (platform_digest, attestation) = buildkit_index(&shelf, "multi", "v1", &platform);
     let out = shelf.run(&["ls", "multi", "-o", "json"]);
@@ -536,12 +478,12 @@ fn buildkit_attestations_are_shown_under_their_index_and_not_counted_as_a_platfo
 
 #[test]
 fn a_created_that_is_missing_zero_or_the_epoch_is_unknown_never_the_oldest() {
-    let shelf = Shelf::new();
-    shelf.put_image(&image(431, Some("2024-01-01T00:00:00Z")), "app", "old");
-    shelf.put_image(&image(432, Some("2024-02-01T00:00:00Z")), "app", "new");
-    shelf.put_image(&image(433, Some("0001-01-01T00:00:00Z")), "app", "zero");
-    shelf.put_image(&image(434, Some("1970-01-01T00:00:00Z")), "app", "epoch");
-    shelf.put_image(&image(435, None), "app", "missing");
+    let shelf = RegistryScene::bare();
+    shelf.put(&image(431, Some("2024-01-01T00:00:00Z")), "app", "old");
+    shelf.put(&image(432, Some("2024-02-01T00:00:00Z")), "app", "new");
+    shelf.put(&image(433, Some("0001-01-01T00:00:00Z")), "app", "zero");
+    shelf.put(&image(434, Some("1970-01-01T00:00:00Z")), "app", "epoch");
+    shelf.put(&image(435, None), "app", "missing");
 
     let out = shelf.run(&["ls", "app", "-o", "json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -551,7 +493,7 @@ fn a_created_that_is_missing_zero_or_the_epoch_is_unknown_never_the_oldest() {
     }
     let out = shelf.run(&["prune", "app", "--keep", "1", "-o", "json"]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
-    let kept = kept_reasons(&out.json());
+    let kept = kept_sorted(&out.json());
     assert_eq!(
         kept,
         [
@@ -566,8 +508,8 @@ fn a_created_that_is_missing_zero_or_the_epoch_is_unknown_never_the_oldest() {
 
 #[test]
 fn a_repository_that_does_not_exist_is_name_unknown_for_ls_and_prune() {
-    let shelf = Shelf::new();
-    shelf.put_image(&image(441, Some("2024-01-01T00:00:00Z")), "app", "v1");
+    let shelf = RegistryScene::bare();
+    shelf.put(&image(441, Some("2024-01-01T00:00:00Z")), "app", "v1");
     for command in ["ls", "prune"] {
         let out = shelf.run(&[command, "nosuch"]);
         assert_eq!(out.code, 5, "{command}: {}", out.stderr);
@@ -605,8 +547,8 @@ fn a_registry_refusing_its_catalog_says_to_name_the_repositories() {
             &registry.host(),
             vec![Rule::new("GET", "/v2/_catalog", usize::MAX, answer)],
         );
-        let shelf = Shelf::advertising(registry, Some(&proxy.host()));
-        shelf.put_image(&image(451, Some("2024-01-01T00:00:00Z")), "app", "v1");
+        let shelf = RegistryScene::advertising(registry, &proxy.host(), |api, _| api);
+        shelf.put(&image(451, Some("2024-01-01T00:00:00Z")), "app", "v1");
         for command in ["ls", "prune"] {
             let out = shelf.run(&[command]);
             assert_eq!(out.code, 5, "{status} {command}: {}", out.stderr);

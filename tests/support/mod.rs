@@ -2,6 +2,7 @@
 
 pub(crate) mod apiserver;
 pub(crate) mod cluster_objects;
+pub(crate) mod cluster_scene;
 pub(crate) mod containerd;
 pub(crate) mod controllers;
 pub(crate) mod dockerd;

@@ -857,12 +857,13 @@ fn what_a_failing_cli_prints_reaches_the_terminal_escaped() {
         "\x1b]0;owned\x07\x1b[2Jcleared \u{202e}txt.exe\n",
     );
     let run = bench.refused(&[], 6);
-    assert!(
-        run.stderr
-            .contains("\n    \\u001b]0;owned\\u0007\\u001b[2Jcleared \\u202etxt.exe\n"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr(str![[r#"
+error: loading the image into k3d cluster "dev": `k3d image import [ROOT]/tmp/kubectl-registry-[..]/image.tar -c dev` failed (exit status: 1)
+caused by: `k3d` said:
+    \u001b]0;owned\u0007\u001b[2Jcleared \u202etxt.exe
+hint: or give the cluster a registry to push to instead: https://k3d.io/stable/usage/registries/
+
+"#]]);
     assert!(!run.stderr.contains(['\u{1b}', '\u{7}', '\u{202e}']));
 }
 

@@ -8,7 +8,6 @@ use snapbox::str;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::support::apiserver::{ApiServer, StandInNode, unused_port};
@@ -344,10 +343,11 @@ fn a_missing_pod_is_named_with_its_namespace() {
     let bench = WhyBench::new(TestRegistry::start(), Mapping::Http);
     let run = bench.why(&["pod/nothere"]);
     assert_eq!((run.code, run.stdout.as_str()), (3, ""), "{run:?}");
-    assert_eq!(
-        run.stderr.lines().next().unwrap_or_default(),
-        "error: pod default/nothere not found"
-    );
+    run.assert_stderr(str![[r#"
+error: pod default/nothere not found
+hint: name the namespace with -n NAMESPACE; `kubectl get pods -n default` lists them
+
+"#]]);
 }
 
 #[test]
@@ -387,10 +387,9 @@ fn without_registry() -> (ApiServer, Arc<Containerd>, TempDir) {
     (api, node, dir)
 }
 
-/// `why POD -o json` run by `cmd`: the exit code, and the first container's finding.
-fn first_finding(run: Run, pod: &str) -> (i32, Value) {
-    let run = run.args(["why", pod, "-o", "json"]).output();
-    (run.code, run.json()["containers"][0].clone())
+/// `why POD -o json` run by `cmd`.
+fn why_json(run: Run, pod: &str) -> Outcome {
+    run.args(["why", pod, "-o", "json"]).output()
 }
 
 #[test]
@@ -401,35 +400,28 @@ fn without_a_registry_a_digest_or_latest_after_a_load_is_named() {
     api.create_pod("pinned", &format!("myimg:dev@{digest}"), None);
     api.create_pod("latest", "myimg:latest", None);
     api.create_pod("always", "myimg:dev-0123456789ab", Some("Always"));
-    let why = |pod: &str| first_finding(clean_run(dir.path()).kubeconfig(&kubeconfig), pod);
-    let (code, pinned) = why("pod/pinned");
-    assert_eq!(
-        (code, &pinned["cause"]),
-        (6, &Value::from("digest-after-load"))
-    );
-    assert_eq!(
-        pinned["fix"],
-        "use the ref `kubectl registry push` printed (a content tag, NAME:TAG-<12 hex>), or the \
-         name the image was loaded under, e.g. myimg:dev, not a digest"
-    );
-    let (code, latest) = why("pod/latest");
-    assert_eq!((code, &latest["cause"]), (3, &Value::from("pull-policy")));
-    assert!(
-        latest["explanation"]
-            .as_str()
-            .unwrap()
-            .ends_with("its tag is latest, whose default imagePullPolicy is Always"),
-        "{latest}"
-    );
-    let (code, always) = why("always");
-    assert_eq!((code, &always["cause"]), (3, &Value::from("pull-policy")));
-    assert!(
-        always["explanation"]
-            .as_str()
-            .unwrap()
-            .ends_with("its imagePullPolicy is Always"),
-        "{always}"
-    );
+    let why = |pod: &str| why_json(clean_run(dir.path()).kubeconfig(&kubeconfig), pod);
+    report(&why("pod/pinned"), 6, "pinned", NODE).finding(str![[r#"
+"image": "myimg:dev@sha256:[DIGEST]",
+"cause": "digest-after-load",
+"explanation": "the cluster has no registry, and an image loaded into the nodes is found by its name: a digest ref is looked up in a registry, which the nodes do not have",
+"fix": "use the ref `kubectl registry push` printed (a content tag, NAME:TAG-<12 hex>), or the name the image was loaded under, e.g. myimg:dev, not a digest"
+
+"#]]);
+    report(&why("pod/latest"), 3, "latest", NODE).finding(str![[r#"
+"image": "myimg:latest",
+"cause": "pull-policy",
+"explanation": "the cluster has no registry, and the kubelet pulls this image instead of using the loaded one: its tag is latest, whose default imagePullPolicy is Always",
+"fix": "set imagePullPolicy: IfNotPresent (or Never), and use the content tag `kubectl registry push` printed"
+
+"#]]);
+    report(&why("always"), 3, "always", NODE).finding(str![[r#"
+"image": "myimg:dev-0123456789ab",
+"cause": "pull-policy",
+"explanation": "the cluster has no registry, and the kubelet pulls this image instead of using the loaded one: its imagePullPolicy is Always",
+"fix": "set imagePullPolicy: IfNotPresent (or Never), and use the content tag `kubectl registry push` printed"
+
+"#]]);
 }
 
 #[test]
@@ -485,11 +477,12 @@ fn a_deployment_is_explained_by_its_newest_failing_pod() {
 
 "#]]);
     let run = bench.why(&["deploy/nothere"]);
-    assert_eq!(run.code, 3, "{run:?}");
-    assert_eq!(
-        run.stderr.lines().next(),
-        Some("error: deployment default/nothere not found")
-    );
+    assert_eq!((run.code, run.stdout.as_str()), (3, ""), "{run:?}");
+    run.assert_stderr(str![[r#"
+error: deployment default/nothere not found
+hint: name the namespace with -n NAMESPACE; `kubectl get deployments -n default` lists them
+
+"#]]);
 }
 
 #[test]
@@ -525,33 +518,27 @@ fn without_a_registry_an_image_the_node_lacks_is_not_on_node_and_a_loaded_one_is
     api.create_pod("loaded", "myimg:dev", Some("IfNotPresent"));
     api.create_pod("missing", "myimg:other", Some("IfNotPresent"));
     let why = |pod: &str| {
-        first_finding(
+        why_json(
             clean_run(dir.path())
                 .kubeconfig(&kubeconfig)
                 .path(format!("{}:/usr/bin:/bin", standins.bin_dir().display())),
             pod,
         )
     };
-    let (code, loaded) = why("loaded");
-    assert_eq!((code, &loaded["cause"]), (0, &Value::Null), "{loaded}");
-    let (code, missing) = why("missing");
-    assert_eq!(
-        (code, &missing["cause"]),
-        (6, &Value::from("not-on-node")),
-        "{missing}"
-    );
-    assert!(
-        missing["explanation"].as_str().unwrap().starts_with(
-            "the cluster has no registry, and node stand-in-node's containerd holds no \
-             docker.io/library/myimg:other (asked with ctr images ls, as node-load asks)"
-        ),
-        "{missing}"
-    );
-    assert_eq!(
-        missing["fix"],
-        "load it into the nodes: kubectl registry push IMAGE --tag myimg:other (with no registry, \
-         push loads the nodes), then use the ref it prints"
-    );
+    report(&why("loaded"), 0, "loaded", NODE).finding(str![[r#"
+"image": "myimg:dev",
+"cause": null,
+"explanation": "its image was pulled; it waits for another reason: CreateContainerError: failed to generate container spec: no command specified",
+"fix": null
+
+"#]]);
+    report(&why("missing"), 6, "missing", NODE).finding(str![[r#"
+"image": "myimg:other",
+"cause": "not-on-node",
+"explanation": "the cluster has no registry, and node stand-in-node's containerd holds no docker.io/library/myimg:other (asked with ctr images ls, as node-load asks): the kubelet looked for it elsewhere: Failed: Failed to pull image \"myimg:other\": failed to resolve reference \"docker.io/library/myimg:other\": failed to do request: Head \"https://registry-1.docker.io/v2/library/myimg/manifests/other\": dial tcp: lookup registry-1.docker.io on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable",
+"fix": "load it into the nodes: kubectl registry push IMAGE --tag myimg:other (with no registry, push loads the nodes), then use the ref it prints"
+
+"#]]);
 }
 
 #[test]

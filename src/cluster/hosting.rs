@@ -71,6 +71,17 @@ pub struct LocalRegistry {
     pub source: RegistrySource,
 }
 
+impl LocalRegistry {
+    /// The names a user logs in to this registry by (`docker login HOST`): `host`, then
+    /// `hostFromClusterNetwork`. Through a tunnel, credentials are looked up under these.
+    pub fn login_names(&self) -> Vec<RegistryHost> {
+        let mut names = vec![self.host.clone()];
+        names.extend(self.host_from_cluster_network.clone());
+        names.dedup();
+        names
+    }
+}
+
 /// Something worth telling the user while reading what a cluster advertises.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Note {

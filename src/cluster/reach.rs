@@ -134,8 +134,8 @@ pub async fn reach(
                     tunnel
                 }
                 None => {
-                    let name = service.dns_name(registry.host_from_cluster_network.as_ref());
-                    let tunnel = Arc::new(Tunnel::open(cluster, &service, &name, printer).await?);
+                    let tunnel =
+                        Arc::new(Tunnel::open(cluster, &service, registry, printer).await?);
                     opened().push((service, Arc::clone(&tunnel)));
                     tunnel
                 }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::cluster::client::{Cluster, Forwarder};
-use crate::cluster::hosting::ServiceRef;
+use crate::cluster::hosting::{LocalRegistry, ServiceRef};
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 use crate::image::registry::TunnelEndpoint;
@@ -66,13 +66,16 @@ struct Resolved {
 impl Tunnel {
     /// Resolves `service` to a ready pod, checks that a port-forward to it opens (permission,
     /// protocol), reads the cluster's service CA in its namespace, and listens on a loopback
-    /// port. `dns_name` is the Service's name its registry's certificate is checked against.
+    /// port. `registry`'s certificate is checked against the Service's name, and its
+    /// credentials are looked up under the names the cluster advertises it by.
     pub async fn open(
         cluster: &Cluster,
         service: &ServiceRef,
-        dns_name: &str,
+        registry: &LocalRegistry,
         printer: &Printer,
     ) -> Result<Self> {
+        let dns_name = service.dns_name(registry.host_from_cluster_network.as_ref());
+        let dns_name = dns_name.as_str();
         let (backend, service_ca) = tokio::join!(
             cluster.service_backend(service),
             cluster.service_ca(&service.namespace)
@@ -99,6 +102,7 @@ impl Tunnel {
         }
         let endpoint =
             TunnelEndpoint::new(dns_name, local, service.to_string(), service_ca, printer)
+                .map(|endpoint| endpoint.known_as(registry.login_names()))
                 .ok_or_else(|| {
                     Error::new(
                         ExitCode::Cluster,

@@ -34,7 +34,14 @@ fn registry_addr(registry: &TestRegistry) -> SocketAddr {
 }
 
 fn tunnelled(cluster: impl FnOnce(ApiServerBuilder, SocketAddr) -> ApiServerBuilder) -> Tunnelled {
-    let registry = TestRegistry::start();
+    tunnelled_to(TestRegistry::start(), cluster)
+}
+
+/// [`tunnelled`] to `registry`.
+fn tunnelled_to(
+    registry: TestRegistry,
+    cluster: impl FnOnce(ApiServerBuilder, SocketAddr) -> ApiServerBuilder,
+) -> Tunnelled {
     let api = cluster(ApiServer::builder(), registry_addr(&registry)).start();
     let dir = tempfile::tempdir().expect("temp dir");
     let kubeconfig = api.write_kubeconfig(dir.path(), "minikube", "minikube");
@@ -58,9 +65,14 @@ fn tunnelled(cluster: impl FnOnce(ApiServerBuilder, SocketAddr) -> ApiServerBuil
 
 impl Tunnelled {
     fn run(&self, args: &[&str]) -> Outcome {
+        self.run_with(args, &[])
+    }
+
+    fn run_with(&self, args: &[&str], envs: &[(&str, &std::path::Path)]) -> Outcome {
         self.bench
             .cmd()
             .standins(&self.bench.path("bin"))
+            .envs(envs.iter().copied())
             .args(args)
             .output()
     }
@@ -87,6 +99,39 @@ impl Tunnelled {
             .filter(|request| request.ends_with("/portforward"))
             .count()
     }
+}
+
+#[test]
+fn credentials_are_those_of_the_names_the_cluster_advertises_not_the_tunnels_port() {
+    // The tunnel's loopback port changes every run: no one logs in to it. The user logged in to
+    // the registry's name in the cluster (as `docker login` inside a pod, or `oc registry login`).
+    let registry = TestRegistry::with_basic_auth("alice", "s3cret");
+    let cluster = tunnelled_to(registry, |api, registry| {
+        api.minikube_registry_addon(registry)
+    });
+    let path = cluster.archive(&Image::sample(66));
+    let anonymous = cluster.run(&["push", &path]);
+    assert_eq!((anonymous.code, anonymous.stdout.as_str()), (5, ""));
+    anonymous.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: wrong or missing credentials for localhost:5000: no credentials for localhost:5000 or registry.kube-system.svc.cluster.local:80 were found ([ROOT]/no-docker-config/config.json)
+caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required
+hint: this cluster's registry guide: https://minikube.sigs.k8s.io/docs/handbook/registry/
+hint: the registry was reached through a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 of Service kube-system/registry port 80, through the API server
+hint: run `docker login localhost:5000` (or `podman login localhost:5000`) with an account allowed to push
+
+"#]]);
+
+    let config = crate::support::push::docker_config(
+        &cluster.bench,
+        "registry.kube-system.svc.cluster.local",
+        "alice",
+        "s3cret",
+    );
+    let run = cluster.run_with(&["push", &path], &[("DOCKER_CONFIG", &config)]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (_, digest) = cluster.bench.landed("app:v1");
+    assert_eq!(run.stdout, format!("localhost:5000/app:v1@{digest}\n"));
 }
 
 #[test]

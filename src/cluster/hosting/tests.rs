@@ -651,3 +651,23 @@ fn overrides_default_the_runtime_host_and_name_the_flag_in_errors() {
     );
     assert_eq!(err.exit_code(), ExitCode::Usage);
 }
+
+#[test]
+fn a_registry_is_logged_in_to_by_its_host_then_its_name_in_the_cluster_each_once() {
+    let (registry, _) = read_ok(&[(
+        "localRegistryHosting.v1",
+        "host: \"registry.example:5000\"\nhostFromClusterNetwork: \"registry.dev.svc:5000\"\n",
+    )]);
+    assert_eq!(
+        registry.unwrap().login_names(),
+        [host("registry.example:5000"), host("registry.dev.svc:5000")]
+    );
+    let (registry, _) = read_ok(&[(
+        "localRegistryHosting.v1",
+        "host: \"registry.dev.svc:5000\"\nhostFromClusterNetwork: \"registry.dev.svc:5000\"\n",
+    )]);
+    assert_eq!(
+        registry.unwrap().login_names(),
+        [host("registry.dev.svc:5000")]
+    );
+}

@@ -25,8 +25,7 @@ pub(super) async fn check(
         return None;
     };
     let why = why.text(registry);
-    let name = service.dns_name(registry.host_from_cluster_network.as_ref());
-    Some(match opened(cluster, &service, &name, printer).await {
+    Some(match opened(cluster, &service, registry, printer).await {
         Ok((tunnel, allowed)) => (
             Check::passed(
                 CheckId::Tunnel,
@@ -44,7 +43,7 @@ pub(super) async fn check(
 async fn opened(
     cluster: &Cluster,
     service: &crate::cluster::hosting::ServiceRef,
-    name: &str,
+    registry: &LocalRegistry,
     printer: &Printer,
 ) -> Result<(Tunnel, String), Check> {
     let namespace = &service.namespace;
@@ -62,7 +61,7 @@ async fn opened(
         }
         Err(error) => return Err(Check::from_error(CheckId::Tunnel, &error)),
     };
-    match Tunnel::open(cluster, service, name, printer).await {
+    match Tunnel::open(cluster, service, registry, printer).await {
         Ok(tunnel) => Ok((tunnel, allowed)),
         Err(error) => Err(Check::from_error(CheckId::Tunnel, &error)),
     }

@@ -151,7 +151,8 @@ impl Auth {
 
     /// "wrong or missing credentials for HOST", saying which credentials were tried.
     pub(super) fn refused(&self, transport: &Transport, answer: RegistryResponse) -> Error {
-        let host = &transport.host;
+        let names = transport.login_names();
+        let host = names[0];
         if let Some(login) = &self.cluster_login
             && self.cluster_login_sent.load(Ordering::Relaxed)
         {
@@ -168,7 +169,12 @@ impl Auth {
         let tried = match self.credentials.get() {
             Some(Some(found)) => format!("the credentials from the {} were refused", found.origin),
             Some(None) => format!(
-                "no credentials for {host} were found ({})",
+                "no credentials for {} were found ({})",
+                names
+                    .iter()
+                    .map(|name| name.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
                 self.sources.describe()
             ),
             None => "no credentials were sent".to_string(),
@@ -217,13 +223,19 @@ impl Auth {
     async fn credentials(&self, transport: &Transport) -> Result<&Option<Credentials>> {
         self.credentials
             .get_or_try_init(|| async {
-                credentials::lookup(
-                    &transport.host,
-                    transport.scheme().default_port(),
-                    &self.sources,
-                    transport.limits.helper_timeout,
-                )
-                .await
+                for name in transport.login_names() {
+                    let found = credentials::lookup(
+                        name,
+                        transport.scheme().default_port(),
+                        &self.sources,
+                        transport.limits.helper_timeout,
+                    )
+                    .await?;
+                    if found.is_some() {
+                        return Ok(found);
+                    }
+                }
+                Ok(None)
             })
             .await
     }
@@ -235,7 +247,7 @@ impl Auth {
         service: Option<&str>,
         scope: &Scope,
     ) -> Result<String> {
-        let host = &transport.host;
+        let host = transport.login_names()[0];
         let fetching = || format!("getting an access token for {host} from {realm}");
         let url = Url::parse(realm).map_err(|err| {
             Error::new(
@@ -466,7 +478,7 @@ pub(crate) fn unspoken_scheme(www_authenticate: &[String]) -> Option<String> {
 /// The registry asks for Kerberos/SPNEGO (or NTLM): no `docker login` helps, since we do not
 /// speak it; say so, and what does work.
 pub(super) fn unspoken_scheme_error(transport: &Transport, scheme: &str) -> Error {
-    let host = &transport.host;
+    let host = transport.login_names()[0];
     let what = if scheme == "NTLM" {
         "NTLM"
     } else {

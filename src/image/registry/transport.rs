@@ -95,6 +95,18 @@ impl Transport {
         })
     }
 
+    /// The names credentials are looked up under: through a tunnel, those the cluster
+    /// advertises the registry by (its loopback port means nothing to `docker login`); else the
+    /// host.
+    pub(super) fn login_names(&self) -> Vec<&RegistryHost> {
+        match &self.tunnel {
+            Some(tunnel) if !tunnel.login_names().is_empty() => {
+                tunnel.login_names().iter().collect()
+            }
+            _ => vec![&self.host],
+        }
+    }
+
     pub(super) fn scheme(&self) -> Scheme {
         if self.https.load(Ordering::Relaxed) {
             Scheme::Https

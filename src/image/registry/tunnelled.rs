@@ -25,6 +25,9 @@ pub struct TunnelEndpoint {
     service: String,
     /// The cluster's service CA (PEM), when it publishes one.
     service_ca: Option<String>,
+    /// The names the cluster advertises the registry by, which a user logs in to (`docker
+    /// login`): credentials are looked up under these, never under the tunnel's loopback port.
+    login_names: Vec<RegistryHost>,
     shared: Arc<Shared>,
     printer: Printer,
 }
@@ -53,9 +56,20 @@ impl TunnelEndpoint {
             local,
             service,
             service_ca,
+            login_names: Vec::new(),
             shared: Arc::default(),
             printer: printer.clone(),
         })
+    }
+
+    /// Credentials for the registry are those for `names` (the first that has any), in order.
+    pub fn known_as(mut self, names: Vec<RegistryHost>) -> Self {
+        self.login_names = names;
+        self
+    }
+
+    pub(super) fn login_names(&self) -> &[RegistryHost] {
+        &self.login_names
     }
 
     /// The name the certificate is checked against.

@@ -25,7 +25,7 @@ pub use images::{
     node_images, node_names, remove as remove_node_images,
 };
 pub use plan::{ARCHIVE_PLACEHOLDER, Fallback, LoadPlan, PlanSource};
-pub(crate) use reach::{node_cluster, nodes_product};
+pub(crate) use reach::{node_cluster, reach_nodes};
 pub use survey::{NodeHoldings, NodeSurvey, survey};
 pub use tags::node_load_tag;
 pub(crate) use tags::{NodeTag, read as read_node_tags};

@@ -12,7 +12,7 @@ use crate::cluster::ClusterOptions;
 use crate::cluster::discovery;
 use crate::error::{Context, ExitCode, Result};
 use crate::inventory::{self, Usage, UsageNeed, hosts, open_registry, read_uses};
-use crate::nodes::{self, node_cluster, nodes_product};
+use crate::nodes::{self, reach_nodes};
 use crate::output::Printer;
 use crate::settings::Settings;
 
@@ -57,9 +57,7 @@ pub async fn run(
             })
         }
         None => {
-            let (cluster, product) = nodes_product(&discovered).await?;
-            let nodes = cluster.nodes().await?;
-            let node_cluster = node_cluster(&product, &nodes, settings.limits.node_timeout)?;
+            let node_cluster = reach_nodes(&discovered, settings.limits.node_timeout).await?;
             let tags = nodes::read_node_tags(&node_cluster, printer).await?;
             let usage = Usage::new(uses.as_deref().unwrap_or_default(), &[]);
             tags.into_iter()

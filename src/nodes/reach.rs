@@ -5,14 +5,15 @@
 use std::time::Duration;
 
 use super::{ImageStore, NodeAccess, NodeCluster};
-use crate::cluster::client::{Cluster, NodeFacts};
+use crate::cluster::client::NodeFacts;
 use crate::cluster::discovery::Discovered;
 use crate::cluster::product::{self, Product, ProductKind};
 use crate::error::{Error, ExitCode, Result};
 use crate::output::escape_control as printable;
 
-/// The cluster and its product, for the nodes' content tags.
-pub(crate) async fn nodes_product(discovered: &Discovered) -> Result<(&Cluster, Product)> {
+/// The cluster's nodes, listed once, and how to reach them ([`node_cluster`]), for the nodes'
+/// content tags.
+pub(crate) async fn reach_nodes(discovered: &Discovered, bound: Duration) -> Result<NodeAccess> {
     let cluster = discovered.cluster.as_ref().ok_or_else(|| {
         Error::new(
             ExitCode::Load,
@@ -20,7 +21,8 @@ pub(crate) async fn nodes_product(discovered: &Discovered) -> Result<(&Cluster, 
         )
     })?;
     let nodes = cluster.nodes().await?;
-    Ok((cluster, product::detect(cluster.facts(), &nodes)))
+    let product = product::detect(cluster.facts(), &nodes);
+    node_cluster(&product, &nodes, bound)
 }
 
 /// The cluster's nodes, reachable one by one (kind, k3d, minikube) or through the product's

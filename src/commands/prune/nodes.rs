@@ -15,7 +15,7 @@ use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::created;
 use crate::inventory::Usage;
 use crate::nodes::{self, ImageStore};
-use crate::nodes::{NodeTag, node_cluster, nodes_product, read_node_tags};
+use crate::nodes::{NodeTag, reach_nodes, read_node_tags};
 use crate::output::Printer;
 use crate::settings::Settings;
 
@@ -59,9 +59,7 @@ pub(super) async fn prune(
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
-    let (cluster, product) = nodes_product(discovered).await?;
-    let nodes = cluster.nodes().await?;
-    let node_cluster = node_cluster(&product, &nodes, settings.limits.node_timeout)?;
+    let node_cluster = reach_nodes(discovered, settings.limits.node_timeout).await?;
     let tags: Vec<NodeTag> = read_node_tags(&node_cluster, printer)
         .await?
         .into_iter()

@@ -6,7 +6,7 @@ use snapbox::str;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use crate::support::apiserver::{ApiServer, StandInNode, unused_port};
+use crate::support::apiserver::{ApiServer, ApiServerBuilder, StandInNode, unused_port};
 use crate::support::registry::TestRegistry;
 use crate::support::run::{Outcome, Run, redact};
 use tempfile::TempDir;
@@ -29,6 +29,26 @@ fn doctor_in(server: &ApiServer, context: &str, path: &Path, args: &[&str]) -> O
         .output()
 }
 
+/// `kubectl registry doctor [args]` against `server` (context `kind-dev`), with an empty folder
+/// as PATH: no loader, no tool of the machine's.
+fn doctor_bare(server: &ApiServer, args: &[&str]) -> Outcome {
+    let path = bin_dir(&[]);
+    doctor(server, path.path(), args)
+}
+
+/// A kind cluster (its node `dev-control-plane`) whose ConfigMap holds `hosting`.
+fn kind_advertising(hosting: &str) -> ApiServerBuilder {
+    ApiServer::builder().hosting_v1(hosting).node(kind_node())
+}
+
+/// What kind's local-registry script advertises for a registry at `host`: the nodes pull it as
+/// `kind-registry:5000`.
+fn kinds_script(host: &str) -> String {
+    format!(
+        "host: \"{host}\"\nhostFromContainerRuntime: \"kind-registry:5000\"\nhelp: \"{KIND_HELP}\"\n"
+    )
+}
+
 fn kind_node() -> StandInNode {
     StandInNode::new("dev-control-plane").provider_id("kind://docker/dev/dev-control-plane")
 }
@@ -47,15 +67,8 @@ fn bin_dir(programs: &[(&str, &str)]) -> TempDir {
 #[test]
 fn a_working_set_up_passes_every_check_and_leaves_no_probe_tag() {
     let registry = TestRegistry::start();
-    let server = ApiServer::builder()
-        .hosting_v1(&format!(
-            "host: \"{}\"\nhostFromContainerRuntime: \"kind-registry:5000\"\nhelp: \"{KIND_HELP}\"\n",
-            registry.host()
-        ))
-        .node(kind_node())
-        .start();
-    let path = bin_dir(&[]);
-    let run = doctor(&server, path.path(), &[]);
+    let server = kind_advertising(&kinds_script(&registry.host())).start();
+    let run = doctor_bare(&server, &[]);
     run.assert_stdout(
         str![[r#"
 ✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
@@ -82,12 +95,8 @@ fn a_working_set_up_passes_every_check_and_leaves_no_probe_tag() {
 #[test]
 fn a_registry_that_is_down_fails_naming_the_host_and_the_help_link() {
     let host = format!("127.0.0.1:{}", unused_port());
-    let server = ApiServer::builder()
-        .hosting_v1(&format!("host: \"{host}\"\nhelp: \"{KIND_HELP}\"\n"))
-        .node(kind_node())
-        .start();
-    let path = bin_dir(&[]);
-    let run = doctor(&server, path.path(), &[]);
+    let server = kind_advertising(&format!("host: \"{host}\"\nhelp: \"{KIND_HELP}\"\n")).start();
+    let run = doctor_bare(&server, &[]);
     run.assert_stdout(
         str![[r#"
 ✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
@@ -136,8 +145,7 @@ fn a_forbidden_configmap_says_so_and_goes_on_to_the_node_loader() {
 #[test]
 fn nothing_advertised_and_no_loader_on_path_fails_with_where_to_get_one() {
     let server = ApiServer::builder().node(kind_node()).start();
-    let path = bin_dir(&[]);
-    let run = doctor(&server, path.path(), &[]);
+    let run = doctor_bare(&server, &[]);
     run.assert_stdout(
         str![[r#"
 ✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
@@ -226,12 +234,8 @@ fn an_api_server_that_is_down_fails_and_the_checks_after_it_say_why_they_did_not
 
 #[test]
 fn a_malformed_configmap_fails_discovery_with_its_fix() {
-    let server = ApiServer::builder()
-        .hosting_v1("host: \"localhost:5001/v2\"\n")
-        .node(kind_node())
-        .start();
-    let path = bin_dir(&[]);
-    let run = doctor(&server, path.path(), &["-o", "json"]);
+    let server = kind_advertising("host: \"localhost:5001/v2\"\n").start();
+    let run = doctor_bare(&server, &["-o", "json"]);
     let checks: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(
         checks[2],
@@ -280,12 +284,7 @@ fn pod_set_up(
     let hosts = hosts_dir("kind-registry:5000", mapped_to);
     let hosts_path = hosts.path().to_path_buf();
     let node = std::sync::Arc::clone(node);
-    let server = ApiServer::builder()
-        .hosting_v1(&format!(
-            "host: \"{}\"\nhostFromContainerRuntime: \"kind-registry:5000\"\nhelp: \"{KIND_HELP}\"\n",
-            registry.host()
-        ))
-        .node(kind_node())
+    let server = kind_advertising(&kinds_script(&registry.host()))
         .kubelet(move |image| node.pull(image, &hosts_path))
         .start();
     (server, hosts)
@@ -296,8 +295,7 @@ fn a_pod_pulls_the_probe_through_the_nodes_runtime_mapping_and_is_removed() {
     let registry = TestRegistry::start();
     let node = std::sync::Arc::new(crate::support::containerd::Containerd::start());
     let (server, _hosts) = pod_set_up(&registry, &node, &registry.host());
-    let path = bin_dir(&[]);
-    let run = doctor(&server, path.path(), &["--pod"]);
+    let run = doctor_bare(&server, &["--pod"]);
     run.assert_stdout(str![[r#"
 ✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
 ✓ api-server: http://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)
@@ -354,8 +352,7 @@ fn a_pod_that_cannot_pull_fails_with_the_kubelets_events() {
     let node = std::sync::Arc::new(crate::support::containerd::Containerd::start());
     let wrong = format!("127.0.0.1:{}", unused_port());
     let (server, _hosts) = pod_set_up(&registry, &node, &wrong);
-    let path = bin_dir(&[]);
-    let run = doctor(&server, path.path(), &["--pod", "-o", "json"]);
+    let run = doctor_bare(&server, &["--pod", "-o", "json"]);
     let checks: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let pod = &checks[7];
     assert_eq!(pod["check"], "pod");
@@ -397,12 +394,8 @@ fn a_registry_that_refuses_deletes_keeps_the_probe_and_the_line_says_so() {
         deletes_disabled: true,
         ..Default::default()
     });
-    let server = ApiServer::builder()
-        .hosting_v1(&format!("host: \"{}\"\n", registry.host()))
-        .node(kind_node())
-        .start();
-    let path = bin_dir(&[]);
-    let run = doctor(&server, path.path(), &[]);
+    let server = kind_advertising(&format!("host: \"{}\"\n", registry.host())).start();
+    let run = doctor_bare(&server, &[]);
     run.assert_stdout(str![[r#"
 ✓ kubeconfig: [ROOT]/kubeconfig, context kind-dev
 ✓ api-server: http://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)

@@ -21,15 +21,9 @@ use crate::image::reference::RegistryHost;
 use crate::image::reference::is_loopback_url;
 use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
 
-/// What the registry asked for in `WWW-Authenticate`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Challenge {
-    Basic,
-    Bearer {
-        realm: String,
-        service: Option<String>,
-    },
-}
+mod challenge;
+
+pub(crate) use challenge::{Challenge, parse_challenge, unspoken_scheme};
 
 /// The token-server scopes a request needs: `repository:<repo>:pull,push`, and `pull` on a mount's source.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -445,36 +439,6 @@ fn sensitive(text: String) -> HeaderValue {
     value
 }
 
-/// Parses `Basic realm="x"` or `Bearer realm="https://..",service="..",scope=".."`.
-pub(crate) fn parse_challenge(header: &str) -> Option<Challenge> {
-    let header = header.trim();
-    let (scheme, rest) = header.split_once(' ').unwrap_or((header, ""));
-    if scheme.eq_ignore_ascii_case("basic") {
-        return Some(Challenge::Basic);
-    }
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return None;
-    }
-    let params = parse_params(rest);
-    let realm = params.get("realm")?.clone();
-    Some(Challenge::Bearer {
-        realm,
-        service: params.get("service").cloned(),
-    })
-}
-
-/// The scheme of a challenge we cannot meet and should name: Kerberos or NTLM through SPNEGO
-/// (`Negotiate`), or `NTLM` and `Kerberos` themselves (as IIS and some corporate proxies ask).
-pub(crate) fn unspoken_scheme(www_authenticate: &[String]) -> Option<String> {
-    www_authenticate.iter().find_map(|value| {
-        let scheme = value.trim().split([' ', ',']).next().unwrap_or_default();
-        ["Negotiate", "NTLM", "Kerberos"]
-            .iter()
-            .find(|known| known.eq_ignore_ascii_case(scheme))
-            .map(|known| (*known).to_string())
-    })
-}
-
 /// The registry asks for Kerberos/SPNEGO (or NTLM): no `docker login` helps, since we do not
 /// speak it; say so, and what does work.
 pub(super) fn unspoken_scheme_error(transport: &Transport, scheme: &str) -> Error {
@@ -496,87 +460,9 @@ pub(super) fn unspoken_scheme_error(transport: &Transport, scheme: &str) -> Erro
     ))
 }
 
-/// `key="quoted, with commas",key2=bare` → map with lowercase keys.
-fn parse_params(text: &str) -> HashMap<String, String> {
-    let mut params = HashMap::new();
-    let mut rest = text.trim();
-    while !rest.is_empty() {
-        let Some((key, after_eq)) = rest.split_once('=') else {
-            break;
-        };
-        let key = key
-            .trim()
-            .trim_start_matches(',')
-            .trim()
-            .to_ascii_lowercase();
-        let (value, after_value) = if let Some(quoted) = after_eq.strip_prefix('"') {
-            let mut value = String::new();
-            let mut chars = quoted.char_indices();
-            let mut end = quoted.len();
-            while let Some((i, c)) = chars.next() {
-                match c {
-                    '\\' => {
-                        if let Some((_, escaped)) = chars.next() {
-                            value.push(escaped);
-                        }
-                    }
-                    '"' => {
-                        end = i + 1;
-                        break;
-                    }
-                    c => value.push(c),
-                }
-            }
-            (value, &quoted[end.min(quoted.len())..])
-        } else {
-            let end = after_eq.find(',').unwrap_or(after_eq.len());
-            (after_eq[..end].trim().to_string(), &after_eq[end..])
-        };
-        params.insert(key, value);
-        rest = after_value.trim_start_matches([',', ' ']);
-    }
-    params
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bearer_challenges_give_realm_and_service() {
-        let parsed = parse_challenge(
-            r#"Bearer realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull,push""#,
-        );
-        assert_eq!(
-            parsed,
-            Some(Challenge::Bearer {
-                realm: "https://auth.example/token".into(),
-                service: Some("registry.example".into())
-            })
-        );
-    }
-
-    #[test]
-    fn basic_and_unknown_schemes() {
-        assert_eq!(
-            parse_challenge(r#"Basic realm="test-registry""#),
-            Some(Challenge::Basic)
-        );
-        assert_eq!(parse_challenge("Negotiate abc"), None);
-        assert_eq!(
-            parse_challenge(r#"Bearer service="x""#),
-            None,
-            "a realm is required"
-        );
-    }
-
-    #[test]
-    fn unquoted_and_escaped_params() {
-        let params = parse_params(r#"realm=http://a/token, service="s\"q", Scope="x""#);
-        assert_eq!(params["realm"], "http://a/token");
-        assert_eq!(params["service"], "s\"q");
-        assert_eq!(params["scope"], "x");
-    }
 
     #[test]
     fn scopes_ask_for_push_and_the_mount_source() {

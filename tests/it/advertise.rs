@@ -259,6 +259,12 @@ fn a_forbidden_update_names_update() {
         .forbid_verb("configmaps", "update")
         .start();
     let run = advertise(&server, &[]);
+    run.assert_stderr(str![[r#"
+error: updating ConfigMap kube-public/local-registry-hosting: not allowed: the credentials of context "kind-dev" (http://127.0.0.1:[PORT]) may not update configmaps in namespace kube-public
+caused by: configmaps "local-registry-hosting" is forbidden: User "system:serviceaccount:default:dev" cannot update resource "configmaps" in API group "" in the namespace "kube-public"
+hint: advertising needs get, create, update and delete on configmaps in kube-public; `kubectl auth can-i update configmaps -n kube-public` checks it; a cluster admin can grant it with a Role and RoleBinding
+
+"#]]);
     assert!(
         run.stderr.starts_with("error: updating ConfigMap kube-public/local-registry-hosting: not allowed: the credentials of context \"kind-dev\" (http://127.0.0.1:[PORT]) may not update configmaps in namespace kube-public\n"),
         "{}",
@@ -286,23 +292,56 @@ caused by: "http://localhost:5001" is not a registry host[:port]: it starts with
 hint: give host[:port] alone, e.g. localhost:5001 or registry:5000
 
 "#]]);
-    for (args, problem) in [
+    for (args, problem, stderr) in [
         (
             &["localhost:5001/v2"][..],
             "\"localhost:5001/v2\" is not a registry host[:port]: it has a path (/v2)",
+            str![[r#"
+error: HOST is not usable
+caused by: "localhost:5001/v2" is not a registry host[:port]: it has a path (/v2)
+hint: give host[:port] alone, e.g. localhost:5001 or registry:5000
+
+"#]],
         ),
         (
             &["me:secret@localhost:5001"][..],
             "it has user info (…@); registry credentials belong in ~/.docker/config.json",
+            str![[r#"
+error: HOST is not usable
+caused by: "me:xxxxx@localhost:5001" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json
+hint: give host[:port] alone, e.g. localhost:5001 or registry:5000
+
+"#]],
         ),
-        (&["local host:5001"][..], "it contains a space"),
+        (
+            &["local host:5001"][..],
+            "it contains a space",
+            str![[r#"
+error: HOST is not usable
+caused by: "local host:5001" is not a registry host[:port]: it contains a space
+hint: give host[:port] alone, e.g. localhost:5001 or registry:5000
+
+"#]],
+        ),
         (
             &["localhost:5001", "--from-runtime", "registry:99999"][..],
             "port \"99999\" is not a number from 1 to 65535",
+            str![[r#"
+error: --from-runtime is not usable
+caused by: "registry:99999" is not a registry host[:port]: port "99999" is not a number from 1 to 65535
+hint: give host[:port] alone, e.g. localhost:5001 or registry:5000
+
+"#]],
         ),
         (
             &["localhost:5001", "--help-url", "file:///etc/passwd"][..],
             "\"file:///etc/passwd\" is not a help URL: it must start with https:// or http://",
+            str![[r#"
+error: --help-url is not usable
+caused by: "file:///etc/passwd" is not a help URL: it must start with https:// or http://
+hint: give a web page users can open, e.g. https://kind.sigs.k8s.io/docs/user/local-registry/
+
+"#]],
         ),
     ] {
         let run = plugin(
@@ -311,6 +350,8 @@ hint: give host[:port] alone, e.g. localhost:5001 or registry:5000
         );
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
         assert!(run.stderr.contains(problem), "{args:?}: {}", run.stderr);
+        eprintln!("advertise {args:?}:");
+        run.assert_stderr(stderr);
     }
     assert_eq!(server.requests(), Vec::<String>::new());
 }

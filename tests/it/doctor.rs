@@ -176,6 +176,57 @@ fn an_unknown_cluster_with_nothing_advertised_names_every_way_out_as_json() {
         .start();
     let path = bin_dir(&[]);
     let run = doctor_in(&server, "lab", path.path(), &["-o", "json"]);
+    run.assert_stdout(str![[r#"
+[
+  {
+    "check": "kubeconfig",
+    "ok": true,
+    "detail": "[ROOT]/kubeconfig, context lab",
+    "hint": null
+  },
+  {
+    "check": "api-server",
+    "ok": true,
+    "detail": "http://127.0.0.1:[PORT] answered in [ELAPSED] ms (Kubernetes v1.32.0)",
+    "hint": null
+  },
+  {
+    "check": "discovery",
+    "ok": null,
+    "detail": "nothing advertised: no ConfigMap kube-public/local-registry-hosting, and neither OpenShift's image config, a node annotation nor a microk8s registry Service names one",
+    "hint": null
+  },
+  {
+    "check": "registry",
+    "ok": null,
+    "detail": "no registry is advertised, so there is none to reach",
+    "hint": null
+  },
+  {
+    "check": "round-trip",
+    "ok": null,
+    "detail": "no registry is advertised, so there is none to push the probe image to",
+    "hint": null
+  },
+  {
+    "check": "nodes",
+    "ok": null,
+    "detail": "push loads images into the nodes instead of a registry",
+    "hint": null
+  },
+  {
+    "check": "node-load",
+    "ok": false,
+    "detail": "no way to get the image into cluster \"lab\": it advertises no local registry (no ConfigMap kube-public/local-registry-hosting) and is no product whose nodes we know how to load into",
+    "hint": "give the cluster a registry and advertise it in kube-public/local-registry-hosting (KEP-1755): https://github.com/kubernetes/enhancements/tree/master/keps/sig-cluster-lifecycle/generic/1755-communicating-a-local-registry; or push to a registry its nodes can pull from: --registry HOST[:PORT]; or load the image your own way: --load-command 'PROGRAM ARGS... {archive}'"
+  }
+]
+
+"#]]);
+    run.assert_stderr(str![[r#"
+error: push would not work: 1 check failed (node-load)
+
+"#]]);
     let checks: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let names: Vec<&str> = checks
         .as_array()

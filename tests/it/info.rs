@@ -603,6 +603,12 @@ fn invalid_yaml_in_the_configmap_is_an_error_naming_the_key() {
     let run = info(&server, "kind-dev", &["-o", "json"]);
     run.assert_stdout(str![]);
     let lines: Vec<&str> = run.stderr.lines().collect();
+    run.assert_stderr(str![[r#"
+error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: the value is not valid YAML
+caused by: unclosed bracket '[' at line 1, column 7
+hint: fix it with `kubectl -n kube-public edit configmap local-registry-hosting`, or skip discovery with --registry HOST[:PORT]
+
+"#]]);
     assert_eq!(
         lines[0],
         "error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: the value is not valid YAML"
@@ -972,6 +978,15 @@ fn a_kubeconfig_proxy_url_is_used_even_for_a_loopback_api_server() {
         .env("KUBECONFIG", &kubeconfig)
         .arg("info")
         .output();
+    run.assert_stderr(str![[r#"
+error: reading ConfigMap kube-public/local-registry-hosting: cannot reach the API server of context "kind-dev" (http://127.0.0.1:[PORT] through proxy http://127.0.0.1:[PORT])
+caused by: client error (Connect)
+caused by: tunnel error: failed to create underlying connection
+caused by: tcp connect error
+caused by: Connection refused (os error 111)
+hint: is the cluster (and the proxy) running? `kubectl --context kind-dev get nodes` shows whether it answers
+
+"#]]);
     assert_eq!(
         run.stderr.lines().next(),
         Some(
@@ -991,6 +1006,11 @@ fn text_from_the_api_server_and_the_configmap_is_printed_escaped() {
     let run = info(&server, "kind-dev", &[]);
     run.assert_stdout(str![]);
     assert_eq!(run.code, 3);
+    run.assert_stderr(str![[r#"
+error: reading ConfigMap kube-public/local-registry-hosting: the API server of context "kind-dev" (http://127.0.0.1:[PORT]) answered 500 InternalError
+caused by: no\u001b]0;owned\u0007 \u202egnp.exe
+
+"#]]);
     assert!(
         run.stderr
             .contains("caused by: no\\u001b]0;owned\\u0007 \\u202egnp.exe"),

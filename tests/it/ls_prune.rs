@@ -280,6 +280,72 @@ fn assert_read_back(
 fn prune_dry_run_says_what_it_would_delete_and_changes_nothing() {
     let Pruned { lab, digests } = five_versions(RegistryConfig::default(), None);
     let out = lab.run(&["prune", "--keep", "2", "--dry-run", "-o", "json"]);
+    out.assert_stdout(str![[r#"
+{
+  "dryRun": true,
+  "deleted": [
+    {
+      "repository": "app",
+      "digest": "sha256:[DIGEST]",
+      "tags": [
+        "v1"
+      ],
+      "size": 32239
+    }
+  ],
+  "kept": [
+    {
+      "repository": "app",
+      "tag": "nodate",
+      "digest": "sha256:[DIGEST]",
+      "reason": "no-created-time",
+      "inUseBy": []
+    },
+    {
+      "repository": "app",
+      "tag": "v2",
+      "digest": "sha256:[DIGEST]",
+      "reason": "in-use",
+      "inUseBy": [
+        "Deployment/batch/rollback"
+      ]
+    },
+    {
+      "repository": "app",
+      "tag": "v3",
+      "digest": "sha256:[DIGEST]",
+      "reason": "in-use",
+      "inUseBy": [
+        "Deployment/web/web"
+      ]
+    },
+    {
+      "repository": "app",
+      "tag": "v3-alias",
+      "digest": "sha256:[DIGEST]",
+      "reason": "shares-a-kept-digest",
+      "inUseBy": []
+    },
+    {
+      "repository": "app",
+      "tag": "v4",
+      "digest": "sha256:[DIGEST]",
+      "reason": "newest",
+      "inUseBy": []
+    },
+    {
+      "repository": "app",
+      "tag": "v5",
+      "digest": "sha256:[DIGEST]",
+      "reason": "newest",
+      "inUseBy": []
+    }
+  ],
+  "unreferencedBytes": 32239,
+  "garbageCollect": null
+}
+
+"#]]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
     let report = out.json();
     assert_eq!(report["dryRun"], true);
@@ -842,6 +908,11 @@ fn prune_says_plainly_it_does_not_touch_openshift_image_streams() {
     run.assert_stdout(str![]);
     assert_eq!(run.code, 2);
     assert!(run.stdout.is_empty());
+    run.assert_stderr(str![[r#"
+error: prune does not prune OpenShift's integrated registry (default-route-openshift-image-registry.apps-crc.testing): its images belong to image streams, which prune does not touch
+hint: delete image stream tags with `oc tag -d PROJECT/NAME:TAG` (or `oc delete istag`), then `oc adm prune images --confirm` frees the registry's storage
+
+"#]]);
     let stderr = run.stderr;
     assert!(
         stderr.starts_with(
@@ -1130,13 +1201,13 @@ fn minikube_nodes_on_crio_are_a_clear_error() {
         let run = cluster.run(command);
         assert_eq!(run.code, 6, "{}", run.stderr);
         assert!(run.stdout.is_empty());
-        assert_eq!(
-            run.stderr,
-            "error: no registry is advertised, and node minikube of minikube profile \"minikube\" runs the cri-o runtime (cri-o://1.29.1); ls and prune read minikube nodes that all run containerd, or all docker\n\
-             hint: list the node's images with `minikube image ls -p minikube`, remove old content tags with `minikube image rm IMAGE... -p minikube`\n\
-             hint: or run the profile on containerd or docker: `minikube start -p minikube --container-runtime=containerd` (a new profile)\n\
-             hint: or give the cluster a registry to list and prune it instead: https://minikube.sigs.k8s.io/docs/handbook/registry/\n"
-        );
+        run.assert_stderr(str![[r#"
+error: no registry is advertised, and node minikube of minikube profile "minikube" runs the cri-o runtime (cri-o://1.29.1); ls and prune read minikube nodes that all run containerd, or all docker
+hint: list the node's images with `minikube image ls -p minikube`, remove old content tags with `minikube image rm IMAGE... -p minikube`
+hint: or run the profile on containerd or docker: `minikube start -p minikube --container-runtime=containerd` (a new profile)
+hint: or give the cluster a registry to list and prune it instead: https://minikube.sigs.k8s.io/docs/handbook/registry/
+
+"#]]);
     }
     assert!(
         standins.calls().is_empty(),
@@ -1168,11 +1239,11 @@ fn a_node_that_never_answers_ends_ls_and_prune_within_the_bound() {
             .output();
         let took = started.elapsed();
         assert_eq!(run.code, 6, "{}", run.stderr);
-        assert_eq!(
-            run.stderr,
-            "error: reading what the nodes hold\n\
-             caused by: `docker exec dev-control-plane ctr -n k8s.io images ls` did not finish within 1s; it was stopped\n"
-        );
+        run.assert_stderr(str![[r#"
+error: reading what the nodes hold
+caused by: `docker exec dev-control-plane ctr -n k8s.io images ls` did not finish within 1s; it was stopped
+
+"#]]);
         // A generous ceiling over the 1 s bound, not a race.
         assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
     }

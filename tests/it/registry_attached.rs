@@ -510,7 +510,24 @@ fn a_created_that_is_missing_zero_or_the_epoch_is_unknown_never_the_oldest() {
 fn a_repository_that_does_not_exist_is_name_unknown_for_ls_and_prune() {
     let shelf = RegistryScene::bare();
     shelf.put(&image(441, Some("2024-01-01T00:00:00Z")), "app", "v1");
-    for command in ["ls", "prune"] {
+    for (command, stderr) in [
+        (
+            "ls",
+            str![[r#"
+error: the registry 127.0.0.1:[PORT] has no repository nosuch (NAME_UNKNOWN)
+hint: `kubectl registry ls` without a repository lists those it has
+
+"#]],
+        ),
+        (
+            "prune",
+            str![[r#"
+error: the registry 127.0.0.1:[PORT] has no repository nosuch (NAME_UNKNOWN)
+hint: `kubectl registry prune` without a repository lists those it has
+
+"#]],
+        ),
+    ] {
         let out = shelf.run(&[command, "nosuch"]);
         assert_eq!(out.code, 5, "{command}: {}", out.stderr);
         assert!(
@@ -520,6 +537,8 @@ fn a_repository_that_does_not_exist_is_name_unknown_for_ls_and_prune() {
             out.stderr
         );
         assert_eq!(out.stdout, "", "{command}");
+        eprintln!("{command} nosuch:");
+        out.assert_stderr(stderr);
     }
     assert_eq!(shelf.run(&["ls", "app"]).code, 0);
 }
@@ -531,8 +550,33 @@ fn a_registry_refusing_its_catalog_says_to_name_the_repositories() {
         headers: vec![("WWW-Authenticate".into(), "Basic realm=\"Registry Realm\"".into())],
         body: br#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required","detail":null}]}"#.to_vec(),
     };
-    for (answer, status) in [
-        (unauthorized, "401"),
+    for (answer, status, said) in [
+        (
+            unauthorized,
+            "401",
+            [
+                str![[r#"
+error: the registry 127.0.0.1:[PORT] does not list its repositories: its catalog (GET /v2/_catalog) was refused
+caused by: listing the repositories of 127.0.0.1:[PORT]
+caused by: wrong or missing credentials for 127.0.0.1:[PORT]: no credentials for 127.0.0.1:[PORT] were found ([ROOT]/no-docker-config/config.json)
+caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required
+hint: name the repositories instead: kubectl registry ls REPO..., e.g. kubectl registry ls myimg
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: run `docker login 127.0.0.1:[PORT]` (or `podman login 127.0.0.1:[PORT]`) with an account allowed to push
+
+"#]],
+                str![[r#"
+error: the registry 127.0.0.1:[PORT] does not list its repositories: its catalog (GET /v2/_catalog) was refused
+caused by: listing the repositories of 127.0.0.1:[PORT]
+caused by: wrong or missing credentials for 127.0.0.1:[PORT]: no credentials for 127.0.0.1:[PORT] were found ([ROOT]/no-docker-config/config.json)
+caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required
+hint: name the repositories instead: kubectl registry prune REPO..., e.g. kubectl registry prune myimg
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: run `docker login 127.0.0.1:[PORT]` (or `podman login 127.0.0.1:[PORT]`) with an account allowed to push
+
+"#]],
+            ],
+        ),
         (
             Action::Status {
                 status: 404,
@@ -540,6 +584,24 @@ fn a_registry_refusing_its_catalog_says_to_name_the_repositories() {
                 body: b"404 page not found\n".to_vec(),
             },
             "404",
+            [
+                str![[r#"
+error: the registry 127.0.0.1:[PORT] does not list its repositories: its catalog (GET /v2/_catalog) was refused
+caused by: listing the repositories of 127.0.0.1:[PORT]
+caused by: the registry answered 404 Not Found: it serves no catalog
+hint: name the repositories instead: kubectl registry ls REPO..., e.g. kubectl registry ls myimg
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+
+"#]],
+                str![[r#"
+error: the registry 127.0.0.1:[PORT] does not list its repositories: its catalog (GET /v2/_catalog) was refused
+caused by: listing the repositories of 127.0.0.1:[PORT]
+caused by: the registry answered 404 Not Found: it serves no catalog
+hint: name the repositories instead: kubectl registry prune REPO..., e.g. kubectl registry prune myimg
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+
+"#]],
+            ],
         ),
     ] {
         let registry = TestRegistry::start();
@@ -549,7 +611,7 @@ fn a_registry_refusing_its_catalog_says_to_name_the_repositories() {
         );
         let shelf = RegistryScene::advertising(registry, &proxy.host(), |api, _| api);
         shelf.put(&image(451, Some("2024-01-01T00:00:00Z")), "app", "v1");
-        for command in ["ls", "prune"] {
+        for (command, stderr) in ["ls", "prune"].into_iter().zip(said) {
             let out = shelf.run(&[command]);
             assert_eq!(out.code, 5, "{status} {command}: {}", out.stderr);
             assert!(
@@ -561,6 +623,8 @@ fn a_registry_refusing_its_catalog_says_to_name_the_repositories() {
                 "{status} {command}: {}",
                 out.stderr
             );
+            eprintln!("{status} {command}:");
+            out.assert_stderr(stderr);
         }
         // Named, the repositories are read through the same proxy.
         let named = shelf.run(&["ls", "app", "-o", "json"]);

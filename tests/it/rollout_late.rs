@@ -8,7 +8,8 @@ use std::time::Duration;
 use crate::rollout::{Node, OLD, RolloutBench, web, web_with};
 use crate::support::controllers::Container;
 use crate::support::fixtures::Image;
-use crate::support::run::finished;
+use crate::support::run::{assert_redacted, finished};
+use snapbox::{IntoData, str};
 
 /// The requests the stand-in served from `from` on, as `METHOD /path?query`.
 fn served_since(bench: &RolloutBench, from: usize) -> Vec<String> {
@@ -37,14 +38,14 @@ fn a_patch_noticed_two_seconds_late_is_waited_for_within_forty_requests() {
         &["--rollout", "deploy/web", "-v"],
     );
     run.reference();
-    assert!(
-        run.stderr
-            .contains("deployment/web: waiting for deployment spec update to be observed\n")
-            && run
-                .stderr
-                .contains("deployment/web: deployment \"web\" successfully rolled out in "),
-        "{run:?}"
-    );
+    run.assert_stderr(str![[r#"
+pushed 4 blobs (643.1 KB), 0 blobs already there, in [ELAPSED]s
+deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+deployment/web: waiting for deployment spec update to be observed
+...
+deployment/web: deployment "web" successfully rolled out in [ELAPSED]s
+
+"#]]);
     all_new_and_ready(&bench, &old, 2);
     let served = served_since(&bench, from);
     assert!(served.len() <= 40, "{} requests: {served:#?}", served.len());
@@ -68,11 +69,12 @@ fn a_paused_deployment_is_patched_then_said_paused_at_once_exit_1() {
     assert_eq!(run.code, 1, "{run:?}");
     let report = run.json();
     bench.assert_runs_reported(&report, "deployment", "web");
-    assert!(
-        run.stderr.contains("error: deployment/web: deployment \"web\" is paused: the new template rolls out once it is resumed")
-            && run.stderr.contains("`kubectl rollout resume deployment/web -n default` resumes it"),
-        "{run:?}"
-    );
+    run.assert_stderr(str![[r#"
+deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+error: deployment/web: deployment "web" is paused: the new template rolls out once it is resumed
+hint: `kubectl rollout resume deployment/web -n default` resumes it
+
+"#]]);
     assert_eq!(report["rollout"][0]["status"], "paused");
     assert_eq!(report["rollout"][0]["patched"], true);
 }
@@ -90,11 +92,12 @@ fn a_deployment_past_its_progress_deadline_fails_in_kubectls_words() {
         &["--rollout", "deploy/web", "--timeout", "10m", "-o", "json"],
     );
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(
-        run.stderr
-            .contains("error: deployment/web: deployment \"web\" exceeded its progress deadline"),
-        "{run:?}"
-    );
+    run.assert_stderr(str![[r#"
+deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+...
+error: deployment/web: deployment "web" exceeded its progress deadline
+
+"#]]);
     assert_eq!(run.json()["rollout"][0]["status"], "failed");
 }
 
@@ -140,7 +143,15 @@ fn a_watch_answered_410_gone_relists_and_the_wait_goes_on() {
         .filter(|r| r.contains("/deployments?") && !r.contains("watch=true"))
         .count();
     assert!(lists >= 2, "relisted after the 410: {served:#?}");
-    assert!(run.stderr.contains("too old resource version"), "{run:?}");
+    run.assert_stderr(str![[r#"
+pushed 4 blobs (643.1 KB), 0 blobs already there, in [ELAPSED]s
+deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+...
+deployment/web: error returned by apiserver during watch: too old resource version: [..]: Expired; trying again
+...
+deployment/web: deployment "web" successfully rolled out in [ELAPSED]s
+
+"#]]);
 }
 
 /// The figures of the report: one multi-second rollout, ours against the script users write.
@@ -196,12 +207,14 @@ fn where_watch_is_forbidden_the_rollout_is_read_once_a_second_and_said_with_v() 
     );
     run.reference();
     all_new_and_ready(&bench, &old, 2);
-    assert!(
-        run.stderr.contains(
-            "watching the workloads and their pods is not allowed in default; the rollout is read once a second instead"
-        ),
-        "{run:?}"
-    );
+    run.assert_stderr(str![[r#"
+watching the workloads and their pods is not allowed in default; the rollout is read once a second instead
+pushed 4 blobs (643.1 KB), 0 blobs already there, in [ELAPSED]s
+deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+...
+deployment/web: deployment "web" successfully rolled out in [ELAPSED]s
+
+"#]]);
     let served = served_since(&bench, from);
     assert!(
         !served.iter().any(|r| r.contains("watch=true")),
@@ -229,14 +242,22 @@ fn statefulsets_and_daemonsets_roll_in_steps_as_kubectl_rollout_status_reads_the
     kubectl(&["set", "image", "sts/db", &format!("db={reference}")]);
     kubectl(&["set", "image", "ds/agent", &format!("agent={reference}")]);
     let sts = kubectl(&["rollout", "status", "sts/db", "--timeout=60s"]);
-    assert!(
-        sts.ends_with("statefulset rolling update complete 3 pods at revision db-2...\n"),
-        "{sts}"
+    assert_redacted(
+        &sts,
+        str![[r#"
+...
+statefulset rolling update complete 3 pods at revision db-2...
+
+"#]],
     );
     let ds = kubectl(&["rollout", "status", "ds/agent", "--timeout=60s"]);
-    assert!(
-        ds.ends_with("daemon set \"agent\" successfully rolled out\n"),
-        "{ds}"
+    assert_redacted(
+        &ds,
+        str![[r#"
+...
+daemon set "agent" successfully rolled out
+
+"#]],
     );
     let pods = bench.controllers.pods();
     assert_eq!(pods.len(), 6, "{pods:?}");
@@ -251,13 +272,15 @@ fn statefulsets_and_daemonsets_roll_in_steps_as_kubectl_rollout_status_reads_the
     for (kind, name) in [("statefulset", "db"), ("daemonset", "agent")] {
         assert_eq!(bench.controllers.images(kind, name)[name], reference);
     }
-    assert!(
-        run.stderr
-            .contains("statefulset rolling update complete 3 pods at revision db-3")
-            && run
-                .stderr
-                .contains("daemon set \"agent\" successfully rolled out"),
-        "{run:?}"
+    run.assert_stderr(
+        str![[r#"
+statefulset/db: set db=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+daemonset/agent: set agent=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+statefulset/db: statefulset rolling update complete 3 pods at revision db-3 in [ELAPSED]s
+daemonset/agent: daemon set "agent" successfully rolled out in [ELAPSED]s
+...
+"#]]
+        .unordered(),
     );
     let pods = bench.controllers.pods();
     assert!(pods.iter().all(|(_, ready)| *ready), "{pods:?}");
@@ -275,11 +298,15 @@ fn a_watch_refused_though_the_access_review_allowed_it_falls_back_to_reads_once_
     );
     run.reference();
     all_new_and_ready(&bench, &old, 2);
-    assert!(
-        run.stderr
-            .contains("reading the workload and its pods once a second instead"),
-        "{run:?}"
-    );
+    run.assert_stderr(str![[r#"
+pushed 4 blobs (643.1 KB), 0 blobs already there, in [ELAPSED]s
+deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+...
+deployment/web: failed to start watching object: [..]; reading the workload and its pods once a second instead
+...
+deployment/web: deployment "web" successfully rolled out in [ELAPSED]s
+
+"#]]);
     let served = served_since(&bench, from);
     let watches = served
         .iter()

@@ -221,12 +221,11 @@ fn a_service_only_advertisement_is_pushed_to_through_the_tunnel() {
     );
     let host = cluster.run(&["push", &path, "--network", "host"]);
     assert_eq!(host.code, 2, "{}", host.stderr);
-    assert!(
-        host.stderr
-            .contains("--network host: ConfigMap kube-public/local-registry-hosting sets no host"),
-        "{}",
-        host.stderr
-    );
+    host.assert_stderr(str![[r#"
+error: --network host: ConfigMap kube-public/local-registry-hosting sets no host, so nothing outside the cluster reaches the registry
+hint: drop --network host to push through a tunnel through the API server, or name a registry with --registry HOST[:PORT]
+
+"#]]);
 }
 
 #[test]
@@ -380,7 +379,13 @@ fn a_tunnel_that_keeps_dropping_fails_clearly_and_tags_nothing() {
     let path = cluster.archive(&image);
     let run = cluster.run(&["push", &path]);
     assert_eq!(run.code, 5, "{}", run.stderr);
-    assert!(run.stderr.contains("the registry was reached through a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 of Service kube-system/registry port 80, through the API server"), "{}", run.stderr);
+    run.assert_stderr(str![[r#"
+error: pushing blob sha256:[DIGEST]… to 127.0.0.1:[PORT]/app
+...
+hint: this cluster's registry guide: https://minikube.sigs.k8s.io/docs/handbook/registry/
+hint: the registry was reached through a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 of Service kube-system/registry port 80, through the API server; its last failure: a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 broke off: [..]
+
+"#]]);
     assert_eq!(cluster.bench.tag_status("app", "v1"), 404);
 }
 

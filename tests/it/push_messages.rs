@@ -50,22 +50,13 @@ fn a_registry_asking_for_kerberos_is_named_not_sent_to_docker_login() {
                 .args(["push", &path]),
         );
         assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{run:?}");
-        assert!(
-            run.stderr.contains(
-                "caused by: 127.0.0.1:[PORT] asks for Kerberos (SPNEGO) authentication \
-                 (`WWW-Authenticate: Negotiate`), which kubectl-registry does not speak"
-            ),
-            "{}",
-            run.stderr
-        );
-        assert!(
-            run.stderr.contains(
-                "hint: we speak Basic and Bearer (token) auth: get a username and password or a \
-                 token for 127.0.0.1:[PORT] from whoever runs it, then run `docker login 127.0.0.1:[PORT]`"
-            ),
-            "{}",
-            run.stderr
-        );
+        run.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: 127.0.0.1:[PORT] asks for Kerberos (SPNEGO) authentication (`WWW-Authenticate: Negotiate`), which kubectl-registry does not speak
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: we speak Basic and Bearer (token) auth: get a username and password or a token for 127.0.0.1:[PORT] from whoever runs it, then run `docker login 127.0.0.1:[PORT]`
+
+"#]]);
         assert!(
             !run.stderr.contains("wrong or missing credentials"),
             "{}",

@@ -51,14 +51,12 @@ fn a_failing_helper_shows_its_stdout_reason_and_never_its_stderr() {
                 .args(["push", path.to_str().unwrap()]),
         );
         assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{run:?}");
-        assert!(
-            run.stderr.contains(
-                "docker-credential-leaky failed (exit status: 1): error getting credentials: \
-                 the keychain is locked"
-            ),
-            "{}",
-            run.stderr
-        );
+        run.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: getting credentials for 127.0.0.1:[PORT] from the credential helper docker-credential-leaky (credsStore in [ROOT]/docker-config/config.json): docker-credential-leaky failed (exit status: 1): error getting credentials: the keychain is locked
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+
+"#]]);
         assert_no_secret(&run);
     }
     bench.assert_not_tagged("myimg", "dev");
@@ -79,11 +77,12 @@ fn a_configmap_host_with_a_password_is_refused_with_the_password_redacted() {
                 .args(["push", path.to_str().unwrap()]),
         );
         assert_ne!(run.code, 0, "{run:?}");
-        assert!(
-            run.stderr.contains("\"kind:xxxxx@127.0.0.1:[PORT]\""),
-            "{}",
-            run.stderr
-        );
+        run.assert_stderr(str![[r#"
+error: ConfigMap kube-public/local-registry-hosting, key localRegistryHosting.v1: field host is not a registry host
+caused by: "kind:xxxxx@127.0.0.1:[PORT]" is not a registry host[:port]: it has user info (…@); registry credentials belong in ~/.docker/config.json
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/ (or skip discovery with --registry HOST[:PORT])
+
+"#]]);
         assert_no_secret(&run);
     }
 }

@@ -124,6 +124,23 @@ impl RolloutBench {
         reference
     }
 
+    /// The ref `run` printed, checked to be what container web of deployment/web now runs, and
+    /// its rollout said whole: the patch, kubectl's waiting lines, done.
+    pub(crate) fn assert_web_rolled_out<'r>(&self, run: &'r Outcome) -> &'r str {
+        let reference = run.reference();
+        assert_eq!(
+            self.controllers.images("deployment", "web")["web"],
+            reference
+        );
+        run.assert_stderr(str![[r#"
+deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+...
+deployment/web: deployment "web" successfully rolled out in [ELAPSED]s
+
+"#]]);
+        reference
+    }
+
     pub(crate) fn patches(&self) -> usize {
         self.controllers.patches().len()
     }
@@ -170,22 +187,12 @@ fn a_deployment_rolls_out_to_the_pushed_ref_with_one_patch() {
         &bench.archive(&Image::sample(321)),
         &["--rollout", "deploy/web"],
     );
-    let reference = run.reference();
+    let reference = bench.assert_web_rolled_out(&run);
     assert!(
         reference.starts_with("kind-registry:5000/myimg:dev@sha256:"),
         "{run:?}"
     );
     assert_eq!(bench.patches(), 1, "{run:?}");
-    assert_eq!(
-        bench.controllers.images("deployment", "web")["web"],
-        reference
-    );
-    run.assert_stderr(str![[r#"
-deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
-...
-deployment/web: deployment "web" successfully rolled out in [ELAPSED]s
-
-"#]]);
     let pods = bench.controllers.pods();
     assert_eq!(pods.len(), 2, "{pods:?}");
     assert!(

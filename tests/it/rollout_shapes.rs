@@ -68,16 +68,7 @@ fn an_image_pinned_by_digest_only_is_the_pushed_repository() {
         &bench.archive(&Image::sample(353)),
         &["--rollout", "deploy/web"],
     );
-    let reference = run.reference();
-    assert_eq!(
-        bench.controllers.images("deployment", "web")["web"],
-        reference
-    );
-    assert!(
-        run.stderr
-            .contains("deployment \"web\" successfully rolled out"),
-        "{run:?}"
-    );
+    bench.assert_web_rolled_out(&run);
 }
 
 #[test]
@@ -143,6 +134,12 @@ fn two_containers_on_the_same_image_are_both_set_in_one_patch() {
         )),
         "{run:?}"
     );
+    run.assert_stderr(str![[r#"
+deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST] worker=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+...
+deployment/web: deployment "web" successfully rolled out in [ELAPSED]s
+
+"#]]);
 }
 
 #[test]
@@ -159,12 +156,11 @@ fn several_rollouts_are_each_rolled_and_reported_in_order_and_none_patched_if_on
         &["--rollout", "deploy/web", "--rollout", "sts/db"],
     );
     assert_eq!(refused.code, 3, "{refused:?}");
-    assert!(
-        refused
-            .stderr
-            .contains("these credentials may not patch statefulsets.apps in namespace default"),
-        "{refused:?}"
-    );
+    refused.assert_stderr(str![[r#"
+error: these credentials may not patch statefulsets.apps in namespace default; nothing was pushed or patched
+hint: push --rollout needs get, list, watch and patch on the workload, get, list and watch on pods and get on pods/log in default (`kubectl auth can-i patch statefulsets.apps -n default`)
+
+"#]]);
     assert_eq!(bench.patches(), 0, "none patched");
     let run = bench.push(
         &archive,
@@ -253,11 +249,12 @@ fn a_pod_that_never_becomes_ready_is_reported_at_the_timeout_in_kubectls_words()
         &["--rollout", "deploy/web", "--timeout", "4s", "-o", "json"],
     );
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(
-        run.stderr.contains(
-            "error: deployment/web: the rollout did not finish in 4s: waiting for deployment \"web\" rollout to finish: 1 out of 2 new replicas have been updated"
-        ),
-        "{run:?}"
-    );
+    run.assert_stderr(str![[r#"
+deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+...
+error: deployment/web: the rollout did not finish in 4s: waiting for deployment "web" rollout to finish: 1 out of 2 new replicas have been updated
+hint: `kubectl rollout status deployment/web -n default` goes on waiting; --timeout gives it longer
+
+"#]]);
     assert_eq!(run.json()["rollout"][0]["status"], "timed-out");
 }

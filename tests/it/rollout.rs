@@ -59,8 +59,13 @@ impl RolloutBench {
         )
         .unwrap();
         let node = Arc::new(Containerd::start());
-        let kubelet = Arc::clone(&node);
-        let controllers = workloads(Controllers::new(move |image| kubelet.pull(image, &hosts)));
+        // Weak: a connection thread of the API server may outlive the test, holding the
+        // controllers; the node's containerd must still stop when the bench is dropped.
+        let kubelet = Arc::downgrade(&node);
+        let controllers = workloads(Controllers::new(move |image| match kubelet.upgrade() {
+            Some(node) => node.pull(image, &hosts),
+            None => Err("the node's containerd has stopped".to_string()),
+        }));
         let api = ApiServer::builder()
             .hosting_v1(&hosting_yaml(&registry.host()))
             .node(StandInNode::new("stand-in-node"))

@@ -742,8 +742,15 @@ fn prunes_the_content_tags_of(
     all.sort();
     assert_eq!(held(), all);
 
+    let asked_before = cluster.requests().len();
     let out = cluster.run(&["ls", "-o", "json"]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
+    let asked = cluster.requests().split_off(asked_before);
+    let listed_nodes = asked.iter().filter(|r| *r == "GET /api/v1/nodes").count();
+    assert_eq!(
+        listed_nodes, 1,
+        "ls lists the Nodes once (discovery and the node reach share the list): {asked:#?}"
+    );
     let rows = out.json();
     assert_eq!(rows.as_array().unwrap().len(), 4, "{rows}");
     let v1 = row_where(&rows, |r| r["tag"] == content_tag(&builds[0]).as_str());

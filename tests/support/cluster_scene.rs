@@ -18,7 +18,7 @@ use crate::support::standins::StandIns;
 
 /// A stand-in cluster and a kubeconfig naming it, in a folder that is also the runs' HOME.
 pub(crate) struct Cluster {
-    _api: ApiServer,
+    api: ApiServer,
     dir: TempDir,
     kubeconfig: PathBuf,
     standins: Option<PathBuf>,
@@ -30,7 +30,7 @@ impl Cluster {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let kubeconfig = api.write_kubeconfig(dir.path(), context, cluster);
         Self {
-            _api: api,
+            api,
             dir,
             kubeconfig,
             standins: None,
@@ -41,6 +41,11 @@ impl Cluster {
     pub(crate) fn standins(mut self, standins: &StandIns) -> Self {
         self.standins = Some(standins.bin_dir());
         self
+    }
+
+    /// Every request the API server has answered, as `METHOD PATH`.
+    pub(crate) fn requests(&self) -> Vec<String> {
+        self.api.requests()
     }
 
     /// The folder: HOME of the runs, and room for the test's files.

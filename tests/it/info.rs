@@ -98,6 +98,22 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_text() {
     let run = info(&server, "kind-dev", &[]);
     run.assert_stderr(str![]);
     run.assert_stdout(Report::kinds_script().text());
+    // The report as printed, literally once: `Report` above renders the same text for the
+    // other clusters.
+    run.assert_stdout(str![[r#"
+context:              kind-dev
+cluster:              kind-dev
+server:               http://127.0.0.1:[PORT]
+product:              kind (cluster "dev")
+registry host:        localhost:5001
+runtime host:         localhost:5001
+cluster-network host: (not advertised)
+help:                 https://kind.sigs.k8s.io/docs/user/local-registry/
+source:               ConfigMap kube-public/local-registry-hosting (KEP-1755)
+network:              host (outside the cluster: a kubeconfig context)
+push:                 push to localhost:5001 and print refs on localhost:5001
+
+"#]]);
     assert_eq!(run.code, 0);
     assert_eq!(
         server.requests(),
@@ -111,6 +127,33 @@ fn kinds_local_registry_script_is_found_in_the_configmap_as_json() {
     let server = kind_with_its_script();
     let run = info(&server, "kind-dev", &["-o", "json"]);
     assert_report(&run, Report::kinds_script().json());
+    run.assert_stdout(str![[r#"
+{
+  "context": "kind-dev",
+  "cluster": "kind-dev",
+  "server": "http://127.0.0.1:[PORT]",
+  "product": {
+    "kind": "kind",
+    "clusterName": "dev"
+  },
+  "registry": {
+    "host": "localhost:5001",
+    "hostFromContainerRuntime": "localhost:5001",
+    "hostFromClusterNetwork": null,
+    "help": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+    "source": "configmap"
+  },
+  "registryGuide": "https://kind.sigs.k8s.io/docs/user/local-registry/",
+  "push": {
+    "method": "registry",
+    "network": "host",
+    "networkReason": "kubeconfig",
+    "host": "localhost:5001",
+    "description": "push to localhost:5001 and print refs on localhost:5001"
+  }
+}
+
+"#]]);
 }
 
 #[test]

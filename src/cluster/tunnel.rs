@@ -74,8 +74,7 @@ impl Tunnel {
         registry: &LocalRegistry,
         printer: &Printer,
     ) -> Result<Self> {
-        let dns_name = service.dns_name(registry.host_from_cluster_network.as_ref());
-        let dns_name = dns_name.as_str();
+        let dns_name = &service.dns_name(registry.host_from_cluster_network.as_ref());
         let (backend, service_ca) = tokio::join!(
             cluster.service_backend(service),
             cluster.service_ca(&service.namespace)

@@ -2,6 +2,7 @@
 //! runs the bash one; the real kubectl completes `kubectl registry ...` through this binary
 //! linked as `kubectl_complete-registry`.
 
+use snapbox::str;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -183,12 +184,15 @@ fn scripts_register_for_the_binary_not_for_kubectl() {
 fn an_unknown_shell_is_a_usage_error_naming_the_shells() {
     let run = completion("tcsh");
     assert_eq!((run.code, run.stdout.as_str()), (2, ""));
-    let stderr = run.stderr;
-    assert!(stderr.contains("invalid value 'tcsh'"), "{stderr}");
-    assert!(
-        stderr.contains("[possible values: bash, elvish, fish, powershell, zsh]"),
-        "{stderr}"
-    );
+    run.assert_stderr(str![[r#"
+error: invalid value 'tcsh' for '<SHELL>'
+  [possible values: bash, elvish, fish, powershell, zsh]
+
+  tip: a similar value exists: 'zsh'
+
+For more information, try '--help'.
+
+"#]]);
 }
 
 /// What the committed bash script offers for `kubectl-registry WORDS...<TAB>`.

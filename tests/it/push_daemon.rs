@@ -11,6 +11,7 @@ use crate::support::push::{self, Bench, Node, Outcome, RUNTIME_HOST, blob_sizes,
 use crate::support::registry::TestRegistry;
 use crate::support::run::{finished, redact};
 use serde_json::Value;
+use snapbox::str;
 
 fn push(bench: &Bench, daemon: &Dockerd, args: &[&str]) -> Outcome {
     bench
@@ -189,17 +190,11 @@ fn a_daemon_push_that_fails_midway_is_the_error_named_and_nothing_is_tagged() {
     let names_before = daemon.tags();
     let run = push(&bench, &daemon, &["myimg:dev"]);
     assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{}", run.stderr);
-    let said = run.stderr_lines();
-    assert_eq!(
-        said[0], "error: the docker daemon's push of myimg:dev to 127.0.0.1:[PORT]/myimg:dev",
-        "{said:#?}"
-    );
-    assert!(
-        said[1..]
-            .iter()
-            .any(|line| line.contains("quota exceeded for this repository")),
-        "{said:#?}"
-    );
+    run.assert_stderr(str![[r#"
+error: the docker daemon's push of myimg:dev to 127.0.0.1:[PORT]/myimg:dev
+caused by: denied: quota exceeded for this repository
+
+"#]]);
     bench.assert_not_tagged("myimg", "dev");
     assert_eq!(daemon.tags(), names_before, "the engine's names changed");
 }

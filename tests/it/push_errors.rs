@@ -402,5 +402,11 @@ fn a_layout_layer_symlinked_outside_the_layout_is_still_verified() {
         "{}",
         run.stderr
     );
+    run.assert_stderr(str![[r#"
+error: layer sha256:[DIGEST] (blobs/sha256/[..]) is corrupt; nothing was tagged
+caused by: diff_id (the uncompressed content's digest) of layer sha256:[DIGEST] (blobs/sha256/[..]) in [ROOT]/layout does not match: expected sha256:[DIGEST], got sha256:[DIGEST]
+hint: the archive was damaged after it was written: write it again (docker save, skopeo copy)
+
+"#]]);
     assert_no_blob_holds(&bench, &fixtures::sha256(&bytes));
 }

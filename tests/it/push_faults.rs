@@ -596,12 +596,13 @@ fn an_https_registry_sending_uploads_to_plain_http_is_left_and_gets_no_credentia
             .args(["--ca-file", ca_file.to_str().unwrap()]),
     );
     assert_eq!((run.code, run.stdout.as_str()), (5, ""), "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("which is not HTTPS; we do not leave HTTPS"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr(str![[r#"
+error: pushing blob sha256:[DIGEST]… to 127.0.0.1:[PORT]/myimg
+caused by: the registry 127.0.0.1:[PORT] sent us on to http://127.0.0.1:[PORT]/v2/myimg/blobs/uploads/[..], which is not HTTPS; we do not leave HTTPS
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: a proxy in front of the registry may rewrite its answers: check its settings for HTTPS
+
+"#]]);
     assert_eq!(trap.received(), "", "something was sent over plain HTTP");
     let tag = std::process::Command::new("curl")
         .args([

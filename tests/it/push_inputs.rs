@@ -4,6 +4,7 @@
 //! BuildKit export with no layers), and a Docker 1.10-1.12 manifest whose config is labelled
 //! `application/octet-stream`. Each push goes to the real registry.
 
+use snapbox::str;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -219,12 +220,11 @@ fn an_octet_stream_config_without_a_rootfs_is_refused_as_not_an_image() {
     layout.entry(&descriptor, Some("dev"));
     let run = push_layout(&bench, &layout);
     assert_eq!(run.code, 4, "{run:?}");
-    assert!(
-        run.stderr
-            .contains("its config has no `rootfs` field, so it is not an image config"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr(str![[r#"
+error: dev in [ROOT]/layout is not a container image but an artifact: artifact (its config has no `rootfs` field, so it is not an image config)
+hint: push artifacts with their own tools (oras, cosign); name an image with --image NAME[:TAG] or a digest
+
+"#]]);
     assert!(!run.stderr.contains("rootfs.diff"), "{}", run.stderr);
     bench.assert_not_tagged("myimg", "dev");
 }
@@ -254,12 +254,11 @@ fn an_index_whose_configs_have_no_rootfs_is_refused_naming_the_field() {
     layout.entry(&index, Some("dev"));
     let run = push_layout(&bench, &layout);
     assert_eq!(run.code, 4, "{run:?}");
-    assert!(
-        run.stderr
-            .contains("has no `rootfs` field, so none is an image config"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr(str![[r#"
+error: dev in [ROOT]/layout is not a container image but an artifact: index of artifacts: the config of each of its manifests has no `rootfs` field, so none is an image config (an image config has `rootfs`, not only `architecture` and `os`)
+hint: push artifacts with their own tools (oras, cosign); name an image with --image NAME[:TAG] or a digest
+
+"#]]);
     bench.assert_not_tagged("myimg", "dev");
 }
 

@@ -252,16 +252,14 @@ async fn bridge(connection: TcpStream, route: &Route) -> Result<(), String> {
         .await
         .map_err(|err| err.message().to_string())?;
     let ended = bridge::pump(connection, opened.into_stream(), forwarder.backend.port).await;
-    match ended {
-        Ok(()) => Ok(()),
-        Err(broke) => {
+    match ended
+        .err()
+        .and_then(|broke| broke.failure(&forwarder.describe()))
+    {
+        None => Ok(()),
+        Some(failure) => {
             route.distrust(&forwarder).await;
-            Err(match broke {
-                bridge::Broke::KubeletSaid(said) => {
-                    format!("the kubelet said of {}: {said}", forwarder.describe())
-                }
-                bridge::Broke::Failed(why) => format!("{} broke off: {why}", forwarder.describe()),
-            })
+            Err(failure)
         }
     }
 }

@@ -23,6 +23,35 @@ pub(super) enum Broke {
     KubeletSaid(String),
     /// The WebSocket or the connection failed, or the API server broke the protocol.
     Failed(String),
+    /// Our own client closed its connection (reset, or a write found it gone): nothing of the
+    /// pod's broke, so the pump ends cleanly and the pod is not distrusted.
+    HungUp,
+}
+
+impl Broke {
+    /// What went wrong with the stream to `forwarder`; `None` when nothing did (we hung up).
+    pub(super) fn failure(self, forwarder: &str) -> Option<String> {
+        match self {
+            Broke::KubeletSaid(said) => Some(format!("the kubelet said of {forwarder}: {said}")),
+            Broke::Failed(why) => Some(format!("{forwarder} broke off: {why}")),
+            Broke::HungUp => None,
+        }
+    }
+}
+
+/// Whether `err` on our connection means our client closed it.
+fn hung_up(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+    matches!(err.kind(), BrokenPipe | ConnectionReset | ConnectionAborted)
+}
+
+/// `err` on our connection, while `doing`.
+fn ours(doing: &str, err: std::io::Error) -> Broke {
+    if hung_up(&err) {
+        Broke::HungUp
+    } else {
+        Broke::Failed(format!("{doing} the connection: {err}"))
+    }
 }
 
 /// Pumps `connection` through `socket` (a port-forward to `port`) until the pod's side ends, or
@@ -52,7 +81,7 @@ async fn upstream(
     mut from_us: OwnedReadHalf,
     mut sink: impl Sink<Message, Error = WsError> + Unpin,
 ) -> Result<(), Broke> {
-    let failed = |err: std::io::Error| Broke::Failed(format!("reading the connection: {err}"));
+    let failed = |err: std::io::Error| ours("reading", err);
     let sent = |err: WsError| Broke::Failed(format!("sending through the API server: {err}"));
     let mut buffer = BytesMut::with_capacity(FRAME + 1);
     loop {
@@ -109,7 +138,7 @@ async fn downstream(
             Ok(Frame::Data(data)) => to_us
                 .write_all(data)
                 .await
-                .map_err(|err| Broke::Failed(format!("writing the connection: {err}")))?,
+                .map_err(|err| ours("writing", err))?,
             Ok(Frame::Opened) => {}
             Ok(Frame::Error(text)) => {
                 return Err(Broke::KubeletSaid(frames::kubelet_words(text)));
@@ -119,4 +148,39 @@ async fn downstream(
     }
     let _ = to_us.shutdown().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Error, ErrorKind};
+
+    use super::*;
+
+    #[test]
+    fn our_client_hanging_up_is_no_failure_and_anything_else_is() {
+        for kind in [
+            ErrorKind::BrokenPipe,
+            ErrorKind::ConnectionReset,
+            ErrorKind::ConnectionAborted,
+        ] {
+            let broke = ours("writing", Error::from(kind));
+            assert!(matches!(broke, Broke::HungUp), "{kind:?}: {broke:?}");
+            assert_eq!(broke.failure("a port-forward to pod dev/registry-0"), None);
+        }
+        let broke = ours("reading", Error::other("the disk is on fire"));
+        assert_eq!(
+            broke
+                .failure("a port-forward to pod dev/registry-0")
+                .as_deref(),
+            Some(
+                "a port-forward to pod dev/registry-0 broke off: reading the connection: the disk is on fire"
+            )
+        );
+        let said = Broke::KubeletSaid("connection refused".into());
+        assert_eq!(
+            said.failure("a port-forward to pod dev/registry-0")
+                .as_deref(),
+            Some("the kubelet said of a port-forward to pod dev/registry-0: connection refused")
+        );
+    }
 }

@@ -306,6 +306,11 @@ fn attestations_whose_blobs_are_absent_are_left_out_and_said() {
         "{}",
         run.stderr
     );
+    run.assert_stderr(str![[r#"
+leaving out: attached manifest sha256:[DIGEST]… (its blobs are not in the archive), attached manifest sha256:[DIGEST]…
+pushed 6 blobs (850.7 KB), 0 blobs already there, in [ELAPSED]s
+
+"#]]);
     let (reference, index) = bench.assert_landed(&run, "myimg", "dev");
     let digest = reference.rsplit_once('@').unwrap().1;
     assert_ne!(
@@ -490,6 +495,11 @@ fn platform_aliases_choose_as_containerd_normalises_them() {
         "{}",
         run.stderr
     );
+    run.assert_stderr(str![[r#"
+leaving out: linux/amd64 (not the platform chosen), attached manifest sha256:[DIGEST]… (not the platform chosen), attached manifest sha256:[DIGEST]… (not the platform chosen)
+pushed 0 blobs (0 B), 3 blobs already there, in [ELAPSED]s
+
+"#]]);
 }
 
 // ---------------------------------------------------------------------------------------------

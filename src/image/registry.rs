@@ -100,7 +100,9 @@ impl RegistryClient {
     /// `GET /v2/`: checks that the registry answers, settles HTTP or HTTPS, and answers its auth
     /// challenge so that wrong credentials show up before any upload.
     pub async fn ping(&self) -> Result<()> {
-        let what = || format!("reaching the registry {}", self.host());
+        // Through a tunnel, the name the cluster gives the registry: the loopback port is ours.
+        let known_as = self.inner.transport.login_names()[0];
+        let what = || format!("reaching the registry {known_as}");
         // At most one switch of scheme: the server speaks the other one and the rules allow it.
         let mut switched = false;
         loop {

@@ -113,7 +113,7 @@ fn credentials_are_those_of_the_names_the_cluster_advertises_not_the_tunnels_por
     let anonymous = cluster.run(&["push", &path]);
     assert_eq!((anonymous.code, anonymous.stdout.as_str()), (5, ""));
     anonymous.assert_stderr(str![[r#"
-error: reaching the registry 127.0.0.1:[PORT]
+error: reaching the registry localhost:5000
 caused by: wrong or missing credentials for localhost:5000: no credentials for localhost:5000 or registry.kube-system.svc.cluster.local:80 were found ([ROOT]/no-docker-config/config.json)
 caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required
 hint: this cluster's registry guide: https://minikube.sigs.k8s.io/docs/handbook/registry/

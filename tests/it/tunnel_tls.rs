@@ -161,7 +161,7 @@ fn ca_file_adds_the_ca_and_without_it_the_certificate_is_not_trusted_nor_downgra
     let untrusted = push(&bench, &[&path]);
     assert_eq!(untrusted.code, 5, "{}", untrusted.stderr);
     untrusted.assert_stderr(str![[r#"
-error: reaching the registry 127.0.0.1:[PORT]
+error: reaching the registry registry.dev.svc.cluster.local:5000
 caused by: the TLS certificate of the registry behind Service dev/registry port 5000 (as registry.dev.svc.cluster.local) is not trusted
 caused by: invalid peer certificate: UnknownIssuer
 hint: this cluster's registry guide: https://registry.example/guide
@@ -193,7 +193,7 @@ fn a_certificate_for_other_names_is_refused_naming_them() {
     let run = push(&bench, &[&path, "--ca-file", ca_file.to_str().unwrap()]);
     assert_eq!(run.code, 5, "{}", run.stderr);
     run.assert_stderr(str![[r#"
-error: reaching the registry 127.0.0.1:[PORT]
+error: reaching the registry registry.dev.svc.cluster.local:5000
 caused by: the TLS certificate of the registry behind Service dev/registry port 5000 names registry.example, *.registry.example and 127.0.0.1, not registry.dev.svc.cluster.local, the Service's name in the cluster
 caused by: invalid peer certificate: certificate not valid for name "registry.dev.svc.cluster.local"; certificate is only valid for DnsName("registry.example"), DnsName("*.registry.example") or IpAddress(127.0.0.1)
 hint: this cluster's registry guide: https://registry.example/guide

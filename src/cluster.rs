@@ -14,6 +14,7 @@ pub mod product;
 pub mod reach;
 pub mod rollout;
 pub mod route;
+pub mod session;
 pub mod tunnel;
 
 use std::path::PathBuf;

@@ -12,6 +12,7 @@ mod target;
 
 use crate::cluster::client::{Cluster, ContainerState, PodFacts};
 use crate::cluster::discovery::Discovered;
+use crate::cluster::session::Session;
 use crate::error::Result;
 use crate::inventory::RegistryAccess;
 use crate::output::Printer;
@@ -25,6 +26,7 @@ pub(crate) use target::{parse_target, parse_workload};
 
 /// Each container's finding, from the pod's status and events, the registry and the node.
 pub(crate) async fn examine(
+    session: &Session<'_>,
     discovered: &Discovered,
     cluster: &Cluster,
     pod: PodFacts,
@@ -35,7 +37,8 @@ pub(crate) async fn examine(
     let namespace = pod.namespace.clone();
     let events = cluster.pod_events(&namespace, &pod.name).await?;
     let node_arch = evidence::node_arch(cluster, pod.node.as_deref(), printer).await;
-    let in_registry = evidence::registry_answers(discovered, &pod, access, settings, printer).await;
+    let in_registry =
+        evidence::registry_answers(session, discovered, &pod, access, settings, printer).await;
     let on_node =
         evidence::node_answers(discovered, cluster, &pod, settings.limits.node_timeout).await;
     let containers: Vec<Finding> = pod

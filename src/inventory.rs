@@ -10,12 +10,12 @@ mod usage;
 
 use std::path::PathBuf;
 
-use crate::cluster::ClusterOptions;
-use crate::cluster::client::{Cluster, ImageUse, ImageUses, usage_forbidden};
+use crate::cluster::client::{ImageUse, ImageUses, usage_forbidden};
 use crate::cluster::discovery::Discovered;
 use crate::cluster::hosting::LocalRegistry;
 use crate::cluster::openshift;
-use crate::cluster::reach::{self, Reach};
+use crate::cluster::reach::Reach;
+use crate::cluster::session::Session;
 use crate::error::Result;
 use crate::image::reference::RegistryHost;
 use crate::image::registry::{RegistryClient, TransportOptions};
@@ -47,13 +47,14 @@ pub(crate) fn hosts(registry: &LocalRegistry) -> Vec<&RegistryHost> {
 /// A client for the host this run reaches the registry at, answering its ping, and the way it
 /// is reached (a tunnel through the API server stays open while that lives).
 pub(crate) async fn open_registry(
+    session: &Session<'_>,
     discovered: &Discovered,
     registry: &LocalRegistry,
     access: &RegistryAccess,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<(RegistryClient, Reach)> {
-    let reach = reach::reach(discovered, registry, printer).await?;
+    let reach = session.reach(discovered, registry).await?;
     let host = &reach.host;
     let options = TransportOptions {
         insecure: access.insecure,
@@ -82,9 +83,7 @@ pub(crate) enum UsageNeed {
 /// Every image the cluster's pods and workloads name; `None` when they could not be read and
 /// the run may go on without them.
 pub(crate) async fn read_uses(
-    discovered: &Discovered,
-    cluster_args: &ClusterOptions,
-    settings: &Settings,
+    session: &Session<'_>,
     printer: &Printer,
     need: UsageNeed,
 ) -> Result<Option<Vec<ImageUse>>> {
@@ -92,29 +91,22 @@ pub(crate) async fn read_uses(
         printer.warn("--ignore-usage: the workloads are not read; images they use may be removed");
         return Ok(None);
     }
-    let connected;
-    let cluster = match &discovered.cluster {
-        Some(cluster) => cluster,
-        None => match Cluster::connect(cluster_args, settings, printer).await {
-            Ok(cluster) => {
-                connected = cluster;
-                &connected
-            }
-            Err(err) => {
-                return match need {
-                    UsageNeed::Required { .. } => Err(err.with_hint(
-                        "the workloads tell what is in use; pass --ignore-usage to go on without them",
-                    )),
-                    _ => {
-                        printer.warn(&format!(
-                            "which workloads use the images is not shown: {}",
-                            err.message()
-                        ));
-                        Ok(None)
-                    }
-                };
-            }
-        },
+    let cluster = match session.cluster().await {
+        Ok(cluster) => cluster,
+        Err(err) => {
+            return match need {
+                UsageNeed::Required { .. } => Err(err.with_hint(
+                    "the workloads tell what is in use; pass --ignore-usage to go on without them",
+                )),
+                _ => {
+                    printer.warn(&format!(
+                        "which workloads use the images is not shown: {}",
+                        err.message()
+                    ));
+                    Ok(None)
+                }
+            };
+        }
     };
     match cluster.image_uses().await? {
         ImageUses::Listed(uses) => {

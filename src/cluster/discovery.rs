@@ -28,23 +28,14 @@ pub struct Discovered {
     pub vantage: Vantage,
 }
 
-/// Finds the registry. With `--registry` or `KUBECTL_REGISTRY_HOST` the cluster is not contacted
-/// and no kubeconfig is needed.
-pub async fn discover(
+/// Finds the registry, through the client `connect` gives (only asked when the cluster is: with
+/// `--registry` or `KUBECTL_REGISTRY_HOST` it is not contacted and no kubeconfig is needed).
+/// A run discovers through its session (`session::Session::discover`).
+pub(crate) async fn discover(
     args: &ClusterOptions,
     settings: &Settings,
     printer: &Printer,
-) -> Result<Discovered> {
-    discover_with(args, settings, printer, &mut None).await
-}
-
-/// [`discover`], through `kept`'s client when it holds one (taken from it; a `push --watch`
-/// keeps its client across rounds) rather than a new connection. Its node list is read again.
-pub async fn discover_with(
-    args: &ClusterOptions,
-    settings: &Settings,
-    printer: &Printer,
-    kept: &mut Option<Cluster>,
+    connect: impl Future<Output = Result<Cluster>>,
 ) -> Result<Discovered> {
     let mut notes = Vec::new();
     let env = |name: &str| env_value(settings, name);
@@ -64,13 +55,7 @@ pub async fn discover_with(
             vantage: Vantage::choose(args.network, None),
         });
     }
-    let cluster = match kept.take() {
-        Some(mut cluster) => {
-            cluster.forget_nodes();
-            cluster
-        }
-        None => Cluster::connect(args, settings, printer).await?,
-    };
+    let cluster = connect.await?;
     let (registry, help) = registry_from_cluster(&cluster, printer).await?;
     Ok(Discovered {
         kubeconfig: cluster.facts().clone(),

@@ -1,14 +1,14 @@
 //! The host this run talks to the registry at: the one the route picks, or a tunnel through the
 //! API server opened to its Service (said with -v, and why).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cluster::discovery::Discovered;
 use crate::cluster::hosting::{LocalRegistry, ServiceRef};
 use crate::cluster::route::{self, TunnelWhy, Way};
 use crate::cluster::tunnel::Tunnel;
-use crate::error::{Error, ExitCode, Result};
+use crate::error::{Error, Result};
 use crate::image::reference::RegistryHost;
 use crate::image::registry::TunnelEndpoint;
 use crate::output::Printer;
@@ -31,16 +31,6 @@ pub struct Reach {
     pub tunnel: Option<Arc<Tunnel>>,
 }
 
-/// The tunnels this process opened, by Service: a `push --watch` run opens its tunnel once and
-/// sends every round through it (its loopback port stays the same; a replaced pod is followed).
-static OPENED: Mutex<Vec<(ServiceRef, Arc<Tunnel>)>> = Mutex::new(Vec::new());
-
-fn opened() -> std::sync::MutexGuard<'static, Vec<(ServiceRef, Arc<Tunnel>)>> {
-    OPENED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl Reach {
     /// A failure of the registry, with what the tunnel saw when there is one.
     pub fn explain(&self, error: Error) -> Error {
@@ -60,21 +50,30 @@ impl Reach {
         self.tunnel.as_ref().map_or(0, |tunnel| tunnel.moves())
     }
 
-    /// A push failed after the tunnel moved to another pod since `moves`: the registry's pod
-    /// was replaced mid-push, and one without a volume comes back empty, so the push is worth
-    /// once more: every blob asked for again, what the new pod lacks sent, the manifest last.
-    pub fn moved_since(&self, moves: u64, failure: &Error, printer: &Printer) -> bool {
-        let moved = self.moves() != moves;
-        if moved {
-            printer.note(&format!(
-                "the registry's pod was replaced mid-push ({}); pushing again to {}",
-                failure.message(),
-                self.tunnel
-                    .as_ref()
-                    .map_or_else(String::new, |tunnel| tunnel.describe())
-            ));
+    /// `attempt` (a push), once more when it failed after the tunnel moved to another pod: the
+    /// registry's pod was replaced mid-push, and one without a volume comes back empty, so the
+    /// push is worth once more: every blob asked for again, what the new pod lacks sent, the
+    /// manifest last. A failure says what the tunnel saw.
+    pub async fn once_more_if_moved<T, F, Fut>(&self, printer: &Printer, attempt: F) -> Result<T>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let moves = self.moves();
+        match attempt().await {
+            Err(failure) if self.moves() != moves => {
+                printer.note(&format!(
+                    "the registry's pod was replaced mid-push ({}); pushing again to {}",
+                    failure.message(),
+                    self.tunnel
+                        .as_ref()
+                        .map_or_else(String::new, |tunnel| tunnel.describe())
+                ));
+                attempt().await
+            }
+            pushed => pushed,
         }
-        moved
+        .map_err(|err| self.explain(err))
     }
 }
 
@@ -99,54 +98,6 @@ pub async fn decide(
             }
         }
     })
-}
-
-/// Decides, and opens the tunnel when that is the way.
-pub async fn reach(
-    discovered: &Discovered,
-    registry: &LocalRegistry,
-    printer: &Printer,
-) -> Result<Reach> {
-    match decide(discovered, registry, printer).await? {
-        Decided::Direct(host, field) => Ok(Reach {
-            host,
-            field,
-            tunnel: None,
-        }),
-        Decided::Tunnel(service, why) => {
-            printer.debug(&format!(
-                "pushing through a tunnel to {service} through the API server: {}",
-                why.text(registry)
-            ));
-            let Some(cluster) = &discovered.cluster else {
-                return Err(Error::new(
-                    ExitCode::Usage,
-                    "a tunnel needs the cluster, which was not asked (--registry or KUBECTL_REGISTRY_HOST named the registry)",
-                ));
-            };
-            let kept = opened()
-                .iter()
-                .find(|(open, _)| *open == service)
-                .map(|(_, tunnel)| Arc::clone(tunnel));
-            let tunnel = match kept {
-                Some(tunnel) => {
-                    printer.debug(&format!("tunnel: {} again", tunnel.host()));
-                    tunnel
-                }
-                None => {
-                    let tunnel =
-                        Arc::new(Tunnel::open(cluster, &service, registry, printer).await?);
-                    opened().push((service, Arc::clone(&tunnel)));
-                    tunnel
-                }
-            };
-            Ok(Reach {
-                host: tunnel.host().clone(),
-                field: None,
-                tunnel: Some(tunnel),
-            })
-        }
-    }
 }
 
 /// Whether `host` accepts a TCP connection from here within [`ANSWER_TIMEOUT`].

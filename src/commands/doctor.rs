@@ -14,7 +14,7 @@ use std::time::Instant;
 use crate::cli::{DoctorArgs, OutputFormat};
 use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, Lookup};
-use crate::cluster::discovery::{self, Discovered};
+use crate::cluster::discovery::Discovered;
 use crate::cluster::hosting::{
     HOSTING_CONFIGMAP, HOSTING_NAMESPACE, LocalRegistry, RegistrySource,
 };
@@ -22,6 +22,7 @@ use crate::cluster::kubeconfig::{self, Choice};
 use crate::cluster::network::{self, Network, Vantage};
 use crate::cluster::openshift;
 use crate::cluster::product;
+use crate::cluster::session::Session;
 use crate::cluster::tunnel::Tunnel;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
@@ -44,7 +45,8 @@ pub async fn run(
 ) -> Result<()> {
     let mut report = Report::default();
     // Discovery first, exactly as push runs it; the checks below explain what it found.
-    let discovered = discovery::discover(cluster_args, settings, printer).await;
+    let session = Session::new(cluster_args, settings, printer);
+    let discovered = session.discover().await;
     let overridden = matches!(&discovered, Ok(found) if found.cluster.is_none());
 
     let cluster = check_cluster(cluster_args, settings, overridden, printer, &mut report).await;

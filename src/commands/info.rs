@@ -8,7 +8,6 @@ use serde::Serialize;
 use crate::cli::{InfoArgs, OutputFormat};
 use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, OPENSHIFT_IMAGE_CONFIG};
-use crate::cluster::discovery;
 use crate::cluster::hosting::{
     HOSTING_CONFIGMAP, KEP_URL, LocalRegistry, RegistrySource, openshift_repository,
 };
@@ -17,6 +16,7 @@ use crate::cluster::network::{self, Network, Reason, Vantage};
 use crate::cluster::product::{self, Product, ProductKind};
 use crate::cluster::reach::{self, Decided};
 use crate::cluster::route::TunnelWhy;
+use crate::cluster::session::Session;
 use crate::error::{Context, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 use crate::nodes::{ARCHIVE_PLACEHOLDER, LoadPlan};
@@ -33,7 +33,8 @@ pub async fn run(
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
-    let discovered = discovery::discover(cluster_args, settings, printer).await?;
+    let session = Session::new(cluster_args, settings, printer);
+    let discovered = session.discover().await?;
     let product = match &discovered.cluster {
         Some(cluster) => {
             Some(detect_product(cluster, discovered.registry.as_ref(), printer).await?)

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::cli::{LsArgs, OutputFormat};
 use crate::cluster::ClusterOptions;
-use crate::cluster::discovery;
+use crate::cluster::session::Session;
 use crate::error::{Context, ExitCode, Result};
 use crate::inventory::{self, Usage, UsageNeed, hosts, open_registry, read_uses};
 use crate::nodes::{self, reach_nodes};
@@ -22,18 +22,13 @@ pub async fn run(
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
-    let discovered = discovery::discover(cluster_args, settings, printer).await?;
-    let uses = read_uses(
-        &discovered,
-        cluster_args,
-        settings,
-        printer,
-        UsageNeed::Optional,
-    )
-    .await?;
+    let session = Session::new(cluster_args, settings, printer);
+    let discovered = session.discover().await?;
+    let uses = read_uses(&session, printer, UsageNeed::Optional).await?;
     let rows = match &discovered.registry {
         Some(registry) => {
             let (client, _tunnel) = open_registry(
+                &session,
                 &discovered,
                 registry,
                 &(&args.access).into(),

@@ -9,8 +9,8 @@ mod report;
 
 use crate::cli::PruneArgs;
 use crate::cluster::ClusterOptions;
-use crate::cluster::discovery;
 use crate::cluster::hosting::{LocalRegistry, RegistrySource};
+use crate::cluster::session::Session;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::registry::{RegistryClient, Removal};
 use crate::inventory::{self, Usage, UsageNeed};
@@ -25,7 +25,8 @@ pub async fn run(
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
-    let discovered = discovery::discover(cluster_args, settings, printer).await?;
+    let session = Session::new(cluster_args, settings, printer);
+    let discovered = session.discover().await?;
     let need = if args.ignore_usage {
         UsageNeed::Ignored
     } else {
@@ -41,16 +42,16 @@ pub async fn run(
                 )
                 .with_hint("drop --gc when pruning the nodes"));
             }
-            let uses =
-                inventory::read_uses(&discovered, cluster_args, settings, printer, need).await?;
+            let uses = inventory::read_uses(&session, printer, need).await?;
             return nodes::prune(args, &discovered, uses.as_deref(), settings, printer).await;
         }
     };
     if registry.source == RegistrySource::Openshift {
         return Err(openshift_refusal(registry));
     }
-    let uses = inventory::read_uses(&discovered, cluster_args, settings, printer, need).await?;
+    let uses = inventory::read_uses(&session, printer, need).await?;
     let (client, _tunnel) = inventory::open_registry(
+        &session,
         &discovered,
         registry,
         &(&args.access).into(),

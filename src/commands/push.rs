@@ -9,12 +9,10 @@ use std::time::Instant;
 
 use crate::cli::PushArgs;
 use crate::cluster::ClusterOptions;
-use crate::cluster::client::Cluster;
-use crate::cluster::discovery;
-use crate::delivery::push::{Landing, PushOptions, PushReport, Run, from_archive, from_engine};
+use crate::cluster::session::Session;
+use crate::delivery::push::{self, Opened, PushOptions, PushReport};
 use crate::error::{Context, ExitCode, Result};
-use crate::image::archive;
-use crate::image::engine::Source;
+use crate::image::engine::{self, Source};
 use crate::interrupt;
 use crate::nodes::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::output::OutputFormat;
@@ -27,47 +25,27 @@ pub async fn run(
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
+    let session = Session::new(cluster_args, settings, printer);
     if args.watch {
-        return watch::run(args, cluster_args, settings, printer).await;
+        return watch::run(args, &session, settings, printer).await;
     }
-    round(args, cluster_args, settings, printer, &mut None).await
+    round(args, &session, settings, printer, None).await
 }
 
-/// One push (and its rollouts): the whole command, or one round of `--watch`, which keeps its
-/// cluster client in `kept` from one round to the next.
+/// One push (and its rollouts): the whole command, or one round of `--watch` (the cluster kept
+/// in the session; the engine's image as the watch found it, not asked again).
 async fn round(
     args: &PushArgs,
-    cluster_args: &ClusterOptions,
+    session: &Session<'_>,
     settings: &Settings,
     printer: &Printer,
-    kept: &mut Option<Cluster>,
+    found: Option<engine::Found>,
 ) -> Result<()> {
     let started = Instant::now();
     if let Some(template) = &args.load_command {
         // A bad flag fails before any work, whether or not the load would have been needed.
         LoadPlan::from_template(template, Path::new(ARCHIVE_PLACEHOLDER))?;
     }
-    let rollouts = match args.rollout.is_empty() {
-        true => None,
-        false => {
-            interrupt::doing("reading the workloads", "nothing was pushed");
-            let setting = rollout::Setting {
-                access: &args.access,
-                settings,
-                printer,
-                timeout: args.timeout,
-            };
-            Some(rollout::Rollouts::read(&args.rollout, cluster_args, setting, kept).await?)
-        }
-    };
-    // A --watch round without rollouts reads the cluster here, to keep the client.
-    let watched = match (&rollouts, args.watch) {
-        (None, true) => {
-            Some(discovery::discover_with(cluster_args, settings, printer, kept).await?)
-        }
-        _ => None,
-    };
-    let gate = |landing: Landing<'_>| rollouts.as_ref().map_or(Ok(()), |r| r.check(landing));
     interrupt::doing("reading the image and the cluster", "nothing was pushed");
     // Removed however the run ends: the future that owns it is dropped on a signal too.
     let scratch = tempfile::Builder::new()
@@ -75,35 +53,41 @@ async fn round(
         .tempdir()
         .context(ExitCode::Failure, || "creating a temporary directory")?;
     let options = options(args);
-    let run = Run {
+    let run = push::Run {
         args: &options,
-        cluster_args,
         settings,
         scratch: scratch.path(),
         printer,
-        before_push: Some(&gate),
-        // The rollouts read the cluster first; the push takes what they found.
-        discovered: rollouts
-            .as_ref()
-            .map(rollout::Rollouts::discovered)
-            .or(watched.as_ref()),
     };
-    let report = match Source::classify(&args.source) {
-        Source::EngineImage(image) => from_engine(&run, &image).await?,
-        Source::Stdin => from_archive(&run, archive::Source::Stdin).await?,
-        Source::Path(path) => from_archive(&run, archive::Source::Path(path)).await?,
+    let opened = async {
+        match found {
+            Some(found) => Ok(Opened::Engine(Box::new(found))),
+            None => push::open(Source::classify(&args.source), settings, printer).await,
+        }
     };
+    let (opened, discovered) = tokio::try_join!(opened, session.discover())?;
+    let rollouts = match args.rollout.is_empty() {
+        true => None,
+        false => {
+            let setting = rollout::Setting {
+                access: &args.access,
+                settings,
+                printer,
+                timeout: args.timeout,
+            };
+            Some(rollout::Rollouts::read(&args.rollout, session, &discovered, setting).await?)
+        }
+    };
+    let plan = push::plan(&run, opened, &discovered, session).await?;
+    if let Some(rollouts) = &rollouts {
+        rollouts.check(plan.landing())?;
+    }
+    let report = push::carry_out(&run, plan).await?;
     let seconds = started.elapsed().as_secs_f64();
-    let done = match &rollouts {
+    match &rollouts {
         None => report.print(args.output.output, printer, seconds),
         Some(rollouts) => roll(rollouts, &report, args.output.output, printer, seconds).await,
-    };
-    *kept = match (rollouts, watched) {
-        (Some(rollouts), _) => rollouts.into_cluster(),
-        (None, Some(discovered)) => discovered.cluster,
-        (None, None) => None,
-    };
-    done
+    }
 }
 
 /// The ref first (text), then the rollouts; `-o json` prints the push with their outcomes.

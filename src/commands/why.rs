@@ -4,8 +4,7 @@
 
 use crate::cli::{OutputFormat, WhyArgs};
 use crate::cluster::ClusterOptions;
-use crate::cluster::client::Cluster;
-use crate::cluster::discovery;
+use crate::cluster::session::Session;
 use crate::diagnosis::{examine, parse_target, read_pod};
 use crate::error::{Context, ExitCode, Result};
 use crate::output::Printer;
@@ -18,20 +17,15 @@ pub async fn run(
     printer: &Printer,
 ) -> Result<()> {
     let target = parse_target(&args.target)?;
-    let discovered = discovery::discover(cluster_args, settings, printer).await?;
-    let connected;
-    let cluster = match &discovered.cluster {
-        Some(cluster) => cluster,
-        None => {
-            connected = Cluster::connect(cluster_args, settings, printer).await?;
-            &connected
-        }
-    };
+    let session = Session::new(cluster_args, settings, printer);
+    let discovered = session.discover().await?;
+    let cluster = session.cluster().await?;
     let namespace = cluster.namespace().to_string();
-    let pod = read_pod(cluster, &namespace, &target).await?;
+    let pod = read_pod(&cluster, &namespace, &target).await?;
     let report = examine(
+        &session,
         &discovered,
-        cluster,
+        &cluster,
         pod,
         &(&args.access).into(),
         settings,

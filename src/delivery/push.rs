@@ -1,5 +1,6 @@
-//! The push pipeline: open the image and read the cluster at once, then push to the advertised
-//! registry or load into the nodes, and report the ref a pod spec must use.
+//! The push pipeline, planned then carried out: `open` the source (while the command reads the
+//! cluster), `plan` where it lands and how (the registry reached through the session, or the
+//! nodes), `carry_out` the plan; the report is the ref a pod spec must use.
 
 mod attachments;
 mod by_daemon;
@@ -28,14 +29,13 @@ mod upload;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::cluster::ClusterOptions;
-use crate::cluster::discovery::{self, Discovered};
+use crate::cluster::discovery::Discovered;
 use crate::cluster::hosting::LocalRegistry;
 use crate::cluster::product;
-use crate::cluster::reach;
+use crate::cluster::session::Session;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::archive::{self, Archive, Image};
-use crate::image::engine;
+use crate::image::engine::{self, Source};
 use crate::image::reference::{ImageName, Target};
 use crate::interrupt;
 use crate::output::Printer;
@@ -50,21 +50,11 @@ pub(crate) use summary::PushReport;
 /// What every step of one push needs.
 pub(crate) struct Run<'a> {
     pub(crate) args: &'a PushOptions,
-    pub(crate) cluster_args: &'a ClusterOptions,
     pub(crate) settings: &'a Settings,
     /// Where node loaders get their files.
     pub(crate) scratch: &'a Path,
     pub(crate) printer: &'a Printer,
-    /// Asked where the image will land once that is known and before any byte moves: an
-    /// error stops the push with nothing sent (`push --rollout` refusing an image no
-    /// container of the workload runs).
-    pub(crate) before_push: Option<&'a BeforePush<'a>>,
-    /// The cluster as this round already read it (`push --rollout` reads it first): not read again.
-    pub(crate) discovered: Option<&'a Discovered>,
 }
-
-/// [`Run::before_push`]'s check.
-pub(crate) type BeforePush<'a> = dyn Fn(Landing<'_>) -> Result<()> + Sync + 'a;
 
 /// Where a push is about to put the image: the repository on the registry, or (no registry)
 /// the repository the nodes get.
@@ -74,139 +64,200 @@ pub(crate) struct Landing<'a> {
     pub(crate) repository: &'a str,
 }
 
-impl Run<'_> {
-    /// The round's discovery, or a new one.
-    async fn discovered(&self) -> Result<Found<'_>> {
-        Ok(match self.discovered {
-            Some(discovered) => Found::Shared(discovered),
-            None => Found::Own(Box::new(
-                discovery::discover(self.cluster_args, self.settings, self.printer).await?,
-            )),
-        })
-    }
-
-    fn landing(&self, registry: Option<&LocalRegistry>, repository: &str) -> Result<()> {
-        self.before_push.map_or(Ok(()), |check| {
-            check(Landing {
-                registry,
-                repository,
-            })
-        })
-    }
+/// The image as the source holds it, read while the cluster is.
+pub(crate) enum Opened {
+    /// An archive file or stdin, indexed.
+    Archive(Arc<Archive>),
+    /// A local engine's image, as its inspect found it.
+    Engine(Box<engine::Found>),
 }
 
-/// A discovery made for this push, or the round's.
-enum Found<'a> {
-    Shared(&'a Discovered),
-    Own(Box<Discovered>),
+/// Opens `source`: an archive indexed once, or the engine asked about its image.
+pub(crate) async fn open(source: Source, settings: &Settings, printer: &Printer) -> Result<Opened> {
+    Ok(match source {
+        Source::EngineImage(image) => Opened::Engine(Box::new(
+            engine::find(&image, settings.engine_lookup(), printer).await?,
+        )),
+        Source::Stdin => Opened::Archive(open_archive(archive::Source::Stdin).await?),
+        Source::Path(path) => Opened::Archive(open_archive(archive::Source::Path(path)).await?),
+    })
 }
 
-impl std::ops::Deref for Found<'_> {
-    type Target = Discovered;
+/// A push decided, nothing sent yet: where the image lands, and the way there.
+pub(crate) struct PushPlan<'a> {
+    repository: String,
+    discovered: &'a Discovered,
+    way: Way<'a>,
+}
 
-    fn deref(&self) -> &Discovered {
-        match self {
-            Self::Shared(discovered) => discovered,
-            Self::Own(discovered) => discovered,
+enum Way<'a> {
+    Registry {
+        plan: RegistryPlan<'a>,
+        target: Target,
+        image: Chosen,
+    },
+    Nodes {
+        target: NodeTarget,
+        name: ImageName,
+        image: Chosen,
+    },
+}
+
+/// The image chosen from what was opened.
+#[expect(clippy::large_enum_variant, reason = "one per push, moved, never copied")]
+enum Chosen {
+    Archive(Arc<Archive>, Image),
+    Engine(Box<engine::Found>),
+}
+
+impl PushPlan<'_> {
+    /// Where the image will land: asked before any byte moves (`push --rollout` refuses an
+    /// image no container of the workload runs).
+    pub(crate) fn landing(&self) -> Landing<'_> {
+        Landing {
+            registry: self.discovered.registry.as_ref(),
+            repository: &self.repository,
         }
     }
 }
 
-/// An archive file or stdin: open it and read the cluster at once.
-pub(crate) async fn from_archive(run: &Run<'_>, source: archive::Source) -> Result<PushReport> {
-    let Run {
-        args,
-        settings,
-        printer,
-        ..
-    } = *run;
-    let (archive, discovered) = tokio::try_join!(open_archive(source), run.discovered())?;
-    let image = archive
-        .select(args.image.as_deref(), args.platform.as_deref())
-        .map_err(Error::from)?;
-    tell_left_out(&image, printer);
-    let name = image_name(args.tag.as_deref(), &image)?;
-    match &discovered.registry {
-        Some(registry) => {
-            let reach = reach::reach(&discovered, registry, printer).await?;
-            let (plan, target) = registry_plan(
-                &name,
-                args.tag.is_some(),
-                registry,
-                &reach,
-                &discovered,
-                printer,
-            )?;
-            run.landing(Some(registry), &target.repository)?;
-            let moves = reach.moves();
-            let pushed = push_to_registry(
-                args,
-                settings,
-                &plan,
-                &target,
-                Arc::clone(&archive),
-                image.clone(),
-                printer,
-            )
-            .await;
-            match pushed {
-                Err(err) if reach.moved_since(moves, &err, printer) => {
-                    push_to_registry(args, settings, &plan, &target, archive, image, printer).await
-                }
-                pushed => pushed,
-            }
-            .map_err(|err| reach.explain(err))
+/// Plans the push of `opened` into the cluster as this round `discovered` it: the name it lands
+/// under and, with a registry, the way this run reaches it (through `session`).
+pub(crate) async fn plan<'a>(
+    run: &Run<'_>,
+    opened: Opened,
+    discovered: &'a Discovered,
+    session: &Session<'_>,
+) -> Result<PushPlan<'a>> {
+    let Run { args, printer, .. } = *run;
+    let (name, image) = match opened {
+        Opened::Archive(archive) => {
+            let image = archive
+                .select(args.image.as_deref(), args.platform.as_deref())
+                .map_err(Error::from)?;
+            tell_left_out(&image, printer);
+            Chosen::Archive(archive, image)
         }
-        None => load_into_nodes(run, &discovered, &name, archive, image)
-            .await
-            .map_err(|err| with_registry_guide(err, discovered.help.as_deref())),
+        Opened::Engine(found) => Chosen::Engine(found),
     }
-}
-
-/// A local engine's image: ask the engine and read the cluster at once; export only if needed.
-pub(crate) async fn from_engine(run: &Run<'_>, image: &str) -> Result<PushReport> {
-    let Run {
-        args,
-        settings,
-        printer,
-        ..
-    } = *run;
-    let (found, discovered) = tokio::try_join!(
-        engine::find(image, settings.engine_lookup(), printer),
-        run.discovered(),
-    )?;
+    .into_named(args)?;
     let Some(registry) = &discovered.registry else {
-        return load_engine_image(run, &discovered, &found)
+        let target = node_target(args, discovered, printer)
             .await
-            .map_err(|err| with_registry_guide(err, discovered.help.as_deref()));
+            .map_err(|err| with_registry_guide(err, discovered.help.as_deref()))?;
+        return Ok(PushPlan {
+            repository: name.familiar_repository(),
+            discovered,
+            way: Way::Nodes {
+                target,
+                name,
+                image,
+            },
+        });
     };
-    let name = engine_image_name(args.tag.as_deref(), &found)?;
-    let reach = reach::reach(&discovered, registry, printer).await?;
+    let reach = session.reach(discovered, registry).await?;
     let (plan, target) = registry_plan(
         &name,
         args.tag.is_some(),
         registry,
-        &reach,
-        &discovered,
+        reach,
+        discovered,
         printer,
     )?;
-    run.landing(Some(registry), &target.repository)?;
-    let push = registry_push(args, settings, &plan, &target);
+    Ok(PushPlan {
+        repository: target.repository.clone(),
+        discovered,
+        way: Way::Registry {
+            plan,
+            target,
+            image,
+        },
+    })
+}
+
+impl Chosen {
+    /// The name the image goes by: `--tag`, else what the archive or the engine recorded.
+    fn into_named(self, args: &PushOptions) -> Result<(ImageName, Self)> {
+        let name = match &self {
+            Self::Archive(_, image) => image_name(args.tag.as_deref(), image)?,
+            Self::Engine(found) => engine_image_name(args.tag.as_deref(), found)?,
+        };
+        Ok((name, self))
+    }
+}
+
+/// Carries out `plan`: every blob the registry lacks, then the manifest (or the nodes loaded).
+pub(crate) async fn carry_out(run: &Run<'_>, plan: PushPlan<'_>) -> Result<PushReport> {
+    let PushPlan {
+        discovered, way, ..
+    } = plan;
+    let Run {
+        args,
+        settings,
+        printer,
+        ..
+    } = *run;
+    match way {
+        Way::Nodes {
+            target,
+            name,
+            image: Chosen::Archive(archive, image),
+        } => load_into(run, discovered, &target, &name, archive, image).await,
+        Way::Nodes {
+            target,
+            name,
+            image: Chosen::Engine(found),
+        } => load_engine_image(run, discovered, &target, &name, &found).await,
+        Way::Registry {
+            plan,
+            target,
+            image: Chosen::Archive(archive, image),
+        } => {
+            let attempt = || {
+                let (archive, image) = (Arc::clone(&archive), image.clone());
+                push_to_registry(args, settings, &plan, &target, archive, image, printer)
+            };
+            plan.reach.once_more_if_moved(printer, attempt).await
+        }
+        Way::Registry {
+            plan,
+            target,
+            image: Chosen::Engine(found),
+        } => push_engine_image(run, &plan, &target, &found).await,
+    }
+    .map_err(|err| match discovered.registry {
+        Some(_) => err,
+        None => with_registry_guide(err, discovered.help.as_deref()),
+    })
+}
+
+/// A local engine's image to the registry, the way `route` picks.
+async fn push_engine_image(
+    run: &Run<'_>,
+    plan: &RegistryPlan<'_>,
+    target: &Target,
+    found: &engine::Found,
+) -> Result<PushReport> {
+    let Run {
+        args,
+        settings,
+        printer,
+        ..
+    } = *run;
+    let push = registry_push(args, settings, plan, target);
     let selection = from_engine::Selection {
         image: args.image.as_deref(),
         platform: args.platform.as_deref(),
     };
-    let moves = reach.moves();
-    let pushed = match route::push(&push, &found, &selection, args.compression, printer).await {
-        Err(err) if reach.moved_since(moves, &err, printer) => {
-            route::push(&push, &found, &selection, args.compression, printer).await
-        }
-        pushed => pushed,
-    }
-    .map_err(|err| reach.explain(with_ingress_hint(err, registry)))?;
+    let attempt = || async {
+        route::push(&push, found, &selection, args.compression, printer)
+            .await
+            .map_err(|err| with_ingress_hint(err, plan.registry))
+    };
+    let pushed = plan.reach.once_more_if_moved(printer, attempt).await?;
     Ok(registry_report(
-        &plan,
-        &target,
+        plan,
+        target,
         pushed.digest,
         pushed.platforms,
         pushed.transfer,
@@ -325,18 +376,6 @@ async fn node_target(
     Ok(NodeTarget { product, nodes })
 }
 
-async fn load_into_nodes(
-    run: &Run<'_>,
-    discovered: &Discovered,
-    name: &ImageName,
-    archive: Arc<Archive>,
-    image: Image,
-) -> Result<PushReport> {
-    let target = node_target(run.args, discovered, run.printer).await?;
-    run.landing(None, &name.familiar_repository())?;
-    load_into(run, discovered, &target, name, archive, image).await
-}
-
 async fn load_into(
     run: &Run<'_>,
     discovered: &Discovered,
@@ -366,6 +405,8 @@ async fn load_into(
 async fn load_engine_image(
     run: &Run<'_>,
     discovered: &Discovered,
+    target: &NodeTarget,
+    name: &ImageName,
     found: &engine::Found,
 ) -> Result<PushReport> {
     let Run {
@@ -374,9 +415,6 @@ async fn load_engine_image(
         printer,
         ..
     } = *run;
-    let target = node_target(args, discovered, printer).await?;
-    let name = engine_image_name(args.tag.as_deref(), found)?;
-    run.landing(None, &name.familiar_repository())?;
     let loaded_as = format!(
         "{}:{}",
         name.familiar_repository(),
@@ -388,7 +426,7 @@ async fn load_engine_image(
     if args.load_command.is_none()
         && !args.selects()
         && let Some(report) =
-            shared_store::tag_in_engine(&target.product, found, &name, printer).await?
+            shared_store::tag_in_engine(&target.product, found, name, printer).await?
     {
         return Ok(report);
     }
@@ -418,12 +456,12 @@ async fn load_engine_image(
     {
         let archive = from_containerd::archive_for_nodes(found, content, printer)?;
         let image = archive.select(None, None).map_err(Error::from)?;
-        loaded = Some(load_into(run, discovered, &target, &name, archive, image).await?);
+        loaded = Some(load_into(run, discovered, target, name, archive, image).await?);
     } else if let Some(store) = nodes_from_store(args, found, printer) {
         // Held until the nodes are loaded: no layer read from the store is removed meanwhile.
         let (archive, _locks) = from_store::archive_for_nodes(found, store, printer).await?;
         let image = archive.select(None, None).map_err(Error::from)?;
-        match load_into(run, discovered, &target, &name, archive, image).await {
+        match load_into(run, discovered, target, name, archive, image).await {
             Err(err) => match from_store::denied(&err) {
                 Some(fault) => printer.debug(&from_store::left_to_the_export(fault)),
                 None => return Err(err),
@@ -438,7 +476,7 @@ async fn load_engine_image(
             let image = archive
                 .select(args.image.as_deref(), args.platform.as_deref())
                 .map_err(Error::from)?;
-            load_into(run, discovered, &target, &name, archive, image).await?
+            load_into(run, discovered, target, name, archive, image).await?
         }
     };
     if args.load_command.is_none() {

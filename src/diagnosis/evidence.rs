@@ -7,6 +7,7 @@ use super::target::Target;
 use crate::cluster::client::{Cluster, ContainerState, Lookup, PodFacts};
 use crate::cluster::discovery::Discovered;
 use crate::cluster::product;
+use crate::cluster::session::Session;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::oci::parse_manifest;
 use crate::image::reference::ImageName;
@@ -91,6 +92,7 @@ pub(super) async fn node_arch(
 /// For each container, what the cluster's registry holds of its image (asked only for a
 /// failing container whose image is on that registry).
 pub(super) async fn registry_answers(
+    session: &Session<'_>,
     discovered: &Discovered,
     pod: &PodFacts,
     access: &RegistryAccess,
@@ -113,7 +115,7 @@ pub(super) async fn registry_answers(
         return answers;
     }
     let (client, _tunnel) =
-        match open_registry(discovered, registry, access, settings, printer).await {
+        match open_registry(session, discovered, registry, access, settings, printer).await {
             Ok(opened) => opened,
             Err(err) => {
                 for at in wanted {

@@ -12,12 +12,13 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cli::RegistryAccessArgs;
-use crate::cluster::ClusterOptions;
 use crate::cluster::client::{Cluster, Lookup};
-use crate::cluster::discovery::{self, Discovered};
+use crate::cluster::discovery::Discovered;
 use crate::cluster::rollout::{Workload, WorkloadKind};
+use crate::cluster::session::Session;
 use crate::delivery::push::{Landing, PushReport};
 use crate::error::{Error, ExitCode, Result};
+use crate::interrupt;
 use crate::output::Printer;
 use crate::settings::Settings;
 use choose::Wanted;
@@ -32,8 +33,10 @@ pub(crate) struct Setting<'a> {
 
 /// The workloads of one round, read before its push.
 pub(crate) struct Rollouts<'a> {
-    discovered: Discovered,
-    connected: Option<Cluster>,
+    session: &'a Session<'a>,
+    discovered: &'a Discovered,
+    /// The session's client: also when `--registry` named the registry and discovery asked nothing.
+    cluster: Cluster,
     namespace: String,
     workloads: Vec<(Wanted, Workload)>,
     /// Watches on the workloads and pods are allowed (else they are read once a second).
@@ -82,58 +85,38 @@ pub(crate) enum Ended {
 impl<'a> Rollouts<'a> {
     /// Parses `--rollout`s, reads each workload and asks whether these credentials may patch
     /// it and read its pods and their logs. Nothing is pushed yet.
-    /// `kept` is the client of the round before (`--watch`), taken when there is one.
     pub(crate) async fn read(
         texts: &[String],
-        cluster_args: &ClusterOptions,
+        session: &'a Session<'a>,
+        discovered: &'a Discovered,
         setting: Setting<'a>,
-        kept: &mut Option<Cluster>,
     ) -> Result<Self> {
         let wanted: Vec<Wanted> = texts
             .iter()
             .map(|text| choose::parse(text))
             .collect::<Result<_>>()?;
-        let printer = setting.printer;
-        let discovered =
-            discovery::discover_with(cluster_args, setting.settings, printer, kept).await?;
-        let connected = match (&discovered.cluster, kept.take()) {
-            (Some(_), _) => None,
-            (None, Some(cluster)) => Some(cluster),
-            (None, None) => Some(Cluster::connect(cluster_args, setting.settings, printer).await?),
-        };
+        interrupt::doing("reading the workloads", "nothing was pushed");
+        let cluster = session.cluster().await?;
         let mut rollouts = Self {
+            session,
             discovered,
-            connected,
-            namespace: String::new(),
+            namespace: cluster.namespace().to_string(),
+            cluster,
             workloads: Vec::new(),
             watch: true,
             setting,
         };
-        rollouts.namespace = rollouts.cluster()?.namespace().to_string();
         for wanted in wanted {
             let facts = rollouts.read_one(&wanted).await?;
             rollouts.workloads.push((wanted, facts));
         }
         rollouts.watch = rollouts.check_permissions().await?;
+        interrupt::doing("reading the image and the cluster", "nothing was pushed");
         Ok(rollouts)
     }
 
-    /// The cluster as this round read it.
-    pub(crate) fn discovered(&self) -> &Discovered {
-        &self.discovered
-    }
-
-    /// The round's client, for the next round to keep.
-    pub(crate) fn into_cluster(self) -> Option<Cluster> {
-        self.discovered.cluster.or(self.connected)
-    }
-
     fn cluster(&self) -> Result<&Cluster> {
-        self.discovered
-            .cluster
-            .as_ref()
-            .or(self.connected.as_ref())
-            .ok_or_else(|| Error::new(ExitCode::Cluster, "no connection to the cluster"))
+        Ok(&self.cluster)
     }
 
     async fn read_one(&self, wanted: &Wanted) -> Result<Workload> {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cli::PushArgs;
-use crate::cluster::ClusterOptions;
+use crate::cluster::session::Session;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::changes::{FileWatch, Identity, identity};
 use crate::image::engine::{self, Source};
@@ -19,15 +19,13 @@ use crate::settings::Settings;
 
 pub(super) async fn run(
     args: &PushArgs,
-    cluster_args: &ClusterOptions,
+    session: &Session<'_>,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
-    // One cluster client for every round.
-    let kept = tokio::sync::Mutex::new(None);
-    let round = || async {
-        let mut kept = kept.lock().await;
-        let round = super::round(args, cluster_args, settings, printer, &mut kept).await;
+    // Every round through the session's cluster client and tunnels.
+    let round = |found: Option<engine::Found>| async move {
+        let round = super::round(args, session, settings, printer, found).await;
         interrupt::idle();
         match round {
             Ok(()) => printer.debug("push --watch: waiting for the next change"),
@@ -63,26 +61,29 @@ pub(super) async fn run(
                 first = false;
                 if now.is_some() && now != pushed {
                     pushed = now;
-                    round().await;
+                    round(None).await;
                 }
                 watch.changed().await;
             }
         }
         Source::EngineImage(image) => {
             let lookup = settings.engine_lookup();
-            let found = engine::find(&image, lookup, printer).await?;
-            let mut events = found.image_events().await;
+            let first = engine::find(&image, lookup, printer).await?;
+            let mut events = first.image_events().await;
             printer.debug(&format!("watching {image}: {}", events.how));
             let mut pushed = None;
+            let mut found = Some(first);
             loop {
-                // Asked again at each event: a rebuild shows as a new ID under the same name.
-                if let Ok(now) = engine::find(&image, lookup, printer).await
+                // The round pushes what this inspect found: the engine is asked once a round.
+                if let Some(now) = found.take()
                     && pushed.as_ref() != Some(&now.facts.id)
                 {
-                    pushed = Some(now.facts.id);
-                    round().await;
+                    pushed = Some(now.facts.id.clone());
+                    round(Some(now)).await;
                 }
                 events.next().await;
+                // Asked again at each event: a rebuild shows as a new ID under the same name.
+                found = engine::find(&image, lookup, printer).await.ok();
             }
         }
     }

@@ -10,7 +10,7 @@ use crate::cluster::reach::Reach;
 use crate::error::{Error, Result};
 use crate::image::digest::Digest;
 use crate::image::reference::{ImageName, RegistryHost, Target};
-use crate::image::registry::{self, ClusterLogin, TransportOptions, TunnelEndpoint};
+use crate::image::registry::{self, ClusterLogin, TransportOptions};
 use crate::interrupt;
 use crate::output::Printer;
 use crate::settings::Settings;
@@ -23,14 +23,21 @@ use super::to_registry;
 /// Where and how to push, decided from the registry and where we run.
 pub(super) struct RegistryPlan<'a> {
     pub registry: &'a LocalRegistry,
-    push_host: &'a RegistryHost,
+    /// The host this run reaches the registry at; through a tunnel, its loopback host lives as
+    /// long as this run, so it is neither printed nor recorded.
+    pub reach: Reach,
     network: Network,
-    /// Through a tunnel: its loopback host lives as long as this run, so it is neither
-    /// printed nor recorded.
-    tunnelled: bool,
-    /// Through a tunnel: the Service's name, which TLS is tried with first.
-    tunnel: Option<TunnelEndpoint>,
     cluster_login: Option<ClusterLogin>,
+}
+
+impl RegistryPlan<'_> {
+    fn push_host(&self) -> &RegistryHost {
+        &self.reach.host
+    }
+
+    fn tunnelled(&self) -> bool {
+        self.reach.tunnel.is_some()
+    }
 }
 
 /// The host to push to from where we run, how to log in there, and where the name goes (in the
@@ -39,7 +46,7 @@ pub(super) fn registry_plan<'a>(
     name: &ImageName,
     named_by_tag: bool,
     registry: &'a LocalRegistry,
-    reach: &'a Reach,
+    reach: Reach,
     discovered: &Discovered,
     printer: &Printer,
 ) -> Result<(RegistryPlan<'a>, Target)> {
@@ -69,18 +76,15 @@ pub(super) fn registry_plan<'a>(
         format!("pushing to {}", target.tagged(push_host)),
         "nothing was tagged",
     );
-    let tunnelled = reach.tunnel.is_some();
     let plan = RegistryPlan {
         registry,
-        push_host,
-        network: if tunnelled {
+        network: if reach.tunnel.is_some() {
             Network::Tunnel
         } else {
             discovered.vantage.network
         },
-        tunnelled,
-        tunnel: reach.endpoint(),
         cluster_login: openshift::cluster_login(registry, push_host, discovered, printer),
+        reach,
     };
     Ok((plan, target))
 }
@@ -110,12 +114,12 @@ pub(super) fn with_ingress_hint(err: Error, registry: &LocalRegistry) -> Error {
 pub(super) fn registry_push<'a>(
     args: &PushOptions,
     settings: &'a Settings,
-    plan: &RegistryPlan<'a>,
+    plan: &'a RegistryPlan<'_>,
     target: &'a Target,
 ) -> to_registry::RegistryPush<'a> {
     let registry = plan.registry;
     to_registry::RegistryPush {
-        host: plan.push_host,
+        host: plan.push_host(),
         target,
         encoding: encoding_for(args.compression, registry),
         jobs: args.jobs,
@@ -124,10 +128,10 @@ pub(super) fn registry_push<'a>(
             ca_file: args.ca_file.clone(),
             help: registry.help.clone(),
             cluster_login: plan.cluster_login.clone(),
-            tunnel: plan.tunnel.clone(),
+            tunnel: plan.reach.endpoint(),
             ..settings.transport_options()
         },
-        cache_dir: settings.cache_dir.as_deref().filter(|_| !plan.tunnelled),
+        cache_dir: settings.cache_dir.as_deref().filter(|_| !plan.tunnelled()),
     }
 }
 
@@ -141,7 +145,7 @@ pub(super) fn registry_report(
     let registry = plan.registry;
     PushReport {
         reference: target.pinned(&registry.host_from_container_runtime, &digest),
-        push_ref: (!plan.tunnelled).then(|| target.pinned(plan.push_host, &digest)),
+        push_ref: (!plan.tunnelled()).then(|| target.pinned(plan.push_host(), &digest)),
         cluster_network_ref: registry
             .host_from_cluster_network
             .as_ref()

@@ -174,7 +174,8 @@ impl Settle<'_> {
         let report = match rollouts.cluster() {
             Ok(cluster) => {
                 diagnosis::examine(
-                    &rollouts.discovered,
+                    rollouts.session,
+                    rollouts.discovered,
                     cluster,
                     pod,
                     &setting.access.into(),

@@ -2,11 +2,13 @@
 //! evidence (`evidence`: the pod's status and events, what the registry holds, what the node
 //! holds and is) gathered, each container's cause found (`causes`, pure, in the kubelet's own
 //! words: `kubelet_words`), and the report (`report`) that `why` prints and `push --rollout`
-//! tells when its new pod cannot pull. `target` reads `why`'s and `--rollout`'s `TYPE/NAME`.
+//! tells when its new pod cannot pull; `replaced`: a pushed ref another writer replaced, who
+//! and what to do. `target` reads `why`'s and `--rollout`'s `TYPE/NAME`.
 
 mod causes;
 mod evidence;
 mod kubelet_words;
+mod replaced;
 mod report;
 mod target;
 
@@ -21,6 +23,7 @@ use causes::{ContainerView, Facts, Finding, Shown};
 
 pub(crate) use causes::on_registry;
 pub(crate) use evidence::read_pod;
+pub(crate) use replaced::{ReplacedBy, replaced_error};
 pub(crate) use report::Report;
 pub(crate) use target::{parse_target, parse_workload};
 

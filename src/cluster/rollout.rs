@@ -1,12 +1,15 @@
 //! A workload's rollout in the Kubernetes layer: the typed workload (`workload`), kubectl's
 //! rollout status rules over it (`rules`), and the wait (`wait`): the workload and its new pods
 //! followed by list-then-watch until the rules say done, a new pod shows it will not become
-//! ready (a failed pull, a crash loop), or the time is up; what it found as plain data.
+//! ready (a failed pull, a crash loop), another writer replaces the pushed ref in the
+//! template (`replaced`: who, from managedFields), or the time is up; what it found as plain data.
 
+pub mod replaced;
 pub mod rules;
 pub mod wait;
 pub mod workload;
 
+pub use replaced::{Replaced, Writer};
 pub use rules::Status;
 pub use wait::{Ended, Follow, Seen, Target, wait};
 pub use workload::{TemplateContainer, Workload, WorkloadKind};

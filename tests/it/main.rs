@@ -40,6 +40,7 @@ mod registry_attached;
 mod registry_client;
 mod rollout;
 mod rollout_late;
+mod rollout_others;
 mod rollout_shapes;
 mod tunnel;
 mod tunnel_tls;

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod managed;
 mod serve;
 mod state;
 mod steps;
@@ -166,19 +167,11 @@ impl Controllers {
         self.0.changed.notify_all();
     }
 
-    /// Waits (bounded) until `done` holds of the pods' (name, Ready) list.
-    pub(crate) fn wait_for_pods(&self, done: impl Fn(&[(String, bool)]) -> bool) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(30);
+    /// Waits (bounded: 60 s) until `done` holds of the state.
+    fn wait_until(&self, done: impl Fn(&State) -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(60);
         let mut state = self.0.state.lock().unwrap();
-        loop {
-            let pods: Vec<(String, bool)> = state
-                .pods
-                .iter()
-                .map(|((_, n), p)| (n.clone(), ready(p)))
-                .collect();
-            if done(&pods) {
-                return true;
-            }
+        while !done(&state) {
             let now = Instant::now();
             if now >= deadline {
                 return false;
@@ -190,6 +183,35 @@ impl Controllers {
                 .unwrap()
                 .0;
         }
+        true
+    }
+
+    /// Waits (bounded) until `done` holds of the pods' (name, Ready) list.
+    pub(crate) fn wait_for_pods(&self, done: impl Fn(&[(String, bool)]) -> bool) -> bool {
+        self.wait_until(|state| {
+            let pods: Vec<(String, bool)> = state
+                .pods
+                .iter()
+                .map(|((_, n), p)| (n.clone(), ready(p)))
+                .collect();
+            done(&pods)
+        })
+    }
+
+    /// Waits (bounded) until `count` patches were stored; false when none came in time.
+    pub(crate) fn wait_for_patches(&self, count: usize) -> bool {
+        self.wait_until(|state| state.patches.len() >= count)
+    }
+
+    /// The managedFields of `kind`/`name` (in `default`) as stored.
+    pub(crate) fn managed_fields(&self, kind: &str, name: &str) -> Value {
+        let state = self.0.state.lock().unwrap();
+        let key = (
+            "default".to_string(),
+            kind_names(kind).0.to_string(),
+            name.to_string(),
+        );
+        state.workloads[&key]["metadata"]["managedFields"].clone()
     }
 
     /// RBAC forbids `verb` on `resource` (`deployments`, `pods`, `pods/log`): the access review
@@ -296,7 +318,7 @@ impl Controllers {
             _ => spec["updateStrategy"] = json!({"type": "RollingUpdate"}),
         }
         edit(&mut spec);
-        let object = json!({
+        let mut object = json!({
             "apiVersion": "apps/v1",
             "kind": api_kind,
             "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
@@ -304,6 +326,21 @@ impl Controllers {
             "spec": spec,
             "status": {"observedGeneration": 1},
         });
+        // Created by `kubectl apply` (client-side), its status written by the controller.
+        let time = managed::now();
+        for (manager, subresource, part) in [
+            ("kubectl-client-side-apply", None, "spec"),
+            ("kube-controller-manager", Some("status"), "status"),
+        ] {
+            let write = managed::Write {
+                manager,
+                operation: "Update",
+                subresource,
+                set: managed::fields_of(&json!({part: object[part].clone()})),
+                time: &time,
+            };
+            managed::record(&json!({}), &mut object, &write);
+        }
         let key: Key = (
             namespace.to_string(),
             resource.to_string(),

@@ -16,6 +16,9 @@ use super::{Cluster, Lookup};
 use crate::cluster::rollout::workload::{Workload, WorkloadKind};
 use crate::error::Result;
 
+/// The manager our image patches are recorded under in the workload's managedFields.
+const FIELD_MANAGER: &str = "kubectl-registry";
+
 /// A pod of a workload while it rolls out: why's view of it, and whether it is Ready.
 #[derive(Debug, Clone)]
 pub struct RolloutPod {
@@ -78,6 +81,7 @@ impl Cluster {
     ) -> Result<Lookup<Workload>> {
         let params = PatchParams {
             dry_run,
+            field_manager: Some(FIELD_MANAGER.to_string()),
             ..PatchParams::default()
         };
         let patch = Patch::Strategic(image_patch(images));

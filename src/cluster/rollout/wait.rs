@@ -3,13 +3,16 @@
 //! rules applied to each new state of the workload, never before the controller observed the
 //! PATCH's generation; meanwhile the new pods (those whose set containers run the ref)
 //! looked at: a pull that fails or a crash loop ends the wait with the facts, a pod no node
-//! takes is said once. Bounded by the timeout. What it found is plain data for the caller.
+//! takes is said once. A template of our generation or later whose set containers no longer
+//! run the ref (another writer set its own image) ends it too: no rollout of ours can follow.
+//! Bounded by the timeout. What it found is plain data for the caller.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures_util::stream::{BoxStream, StreamExt};
 
+use super::replaced::{Replaced, replaced};
 use super::rules::{Status, status};
 use super::workload::{Workload, WorkloadKind};
 use crate::cluster::client::{Change, Cluster, Crash, Lookup, PodFacts, RolloutPod};
@@ -65,6 +68,8 @@ pub enum Ended {
     Paused(String),
     /// The workload was deleted.
     Gone,
+    /// Another writer set its own image in containers we set: who, what, when.
+    Replaced(Vec<Replaced>),
     /// A new pod cannot pull its image: the pod as `why` reads it.
     PullFailed(PodFacts),
     /// A container of a new pod crash-loops: how its last run ended and that run's log.
@@ -145,18 +150,11 @@ pub async fn wait(
                 return Ok(Ended::TimedOut { said, unscheduled });
             }
         }
-        if let Some(workload) = &workload {
-            match status(workload, target.generation) {
-                Status::Done(done) => return Ok(Ended::Done(done)),
-                Status::Failed(failed) => return Ok(Ended::Failed(failed)),
-                Status::Paused(paused) => return Ok(Ended::Paused(paused)),
-                Status::Waiting(line) => {
-                    if line != said {
-                        seen(Seen::Status(&line));
-                        said = line;
-                    }
-                }
-            }
+        if let Some(ended) = workload
+            .as_ref()
+            .and_then(|workload| judge(workload, target, &mut said, &mut seen))
+        {
+            return Ok(ended);
         }
         for pod in listed.values().filter(|pod| is_new(pod, target)) {
             if pod.facts.failing() {
@@ -182,6 +180,35 @@ pub async fn wait(
                 });
                 unscheduled = Some((pod.facts.name.clone(), message.clone()));
             }
+        }
+    }
+}
+
+/// kubectl's rules on the workload as it stands, after the check that its template still runs
+/// our ref; `None` while it rolls (kubectl's words said when they change).
+fn judge(
+    workload: &Workload,
+    target: &Target<'_>,
+    said: &mut String,
+    seen: &mut impl FnMut(Seen<'_>),
+) -> Option<Ended> {
+    // An older generation is a stale read from before our patch, never a replacement.
+    if workload.generation() >= target.generation {
+        let others = replaced(workload, target.containers, target.reference);
+        if !others.is_empty() {
+            return Some(Ended::Replaced(others));
+        }
+    }
+    match status(workload, target.generation) {
+        Status::Done(done) => Some(Ended::Done(done)),
+        Status::Failed(failed) => Some(Ended::Failed(failed)),
+        Status::Paused(paused) => Some(Ended::Paused(paused)),
+        Status::Waiting(line) => {
+            if line != *said {
+                seen(Seen::Status(&line));
+                *said = line;
+            }
+            None
         }
     }
 }

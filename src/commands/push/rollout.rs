@@ -17,6 +17,7 @@ use crate::cluster::discovery::Discovered;
 use crate::cluster::rollout::{Workload, WorkloadKind};
 use crate::cluster::session::Session;
 use crate::delivery::push::{Landing, PushReport};
+use crate::diagnosis;
 use crate::error::{Error, ExitCode, Result};
 use crate::interrupt;
 use crate::output::Printer;
@@ -64,6 +65,8 @@ pub(crate) struct Outcome {
     pub why: Option<serde_json::Value>,
     /// The last lines of the crashed container's previous log.
     pub log: Vec<String>,
+    /// Another writer's image in a container we set: what, who, when (the first one).
+    pub replaced_by: Option<diagnosis::ReplacedBy>,
     pub seconds: f64,
     #[serde(skip)]
     pub error: Option<Error>,
@@ -80,6 +83,8 @@ pub(crate) enum Ended {
     Paused,
     TimedOut,
     Failed,
+    /// Another writer replaced the pushed ref in the template.
+    Replaced,
 }
 
 impl<'a> Rollouts<'a> {

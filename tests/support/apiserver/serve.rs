@@ -54,7 +54,7 @@ pub(super) fn serve_connection(
 
     if authorized
         && let Some(controllers) = &state.spec.controllers
-        && controllers.serve(&method, target, &body, reader.get_mut())
+        && controllers.serve(&method, target, (&headers, &body), reader.get_mut())
     {
         return;
     }

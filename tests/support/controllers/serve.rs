@@ -7,11 +7,12 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use super::state::Key;
 use super::wire::{
     is_workload, kind_names, named_in, query_value, respond_json, respond_text, status,
     strategic_merge,
 };
-use super::{Controllers, watch};
+use super::{Controllers, managed, watch};
 use crate::support::apiserver::discovery::{
     api_groups, apps_group, apps_resources, authorization_resources,
 };
@@ -22,7 +23,7 @@ impl Controllers {
         &self,
         method: &str,
         target: &str,
-        body: &[u8],
+        (headers, body): (&[(String, String)], &[u8]),
         stream: &mut dyn Write,
     ) -> bool {
         let path = target.split('?').next().unwrap_or("");
@@ -78,7 +79,14 @@ impl Controllers {
                 self.refused(&verb, resource)
                     .unwrap_or_else(|| match method {
                         "GET" => self.get(namespace, resource, name),
-                        _ => self.patch(namespace, resource, name, query, body),
+                        _ => {
+                            let key = (
+                                namespace.to_string(),
+                                resource.to_string(),
+                                name.to_string(),
+                            );
+                            self.patch(&key, query, headers, body)
+                        }
                     })
             }
             ("GET", ["api", "v1", "namespaces", namespace, "pods"]) => {
@@ -272,25 +280,41 @@ impl Controllers {
         )
     }
 
-    /// A strategic-merge patch of the template: a new generation, stored; the controllers
-    /// notice it later, on their own loop.
+    /// A strategic-merge patch (or a server-side apply) of the workload: a new generation when
+    /// its spec changed, stored with its managedFields; the controllers notice it later, on
+    /// their own loop.
     fn patch(
         &self,
-        namespace: &str,
-        resource: &str,
-        name: &str,
+        key: &Key,
         query: &str,
+        headers: &[(String, String)],
         body: &[u8],
     ) -> (u16, Value) {
+        let (_, resource, name) = key;
         let patch: Value = serde_json::from_slice(body).unwrap_or_default();
         let dry_run = query_value(query, "dryRun").is_some();
+        let header = |wanted: &str| {
+            headers
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(wanted))
+                .map_or("", |(_, value)| value.as_str())
+        };
+        let apply = header("content-type").starts_with("application/apply-patch");
+        // kube-apiserver: `?fieldManager=`, else the User-Agent up to its first `/`.
+        let manager = query_value(query, "fieldManager").unwrap_or_else(|| {
+            header("user-agent")
+                .split('/')
+                .next()
+                .unwrap_or("")
+                .to_string()
+        });
+        if apply && query_value(query, "fieldManager").is_none() {
+            let message =
+                "PATCH, application/apply-patch+yaml: fieldManager is required for apply requests";
+            return (400, status(400, "BadRequest", message));
+        }
         let mut state = self.0.state.lock().unwrap();
-        let key = (
-            namespace.to_string(),
-            resource.to_string(),
-            name.to_string(),
-        );
-        let Some(current) = state.workloads.get(&key).cloned() else {
+        let Some(current) = state.workloads.get(key).cloned() else {
             return (
                 404,
                 status(
@@ -305,12 +329,21 @@ impl Controllers {
         if dry_run {
             return (200, updated);
         }
-        state.patches.push(patch);
+        state.patches.push(patch.clone());
         if updated["spec"] != current["spec"] {
             updated["metadata"]["generation"] =
                 json!(current["metadata"]["generation"].as_i64().unwrap_or(1) + 1);
         }
-        state.put_workload(&key, updated);
+        let time = managed::now();
+        let write = managed::Write {
+            manager: &manager,
+            operation: if apply { "Apply" } else { "Update" },
+            subresource: None,
+            set: managed::fields_of(&patch),
+            time: &time,
+        };
+        managed::record(&current, &mut updated, &write);
+        state.put_workload(key, updated);
         let delay = {
             let mut timing = self.0.timing.lock().unwrap();
             timing.fixed.unwrap_or_else(|| timing.next())
@@ -319,7 +352,7 @@ impl Controllers {
             .due_workloads
             .entry(key.clone())
             .or_insert(Instant::now() + delay);
-        let stored = state.workloads[&key].clone();
+        let stored = state.workloads[key].clone();
         drop(state);
         self.0.changed.notify_all();
         (200, stored)

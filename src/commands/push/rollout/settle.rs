@@ -1,8 +1,8 @@
 //! One workload after its patch: said unchanged, said paused at once, or waited for in the
 //! Kubernetes layer (`cluster::rollout::wait`) and what the wait found told: kubectl's words
 //! as the status moves, `why`'s diagnosis of a new pod that cannot pull, a crash loop's
-//! previous run, the scheduler's message for a pod no node takes, what was not reached at the
-//! timeout.
+//! previous run, the scheduler's message for a pod no node takes, a ref another writer
+//! replaced (who, from `diagnosis`), what was not reached at the timeout.
 
 use std::time::Instant;
 
@@ -27,6 +27,7 @@ struct Found {
     pod: Option<String>,
     why: Option<serde_json::Value>,
     log: Vec<String>,
+    replaced_by: Option<diagnosis::ReplacedBy>,
     error: Option<Error>,
 }
 
@@ -107,6 +108,18 @@ impl Settle<'_> {
                 );
                 self.failed(Ended::Failed, error, started)
             }
+            rollout::Ended::Replaced(replaced) => {
+                let label = self.wanted.label();
+                let namespace = &self.rollouts.namespace;
+                let found = Found {
+                    replaced_by: replaced.first().map(diagnosis::ReplacedBy::from),
+                    error: Some(diagnosis::replaced_error(&label, namespace, &replaced)),
+                    ..Found::default()
+                };
+                let message = found.error.as_ref().map(|e| e.message().to_string());
+                let message = message.unwrap_or_default();
+                self.outcome(Ended::Replaced, message, found, started, true)
+            }
             rollout::Ended::PullFailed(pod) => self.pull_failed(pod, started).await,
             rollout::Ended::CrashLoop { pod, crash, log } => {
                 self.crashed(&pod, &crash, log, started)
@@ -135,6 +148,7 @@ impl Settle<'_> {
             pod: found.pod,
             why: found.why,
             log: found.log,
+            replaced_by: found.replaced_by,
             seconds: started.elapsed().as_secs_f64(),
             error: found.error,
         }
@@ -206,11 +220,11 @@ impl Settle<'_> {
                 Found {
                     pod: Some(name),
                     why: Some(json),
-                    log: Vec::new(),
                     error: Some(Error::new(
                         error.exit_code(),
                         format!("{headline}: {}", error.message()),
                     )),
+                    ..Found::default()
                 }
             }
             Err(error) => Found {
@@ -263,9 +277,9 @@ impl Settle<'_> {
         ));
         let found = Found {
             pod: Some(name.to_string()),
-            why: None,
             log: lines,
             error: Some(error),
+            ..Found::default()
         };
         let message = found
             .error

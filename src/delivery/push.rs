@@ -104,7 +104,10 @@ enum Way<'a> {
 }
 
 /// The image chosen from what was opened.
-#[expect(clippy::large_enum_variant, reason = "one per push, moved, never copied")]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per push, moved, never copied"
+)]
 enum Chosen {
     Archive(Arc<Archive>, Image),
     Engine(Box<engine::Found>),

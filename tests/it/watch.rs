@@ -1,7 +1,7 @@
 //! `push SRC --watch [--rollout ...]` end to end, the real binary kept running: an archive
 //! replaced by `mv`, a podman image and a docker image rebuilt under the same name, each giving
 //! a new ref line (and the workload rolled to it); Ctrl-C mid-round exits 130 with nothing
-//! tagged and no temporary file left.
+//! tagged and no temporary file left; each round inspects its engine once and reads the cluster once.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -279,4 +279,62 @@ fn the_rounds_of_a_watch_share_one_cluster_client() {
     assert_eq!(bench.controllers.images("deployment", "web")["web"], second);
     let (code, rest) = watching.interrupt();
     assert_eq!((code, rest), (130, Vec::<String>::new()));
+}
+
+#[test]
+fn each_round_of_a_watch_inspects_its_engine_once_and_reads_the_cluster_once() {
+    let podman = Podman::new();
+    let layers = podman.dir().join("layers");
+    podman.build(
+        "localhost/myimg:dev",
+        &[&layer_dir(&layers, "a", 441, &[4096])],
+    );
+    let bench = RolloutBench::new(Node::Mapped, web_on("kind-registry:5000/myimg:old"));
+    let mut command = watch_command(&bench, &["myimg:dev"]);
+    command
+        .envs(podman.envs())
+        .env("KUBECTL_REGISTRY_ENGINE", "podman");
+    let mut watching = Watching::start(command);
+    watching.next_ref();
+    watching.until_said("successfully rolled out");
+    podman.build(
+        "localhost/myimg:dev",
+        &[&layer_dir(&layers, "b", 442, &[4096])],
+    );
+    watching.next_ref();
+    watching.until_said("successfully rolled out");
+    assert_eq!(watching.interrupt().0, 130);
+    // -v says each inspect ("podman's store has myimg:dev (image ID): podman not asked"); a
+    // round begins by reading that image from the store. The inspect that noticed the new ID
+    // is the one the round pushes: no second inspect of it between the two.
+    let said = watching.drain();
+    let inspected = |line: &String| line.contains("has myimg:dev (image");
+    let rounds: Vec<usize> = (0..said.len())
+        .filter(|&at| said[at].starts_with("reading myimg:dev from"))
+        .collect();
+    assert_eq!(rounds.len(), 2, "{said:#?}");
+    let mut since = 0;
+    for at in rounds {
+        let before = &said[since..at];
+        let noticed = before
+            .iter()
+            .rfind(|line| inspected(line))
+            .expect("an inspect");
+        let times = before.iter().filter(|line| *line == noticed).count();
+        assert_eq!(
+            times, 1,
+            "the round's image inspected {times} times: {said:#?}"
+        );
+        since = at;
+    }
+    let discoveries = bench
+        ._api
+        .requests()
+        .iter()
+        .filter(|request| {
+            request.as_str()
+                == "GET /api/v1/namespaces/kube-public/configmaps/local-registry-hosting"
+        })
+        .count();
+    assert_eq!(discoveries, 2, "one discovery per round");
 }

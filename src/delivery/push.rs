@@ -2,29 +2,13 @@
 //! cluster), `plan` where it lands and how (the registry reached through the session, or the
 //! nodes), `carry_out` the plan; the report is the ref a pod spec must use.
 
-mod attachments;
-mod by_daemon;
-mod by_podman;
-mod commit;
-mod export_upload;
-mod from_containerd;
-mod from_engine;
-mod from_store;
-mod manifest;
-mod naming;
 mod options;
-mod progress;
-mod record_file;
-mod records;
-mod registry_plan;
+mod pipeline;
+mod planning;
 mod reload;
-mod route;
-mod shared_store;
-mod stream;
+mod sources;
 mod summary;
 mod to_nodes;
-mod to_registry;
-mod upload;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -40,9 +24,9 @@ use crate::image::reference::{ImageName, Target};
 use crate::interrupt;
 use crate::output::Printer;
 use crate::settings::Settings;
-use naming::{engine_image_name, image_name, tell_left_out};
 pub use options::{LayerCompression, PushOptions};
-use registry_plan::{
+use planning::naming::{engine_image_name, image_name, tell_left_out};
+use planning::registry_plan::{
     RegistryPlan, registry_plan, registry_push, registry_report, with_ingress_hint,
 };
 pub(crate) use summary::PushReport;
@@ -248,12 +232,12 @@ async fn push_engine_image(
         ..
     } = *run;
     let push = registry_push(args, settings, plan, target);
-    let selection = from_engine::Selection {
+    let selection = sources::from_engine::Selection {
         image: args.image.as_deref(),
         platform: args.platform.as_deref(),
     };
     let attempt = || async {
-        route::push(&push, found, &selection, args.compression, printer)
+        planning::route::push(&push, found, &selection, args.compression, printer)
             .await
             .map_err(|err| with_ingress_hint(err, plan.registry))
     };
@@ -334,7 +318,7 @@ async fn push_to_registry(
     let platforms = image.platform_names();
     let pushed = async {
         let client = push.client().await?;
-        to_registry::push(&push, &client, &archive, &*archive, image, printer).await
+        pipeline::to_registry::push(&push, &client, &archive, &*archive, image, printer).await
     };
     let committed = pushed
         .await
@@ -429,7 +413,7 @@ async fn load_engine_image(
     if args.load_command.is_none()
         && !args.selects()
         && let Some(report) =
-            shared_store::tag_in_engine(&target.product, found, name, printer).await?
+            sources::shared_store::tag_in_engine(&target.product, found, name, printer).await?
     {
         return Ok(report);
     }
@@ -457,16 +441,17 @@ async fn load_engine_image(
     if let Some(content) = found.content_image()
         && !args.selects()
     {
-        let archive = from_containerd::archive_for_nodes(found, content, printer)?;
+        let archive = sources::from_containerd::archive_for_nodes(found, content, printer)?;
         let image = archive.select(None, None).map_err(Error::from)?;
         loaded = Some(load_into(run, discovered, target, name, archive, image).await?);
     } else if let Some(store) = nodes_from_store(args, found, printer) {
         // Held until the nodes are loaded: no layer read from the store is removed meanwhile.
-        let (archive, _locks) = from_store::archive_for_nodes(found, store, printer).await?;
+        let (archive, _locks) =
+            sources::from_store::archive_for_nodes(found, store, printer).await?;
         let image = archive.select(None, None).map_err(Error::from)?;
         match load_into(run, discovered, target, name, archive, image).await {
-            Err(err) => match from_store::denied(&err) {
-                Some(fault) => printer.debug(&from_store::left_to_the_export(fault)),
+            Err(err) => match sources::from_store::denied(&err) {
+                Some(fault) => printer.debug(&sources::from_store::left_to_the_export(fault)),
                 None => return Err(err),
             },
             Ok(report) => loaded = Some(report),

@@ -7,10 +7,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::record_file::RecordFile;
 use super::summary::{Method, PushReport, Transfer};
 use crate::cluster::client::NodeFacts;
 use crate::cluster::product::Product;
+use crate::delivery::push::pipeline::record_file::RecordFile;
 use crate::image::digest::Digest;
 use crate::nodes::{self, NodeCluster, NodeSurvey};
 use crate::output::Printer;

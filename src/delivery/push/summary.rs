@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use super::upload::Outcome;
 use crate::cluster::network::Network;
+use crate::delivery::push::pipeline::upload::Outcome;
 use crate::error::Result;
 use crate::image::digest::Digest;
 use crate::output::OutputFormat;

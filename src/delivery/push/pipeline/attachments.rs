@@ -2,12 +2,12 @@
 //! their small blobs, then each manifest by digest, so that the index can be tagged unchanged
 //! and the printed digest is the source's.
 
-use super::commit::put_by_digest;
-use super::upload::Uploader;
+use crate::delivery::push::pipeline::commit::put_by_digest;
+use crate::delivery::push::pipeline::upload::Uploader;
 use crate::error::Result;
 use crate::image::archive::Attachment;
 
-pub(super) async fn push(uploader: &Uploader, attachments: &[Attachment]) -> Result<()> {
+pub(crate) async fn push(uploader: &Uploader, attachments: &[Attachment]) -> Result<()> {
     for attachment in attachments {
         for blob in &attachment.blobs {
             uploader.send_small_blob(&blob.digest, &blob.bytes).await?;

@@ -15,13 +15,13 @@ use crate::interrupt;
 use crate::output::Printer;
 use crate::settings::Settings;
 
-use super::options::{LayerCompression, PushOptions};
-use super::stream::Encoding;
-use super::summary::{self, Method, PushReport};
-use super::to_registry;
+use crate::delivery::push::options::{LayerCompression, PushOptions};
+use crate::delivery::push::pipeline::stream::Encoding;
+use crate::delivery::push::pipeline::to_registry;
+use crate::delivery::push::summary::{self, Method, PushReport};
 
 /// Where and how to push, decided from the registry and where we run.
-pub(super) struct RegistryPlan<'a> {
+pub(crate) struct RegistryPlan<'a> {
     pub registry: &'a LocalRegistry,
     /// The host this run reaches the registry at; through a tunnel, its loopback host lives as
     /// long as this run, so it is neither printed nor recorded.
@@ -42,7 +42,7 @@ impl RegistryPlan<'_> {
 
 /// The host to push to from where we run, how to log in there, and where the name goes (in the
 /// project on OpenShift); a name without a tag is `latest`, with a warning.
-pub(super) fn registry_plan<'a>(
+pub(crate) fn registry_plan<'a>(
     name: &ImageName,
     named_by_tag: bool,
     registry: &'a LocalRegistry,
@@ -100,7 +100,7 @@ fn foreign_host_note(domain: &str, registry: &LocalRegistry, target: &Target) ->
 }
 
 /// An OpenShift route whose certificate we do not trust: say how to get its CA.
-pub(super) fn with_ingress_hint(err: Error, registry: &LocalRegistry) -> Error {
+pub(crate) fn with_ingress_hint(err: Error, registry: &LocalRegistry) -> Error {
     // A route-less registry is tunnelled to: its certificate is the service CA's, not ingress's.
     let openshift_route =
         registry.source == RegistrySource::Openshift && registry.service.is_none();
@@ -111,7 +111,7 @@ pub(super) fn with_ingress_hint(err: Error, registry: &LocalRegistry) -> Error {
     }
 }
 
-pub(super) fn registry_push<'a>(
+pub(crate) fn registry_push<'a>(
     args: &PushOptions,
     settings: &'a Settings,
     plan: &'a RegistryPlan<'_>,
@@ -135,7 +135,7 @@ pub(super) fn registry_push<'a>(
     }
 }
 
-pub(super) fn registry_report(
+pub(crate) fn registry_report(
     plan: &RegistryPlan<'_>,
     target: &Target,
     digest: Digest,

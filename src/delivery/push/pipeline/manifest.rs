@@ -12,14 +12,14 @@ use crate::image::oci::MediaType;
 
 /// A layer as the pushed manifest describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Descriptor {
+pub(crate) struct Descriptor {
     pub media_type: String,
     pub digest: Digest,
     pub size: u64,
 }
 
 impl Descriptor {
-    pub(super) fn new(media_type: &str, digest: Digest, size: u64) -> Self {
+    pub(crate) fn new(media_type: &str, digest: Digest, size: u64) -> Self {
         Self {
             media_type: media_type.to_string(),
             digest,
@@ -29,7 +29,7 @@ impl Descriptor {
 }
 
 /// The manifest for `platform`, given each layer's descriptor as sent (keyed by stored digest).
-pub(super) fn manifest_for(
+pub(crate) fn manifest_for(
     archive: &Archive,
     platform: &PlatformImage,
     sent: &HashMap<Digest, Descriptor>,
@@ -64,7 +64,7 @@ pub(super) fn manifest_for(
 
 /// The index to tag for a multi-platform image: the archive's own when every manifest went
 /// unchanged, else a new OCI index of the platforms pushed.
-pub(super) fn index_for(image: &Image, manifests: &[RawBlob]) -> RawBlob {
+pub(crate) fn index_for(image: &Image, manifests: &[RawBlob]) -> RawBlob {
     let unchanged = image
         .platforms
         .iter()

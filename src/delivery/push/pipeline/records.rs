@@ -13,14 +13,14 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::record_file::RecordFile;
-use super::stream::Encoding;
+use crate::delivery::push::pipeline::record_file::RecordFile;
+use crate::delivery::push::pipeline::stream::Encoding;
 use crate::image::digest::Digest;
 use crate::image::oci;
 use crate::image::reference::RegistryHost;
 
 /// One kind of record: its file in the cache directory, its cap, and which entries are usable.
-pub(super) trait Entry: Clone + PartialEq + Serialize + DeserializeOwned {
+pub(crate) trait Entry: Clone + PartialEq + Serialize + DeserializeOwned {
     const FILE_NAME: &'static str;
     /// The oldest entries go first past this.
     const MAX_ENTRIES: usize;
@@ -30,7 +30,7 @@ pub(super) trait Entry: Clone + PartialEq + Serialize + DeserializeOwned {
 /// A blob as a registry holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct SentBlob {
+pub(crate) struct SentBlob {
     pub digest: Digest,
     pub size: u64,
     pub media_type: String,
@@ -49,7 +49,7 @@ impl Entry for SentBlob {
 /// A manifest as it was tagged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct SentManifest {
+pub(crate) struct SentManifest {
     pub media_type: String,
     /// The bytes, exactly as sent (manifests are JSON, so UTF-8).
     pub manifest: String,
@@ -67,14 +67,14 @@ impl Entry for SentManifest {
 
 /// A blob a manifest names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct NamedBlob {
+pub(crate) struct NamedBlob {
     pub digest: Digest,
     pub size: u64,
 }
 
 impl SentManifest {
     /// The config then the layers it names; `None` when it is not an image manifest.
-    pub(super) fn blobs(&self) -> Option<Vec<NamedBlob>> {
+    pub(crate) fn blobs(&self) -> Option<Vec<NamedBlob>> {
         let manifest = oci::parse_manifest(self.manifest.as_bytes()).ok()?;
         let config = manifest.config.as_ref()?;
         Some(
@@ -90,16 +90,16 @@ impl SentManifest {
 }
 
 /// The record of one kind, as read at start and added to by this run.
-pub(super) struct Sent<V> {
+pub(crate) struct Sent<V> {
     record: RecordFile<V>,
 }
 
-pub(super) type SentBlobs = Sent<SentBlob>;
-pub(super) type SentManifests = Sent<SentManifest>;
+pub(crate) type SentBlobs = Sent<SentBlob>;
+pub(crate) type SentManifests = Sent<SentManifest>;
 
 impl<V: Entry> Sent<V> {
     /// The record kept in `dir` (the settings' cache directory); no directory means no record.
-    pub(super) fn load_in(dir: Option<&Path>) -> Self {
+    pub(crate) fn load_in(dir: Option<&Path>) -> Self {
         Self::load(dir.map(|dir| dir.join(V::FILE_NAME)))
     }
 
@@ -110,7 +110,7 @@ impl<V: Entry> Sent<V> {
     }
 
     /// What was sent to `host` for `id` (a layer's diff_id, an image ID) in `encoding`.
-    pub(super) fn get(
+    pub(crate) fn get(
         &self,
         host: &RegistryHost,
         id: impl Display,
@@ -119,7 +119,7 @@ impl<V: Entry> Sent<V> {
         self.record.get(&key(host, id, encoding))
     }
 
-    pub(super) fn record(
+    pub(crate) fn record(
         &mut self,
         host: &RegistryHost,
         id: impl Display,
@@ -130,7 +130,7 @@ impl<V: Entry> Sent<V> {
     }
 
     /// Merges this run's entries into the file (see `RecordFile::save`).
-    pub(super) fn save(&mut self) -> std::io::Result<()> {
+    pub(crate) fn save(&mut self) -> std::io::Result<()> {
         self.record.save()
     }
 }

@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 
-use super::attachments;
-use super::commit::{put_by_digest, tag_last};
-use super::manifest::{Descriptor, index_for, manifest_for};
-use super::progress::BlobProgress;
-use super::stream::{self, Encoding};
-use super::summary::Transfer;
-use super::upload::{Blob, BlobSource, Opened, SentLayer, Uploader};
+use crate::delivery::push::pipeline::attachments;
+use crate::delivery::push::pipeline::commit::{put_by_digest, tag_last};
+use crate::delivery::push::pipeline::manifest::{Descriptor, index_for, manifest_for};
+use crate::delivery::push::pipeline::progress::BlobProgress;
+use crate::delivery::push::pipeline::stream::{self, Encoding};
+use crate::delivery::push::pipeline::upload::{Blob, BlobSource, Opened, SentLayer, Uploader};
+use crate::delivery::push::summary::Transfer;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{self, Archive, Image, Layer, PlatformImage, RawBlob};
 use crate::image::digest::Digest;
@@ -25,7 +25,7 @@ use crate::image::registry::{RegistryClient, TransportOptions};
 use crate::output::Printer;
 
 /// How the push reaches the registry, resolved from flags and the registry's nature.
-pub(super) struct RegistryPush<'a> {
+pub(crate) struct RegistryPush<'a> {
     /// The host we upload to, as seen from where we run.
     pub host: &'a RegistryHost,
     pub target: &'a Target,
@@ -38,20 +38,20 @@ pub(super) struct RegistryPush<'a> {
 
 impl RegistryPush<'_> {
     /// A client of the registry that has answered `/v2/`.
-    pub(super) async fn client(&self) -> Result<RegistryClient> {
+    pub(crate) async fn client(&self) -> Result<RegistryClient> {
         let client = RegistryClient::new(self.host, &self.transport)?;
         client.ping().await?;
         Ok(client)
     }
 
-    pub(super) fn uploader(&self, client: &RegistryClient, printer: &Printer) -> Uploader {
+    pub(crate) fn uploader(&self, client: &RegistryClient, printer: &Printer) -> Uploader {
         let repo = self.target.repository.as_str();
         Uploader::new(client, repo, self.encoding, self.cache_dir, printer)
     }
 }
 
 /// What a commit put in the registry.
-pub(super) struct Committed {
+pub(crate) struct Committed {
     /// What the tag now names.
     pub digest: Digest,
     pub transfer: Transfer,
@@ -61,7 +61,7 @@ pub(super) struct Committed {
 
 /// Pushes `image` of `archive`, its layers read through `source`: the layers, then the
 /// manifests and the tag.
-pub(super) async fn push<S: BlobSource<Item = Layer>>(
+pub(crate) async fn push<S: BlobSource<Item = Layer>>(
     plan: &RegistryPush<'_>,
     client: &RegistryClient,
     archive: &Arc<Archive>,
@@ -86,7 +86,7 @@ pub(super) async fn push<S: BlobSource<Item = Layer>>(
 }
 
 /// A layer of an archive, as the uploader sees it.
-pub(super) fn layer_blob(uploader: &Uploader, label: String, layer: &Layer) -> Blob {
+pub(crate) fn layer_blob(uploader: &Uploader, label: String, layer: &Layer) -> Blob {
     Blob {
         label,
         record_key: layer.diff_id.clone(),
@@ -142,7 +142,7 @@ fn reading(layer: &Layer, err: io::Error) -> Error {
 }
 
 /// Once every layer is in (each recorded as it landed): the configs, the manifests and the tag.
-pub(super) async fn commit(
+pub(crate) async fn commit(
     uploader: &Uploader,
     tag: &str,
     archive: &Archive,
@@ -206,7 +206,7 @@ async fn put_manifests(
 }
 
 /// Layers to send, each once even when several platforms share it.
-pub(super) fn unique_layers(image: &Image) -> Vec<Layer> {
+pub(crate) fn unique_layers(image: &Image) -> Vec<Layer> {
     let mut seen = std::collections::HashSet::new();
     image
         .platforms

@@ -8,7 +8,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
 use tokio::sync::mpsc;
 
-use super::progress::BlobProgress;
+use crate::delivery::push::pipeline::progress::BlobProgress;
 
 /// Bytes read per chunk; with `CHANNEL_DEPTH` this bounds the memory of one upload.
 const CHUNK: usize = 256 * 1024;
@@ -16,7 +16,7 @@ const CHANNEL_DEPTH: usize = 4;
 
 /// How uncompressed layer bytes are re-encoded on the way out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Encoding {
+pub(crate) enum Encoding {
     AsStored,
     Gzip,
     Zstd,
@@ -25,11 +25,11 @@ pub(super) enum Encoding {
 /// Where an upload body's own failure is kept: a failed upload whose source failed is the
 /// archive's fault, whatever the HTTP client made of the aborted request.
 #[derive(Debug, Clone, Default)]
-pub(super) struct SourceFailure(Arc<Mutex<Option<io::Error>>>);
+pub(crate) struct SourceFailure(Arc<Mutex<Option<io::Error>>>);
 
 impl SourceFailure {
     /// The error the source ended with, if it failed.
-    pub(super) fn take(&self) -> Option<io::Error> {
+    pub(crate) fn take(&self) -> Option<io::Error> {
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -51,7 +51,7 @@ impl SourceFailure {
 /// A read error (a failed verification, a truncated archive) ends the stream with that error,
 /// which aborts the upload before the registry commits it, and is kept in the returned
 /// `SourceFailure`.
-pub(super) fn body(
+pub(crate) fn body(
     reader: impl Read + Send + 'static,
     encoding: Encoding,
     progress: BlobProgress,
@@ -71,7 +71,7 @@ pub(super) fn body(
 /// registry commits it; the caller gets its text. An upload that stops reading (the connection
 /// was reset, the registry went away) is not the source's failure and is not kept: the
 /// request's own error says what happened, and whether to try again.
-pub(super) fn encode_into(
+pub(crate) fn encode_into(
     reader: impl Read,
     mut sink: ChannelWriter,
     encoding: Encoding,
@@ -122,7 +122,7 @@ impl<R: Read> Read for Watched<'_, R> {
 
 /// A writer whose bytes become an upload body, for content pushed at us (an engine's export)
 /// rather than pulled from a reader. Dropping the writer ends the body.
-pub(super) fn channel() -> (
+pub(crate) fn channel() -> (
     ChannelWriter,
     impl Stream<Item = io::Result<Bytes>> + Send + 'static,
 ) {
@@ -155,7 +155,7 @@ fn pump(mut reader: impl Read, out: &mut impl Write, progress: &BlobProgress) ->
 }
 
 /// A `Write` that sends full chunks down the channel (blocking when the upload lags).
-pub(super) struct ChannelWriter {
+pub(crate) struct ChannelWriter {
     sender: mpsc::Sender<io::Result<Bytes>>,
     buffer: BytesMut,
 }

@@ -11,7 +11,7 @@ use crate::image::registry::{FetchedManifest, RegistryClient};
 
 /// A manifest as a source holds it: built by us (`RawBlob`), containerd's own bytes, or what
 /// an engine's own push left in the registry.
-pub(super) trait Manifest {
+pub(crate) trait Manifest {
     /// Its media type, digest and bytes.
     fn parts(&self) -> (&str, &Digest, Bytes);
 }
@@ -39,7 +39,7 @@ impl Manifest for ContentManifest {
 }
 
 /// PUTs each of `children` by its digest, then `tagged` under `tag`; returns the tagged digest.
-pub(super) async fn tag_last<M: Manifest>(
+pub(crate) async fn tag_last<M: Manifest>(
     client: &RegistryClient,
     repo: &str,
     tag: &str,
@@ -57,7 +57,7 @@ pub(super) async fn tag_last<M: Manifest>(
 }
 
 /// A manifest that a later one names (a platform's, an attachment's), under its digest.
-pub(super) async fn put_by_digest(
+pub(crate) async fn put_by_digest(
     client: &RegistryClient,
     repo: &str,
     manifest: &impl Manifest,

@@ -6,16 +6,16 @@
 use std::io;
 use std::sync::Arc;
 
-use super::from_engine::{Pushed, record_manifest, repush_unchanged};
-use super::progress::BlobProgress;
-use super::to_registry::{self, RegistryPush};
-use super::upload::{Blob, BlobSource, Opened};
+use crate::delivery::push::pipeline::progress::BlobProgress;
+use crate::delivery::push::pipeline::to_registry::{self, RegistryPush};
+use crate::delivery::push::pipeline::upload::{Blob, BlobSource, Opened};
+use crate::delivery::push::sources::from_engine::{Pushed, record_manifest, repush_unchanged};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{Archive, AssembledLayer, Layer};
 use crate::image::engine::{Found, ReadLock, StoreFault, StoreImage, store_fault};
 use crate::output::Printer;
 
-pub(super) async fn push(
+pub(crate) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     store: &StoreImage,
@@ -44,7 +44,7 @@ pub(super) async fn push(
 
 /// The store as an archive, its layers rebuilt as they are read; a failure of the store is
 /// named as reading the image from it.
-pub(super) struct StoreSource {
+pub(crate) struct StoreSource {
     pub archive: Arc<Archive>,
     /// `myimg:dev from the overlay store at ...`
     reading: String,
@@ -67,14 +67,14 @@ impl BlobSource for StoreSource {
 }
 
 /// Why the store is left for the export when a file in it may not be read, for -v.
-pub(super) fn left_to_the_export(fault: &StoreFault) -> String {
+pub(crate) fn left_to_the_export(fault: &StoreFault) -> String {
     format!(
         "not reading podman's store: {fault}; podman reads such files in its user namespace: exporting"
     )
 }
 
 /// The image as an archive for the node loaders, read as `store_archive` says.
-pub(super) async fn archive_for_nodes(
+pub(crate) async fn archive_for_nodes(
     found: &Found,
     store: StoreImage,
     printer: &Printer,
@@ -120,7 +120,7 @@ async fn store_archive(
 
 /// The store's file that `err` says we may not read, when that is why the push (or node load)
 /// failed: podman reads it in its user namespace, so its export still can.
-pub(super) fn denied(err: &Error) -> Option<&StoreFault> {
+pub(crate) fn denied(err: &Error) -> Option<&StoreFault> {
     let mut next = std::error::Error::source(err);
     while let Some(cause) = next {
         let fault = cause

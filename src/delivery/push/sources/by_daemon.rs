@@ -7,13 +7,15 @@
 
 use std::collections::HashMap;
 
-use super::from_engine::{Pushed, Selection, record_engine_push, repush_unchanged};
-use super::options::LayerCompression;
-use super::progress::{BlobProgress, Progress};
-use super::stream::Encoding;
-use super::summary::Transfer;
-use super::to_registry::RegistryPush;
-use super::upload::Outcome;
+use crate::delivery::push::options::LayerCompression;
+use crate::delivery::push::pipeline::progress::{BlobProgress, Progress};
+use crate::delivery::push::pipeline::stream::Encoding;
+use crate::delivery::push::pipeline::to_registry::RegistryPush;
+use crate::delivery::push::pipeline::upload::Outcome;
+use crate::delivery::push::sources::from_engine::{
+    Pushed, Selection, record_engine_push, repush_unchanged,
+};
+use crate::delivery::push::summary::Transfer;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::engine::{Daemon, DaemonPushed, EnginePushFailure, Found, LayerEnd, PushEvent};
@@ -25,7 +27,7 @@ use crate::output::Printer;
 const DAEMON_ENCODING: Encoding = Encoding::Gzip;
 
 /// The daemon's own push of `found`; `None` (the reason said with -v) when the export must go.
-pub(super) async fn push(
+pub(crate) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     daemon: &Daemon,

@@ -5,7 +5,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::output::Printer;
 
 /// All the bars of one push; a no-op when stderr is not a terminal.
-pub(super) struct Progress {
+pub(crate) struct Progress {
     bars: Option<MultiProgress>,
     /// Draws its lines around the bars while they are on screen.
     printer: Printer,
@@ -21,12 +21,12 @@ impl Drop for Progress {
 
 /// One blob's bar; cheap to clone into the task that streams it.
 #[derive(Clone)]
-pub(super) struct BlobProgress {
+pub(crate) struct BlobProgress {
     bar: Option<ProgressBar>,
 }
 
 impl Progress {
-    pub(super) fn new(printer: &Printer) -> Self {
+    pub(crate) fn new(printer: &Printer) -> Self {
         let bars = printer
             .interactive()
             .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10)));
@@ -41,7 +41,7 @@ impl Progress {
 
     /// No bars at all, whatever the terminal.
     #[cfg(test)]
-    pub(super) fn hidden() -> Self {
+    pub(crate) fn hidden() -> Self {
         Self {
             bars: None,
             printer: Printer::new(0, false, false),
@@ -49,7 +49,7 @@ impl Progress {
     }
 
     /// A bar for a blob of `total` bytes, labelled like `layer 2/4 sha256:ab12cd34ef56`.
-    pub(super) fn blob(&self, label: String, total: u64) -> BlobProgress {
+    pub(crate) fn blob(&self, label: String, total: u64) -> BlobProgress {
         let bar = self.bars.as_ref().map(|bars| {
             let style = ProgressStyle::with_template(
                 "{prefix:.bold} {bar:30.cyan/blue} {decimal_bytes:>9}/{decimal_total_bytes:<9} {decimal_bytes_per_sec:>11} {msg}",
@@ -63,21 +63,21 @@ impl Progress {
 }
 
 impl BlobProgress {
-    pub(super) fn advance(&self, bytes: u64) {
+    pub(crate) fn advance(&self, bytes: u64) {
         if let Some(bar) = &self.bar {
             bar.inc(bytes);
         }
     }
 
     /// Back to zero, for a new attempt that sends the blob from its start.
-    pub(super) fn rewind(&self) {
+    pub(crate) fn rewind(&self) {
         if let Some(bar) = &self.bar {
             bar.set_position(0);
         }
     }
 
     /// Ends the bar with a word on what happened (`pushed`, `exists`, `mounted`).
-    pub(super) fn finish(&self, outcome: &'static str) {
+    pub(crate) fn finish(&self, outcome: &'static str) {
         if let Some(bar) = &self.bar {
             if let Some(total) = bar.length() {
                 bar.set_position(total);
@@ -86,7 +86,7 @@ impl BlobProgress {
         }
     }
 
-    pub(super) fn abandon(&self) {
+    pub(crate) fn abandon(&self) {
         if let Some(bar) = &self.bar {
             bar.abandon_with_message("failed");
         }

@@ -7,15 +7,15 @@
 use std::collections::HashSet;
 use std::io::Write;
 
-use super::from_engine::{
+use crate::delivery::push::options::LayerCompression;
+use crate::delivery::push::pipeline::records::{SentBlob, SentBlobs};
+use crate::delivery::push::pipeline::stream::Encoding;
+use crate::delivery::push::pipeline::to_registry::RegistryPush;
+use crate::delivery::push::pipeline::upload::Outcome;
+use crate::delivery::push::sources::from_engine::{
     Pushed, Selection, record_engine_push, record_manifest, repush_unchanged,
 };
-use super::options::LayerCompression;
-use super::records::{SentBlob, SentBlobs};
-use super::stream::Encoding;
-use super::summary::Transfer;
-use super::to_registry::RegistryPush;
-use super::upload::Outcome;
+use crate::delivery::push::summary::Transfer;
 use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::engine::{CliPush, EnginePushFailure, Found};
@@ -25,7 +25,7 @@ use crate::interrupt;
 use crate::output::{Printer, escape_control};
 
 /// podman's own push; `None` (the reason said with -v) when the export must go.
-pub(super) async fn push(
+pub(crate) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     selection: &Selection<'_>,

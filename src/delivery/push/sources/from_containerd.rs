@@ -8,20 +8,20 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 
-use super::commit::tag_last;
-use super::from_engine::Pushed;
-use super::manifest::Descriptor;
-use super::progress::BlobProgress;
-use super::stream::Encoding;
-use super::summary::Transfer;
-use super::to_registry::RegistryPush;
-use super::upload::{Blob, BlobSource, Opened, Outcome};
+use crate::delivery::push::pipeline::commit::tag_last;
+use crate::delivery::push::pipeline::manifest::Descriptor;
+use crate::delivery::push::pipeline::progress::BlobProgress;
+use crate::delivery::push::pipeline::stream::Encoding;
+use crate::delivery::push::pipeline::to_registry::RegistryPush;
+use crate::delivery::push::pipeline::upload::{Blob, BlobSource, Opened, Outcome};
+use crate::delivery::push::sources::from_engine::Pushed;
+use crate::delivery::push::summary::Transfer;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{Archive, AssembledLayer};
 use crate::image::engine::{ContentBlob, ContentImage, Found};
 use crate::output::Printer;
 
-pub(super) async fn push(
+pub(crate) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     content: &ContentImage,
@@ -108,7 +108,7 @@ impl BlobSource for ContentImage {
 
 /// The image as an archive whose layers are read from containerd when a node lacks them, for
 /// the node loaders: nothing exported, nerdctl not run.
-pub(super) fn archive_for_nodes(
+pub(crate) fn archive_for_nodes(
     found: &Found,
     content: &ContentImage,
     printer: &Printer,

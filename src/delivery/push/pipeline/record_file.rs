@@ -18,7 +18,7 @@ struct OnDisk<V> {
     entries: Vec<(String, V)>,
 }
 
-pub(super) struct RecordFile<V> {
+pub(crate) struct RecordFile<V> {
     /// `None`: nothing is read or saved.
     path: Option<PathBuf>,
     cap: usize,
@@ -33,7 +33,7 @@ pub(super) struct RecordFile<V> {
 }
 
 impl<V: Clone + PartialEq + Serialize + DeserializeOwned> RecordFile<V> {
-    pub(super) fn load(path: Option<PathBuf>, cap: usize, keep: fn(&V) -> bool) -> Self {
+    pub(crate) fn load(path: Option<PathBuf>, cap: usize, keep: fn(&V) -> bool) -> Self {
         let on_disk: Option<OnDisk<V>> = path
             .as_deref()
             .and_then(|path| std::fs::read(path).ok())
@@ -55,13 +55,13 @@ impl<V: Clone + PartialEq + Serialize + DeserializeOwned> RecordFile<V> {
         record
     }
 
-    pub(super) fn get(&self, key: &str) -> Option<&V> {
+    pub(crate) fn get(&self, key: &str) -> Option<&V> {
         self.entries.get(key)
     }
 
     /// Sets `key` for this run; a save writes it. What the record already holds is not recorded
     /// again (so it keeps its place among the oldest).
-    pub(super) fn record(&mut self, key: String, value: V) {
+    pub(crate) fn record(&mut self, key: String, value: V) {
         if self.entries.get(&key) == Some(&value) {
             return;
         }
@@ -86,7 +86,7 @@ impl<V: Clone + PartialEq + Serialize + DeserializeOwned> RecordFile<V> {
 
     /// Merges what this run recorded into the file as it is now (other pushes may have saved
     /// since we read it), holding `NAME.lock` beside it meanwhile.
-    pub(super) fn save(&mut self) -> std::io::Result<()> {
+    pub(crate) fn save(&mut self) -> std::io::Result<()> {
         let Some(path) = self.path.as_ref().filter(|_| self.unsaved) else {
             return Ok(());
         };

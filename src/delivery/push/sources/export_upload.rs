@@ -10,15 +10,15 @@ use std::io::{self, Read};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use super::manifest::Descriptor;
-use super::stream::{self, Encoding};
-use super::upload::{Blob, Outcome, Uploader};
+use crate::delivery::push::pipeline::manifest::Descriptor;
+use crate::delivery::push::pipeline::stream::{self, Encoding};
+use crate::delivery::push::pipeline::upload::{Blob, Outcome, Uploader};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{LargeMember, MemberSink};
 
 /// What became of one large member.
 #[derive(Debug, Clone)]
-pub(super) struct StreamedLayer {
+pub(crate) struct StreamedLayer {
     pub outcome: Outcome,
     pub encoding: Encoding,
     /// The blob as sent when it differs from the stored bytes (re-encoded on the way).
@@ -27,7 +27,7 @@ pub(super) struct StreamedLayer {
 
 /// The sink the one-pass reader hands large members to; runs on its blocking thread and reaches
 /// the registry through the runtime's handle.
-pub(super) struct ExportUploader {
+pub(crate) struct ExportUploader {
     handle: Handle,
     uploader: Uploader,
     /// By the member's offset in the skeleton.
@@ -42,7 +42,7 @@ enum Pending {
 }
 
 impl ExportUploader {
-    pub(super) fn new(uploader: &Uploader) -> Self {
+    pub(crate) fn new(uploader: &Uploader) -> Self {
         Self {
             handle: Handle::current(),
             uploader: uploader.clone(),
@@ -52,7 +52,7 @@ impl ExportUploader {
     }
 
     /// Waits for every upload; the first registry failure wins over whatever the pass said.
-    pub(super) async fn finish(self) -> Result<HashMap<u64, StreamedLayer>> {
+    pub(crate) async fn finish(self) -> Result<HashMap<u64, StreamedLayer>> {
         if let Some(failure) = self.failure {
             return Err(failure);
         }

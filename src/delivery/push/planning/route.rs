@@ -4,19 +4,19 @@
 //! its store is not here; else the engine's export. The way taken, and why another was not, is
 //! said with -v.
 
-use super::by_daemon;
-use super::by_podman;
-use super::from_containerd;
-use super::from_engine::{self, Pushed, Selection};
-use super::from_store;
-use super::options::LayerCompression;
-use super::stream::Encoding;
-use super::to_registry::RegistryPush;
+use crate::delivery::push::options::LayerCompression;
+use crate::delivery::push::pipeline::stream::Encoding;
+use crate::delivery::push::pipeline::to_registry::RegistryPush;
+use crate::delivery::push::sources::by_daemon;
+use crate::delivery::push::sources::by_podman;
+use crate::delivery::push::sources::from_containerd;
+use crate::delivery::push::sources::from_engine::{self, Pushed, Selection};
+use crate::delivery::push::sources::from_store;
 use crate::error::Result;
 use crate::image::engine::{Engine, Found};
 use crate::output::Printer;
 
-pub(super) async fn push(
+pub(crate) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     selection: &Selection<'_>,

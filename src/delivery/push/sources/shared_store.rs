@@ -2,8 +2,8 @@
 //! OrbStack, colima, Rancher Desktop with dockerd): there is nothing to move. The image is named
 //! in the engine by its content tag, and that name is the ref a pod spec uses.
 
-use super::summary::{Method, PushReport, Transfer};
 use crate::cluster::product::Product;
+use crate::delivery::push::summary::{Method, PushReport, Transfer};
 use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::engine::Found;
@@ -13,7 +13,7 @@ use crate::output::Printer;
 
 /// The content tag set in the engine; `None` when the nodes do not share this engine's store
 /// (or the engine is not a Docker daemon we can speak to), so a load is needed.
-pub(super) async fn tag_in_engine(
+pub(crate) async fn tag_in_engine(
     product: &Product,
     found: &Found,
     name: &ImageName,

@@ -11,7 +11,7 @@ use crate::output::Printer;
 /// What the archive's index names that this push leaves out: platforms whose blobs are absent
 /// (routine in containerd-store exports, so a note rather than a warning), platforms
 /// `--platform` did not choose, and manifests attached to an index that is rewritten.
-pub(super) fn tell_left_out(image: &Image, printer: &Printer) {
+pub(crate) fn tell_left_out(image: &Image, printer: &Printer) {
     let absent = image.absent_platforms.iter().map(|absent| {
         let platform = absent
             .platform
@@ -33,7 +33,7 @@ pub(super) fn tell_left_out(image: &Image, printer: &Printer) {
 
 /// `--tag`, else the reference as typed (what the user calls the image), else, when they typed
 /// an image ID, the one name the engine knows it by (several: `--tag` must say which).
-pub(super) fn engine_image_name(
+pub(crate) fn engine_image_name(
     tag_flag: Option<&str>,
     found: &engine::Found,
 ) -> Result<ImageName> {
@@ -86,7 +86,7 @@ fn several_names(found: &engine::Found, names: &[&str]) -> Error {
 
 /// `--tag`, else the first name the archive records; an unnamed image needs `--tag`. A bad
 /// `--tag` is the command line's fault (usage), a bad recorded name the input's.
-pub(super) fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
+pub(crate) fn image_name(tag_flag: Option<&str>, image: &Image) -> Result<ImageName> {
     let (raw, from, exit) = match (tag_flag, image.names.first()) {
         (Some(flag), _) => (flag, "--tag", ExitCode::Usage),
         (None, Some(recorded)) => (recorded.as_str(), "the archive", ExitCode::Input),

@@ -12,10 +12,10 @@ use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::{StreamExt, TryStreamExt};
 
-use super::manifest::Descriptor;
-use super::progress::{BlobProgress, Progress};
-use super::records::{SentBlob, SentBlobs};
-use super::stream::{Encoding, SourceFailure};
+use crate::delivery::push::pipeline::manifest::Descriptor;
+use crate::delivery::push::pipeline::progress::{BlobProgress, Progress};
+use crate::delivery::push::pipeline::records::{SentBlob, SentBlobs};
+use crate::delivery::push::pipeline::stream::{Encoding, SourceFailure};
 use crate::error::{Error, Result};
 use crate::image::archive::{self, Compression};
 use crate::image::digest::Digest;
@@ -44,7 +44,7 @@ impl Outcome {
 
 /// One blob as its source holds it.
 #[derive(Debug, Clone)]
-pub(super) struct Blob {
+pub(crate) struct Blob {
     /// For progress and messages: `layer 2/5`, `blob 3b0c5037`.
     pub label: String,
     /// What the record of sent blobs knows it by: a layer's diff_id.
@@ -56,14 +56,14 @@ pub(super) struct Blob {
 }
 
 /// A blob's bytes from the first, and where its source keeps why it failed mid-stream.
-pub(super) struct Opened {
+pub(crate) struct Opened {
     pub body: BoxStream<'static, io::Result<Bytes>>,
     pub source_failure: Option<SourceFailure>,
 }
 
 /// Where a source's blobs are read: an archive (and what adapts to one: podman's store), or
 /// containerd's content store.
-pub(super) trait BlobSource: Sync {
+pub(crate) trait BlobSource: Sync {
     type Item: Sync;
     /// `item`'s bytes from the first, encoded as `blob.encoding` says, counted on `bar`.
     fn open(&self, item: &Self::Item, blob: &Blob, bar: &BlobProgress) -> Result<Opened>;
@@ -72,7 +72,7 @@ pub(super) trait BlobSource: Sync {
 }
 
 /// A blob as it now is in the registry.
-pub(super) struct SentLayer {
+pub(crate) struct SentLayer {
     /// The blob's stored digest, as the manifest builder looks it up.
     pub key: Digest,
     pub descriptor: Descriptor,
@@ -81,7 +81,7 @@ pub(super) struct SentLayer {
 
 /// Everything an upload needs besides the blob; cheap to clone into the export's thread.
 #[derive(Clone)]
-pub(super) struct Uploader {
+pub(crate) struct Uploader {
     pub client: RegistryClient,
     pub repo: String,
     /// How uncompressed layers go: as stored, or compressed on the way.
@@ -93,7 +93,7 @@ pub(super) struct Uploader {
 }
 
 impl Uploader {
-    pub(super) fn new(
+    pub(crate) fn new(
         client: &RegistryClient,
         repo: &str,
         encoding: Encoding,
@@ -111,7 +111,7 @@ impl Uploader {
     }
 
     /// How a blob stored with `compression` goes: only uncompressed ones are re-encoded.
-    pub(super) fn encoding_for(&self, compression: Compression) -> Encoding {
+    pub(crate) fn encoding_for(&self, compression: Compression) -> Encoding {
         if compression == Compression::None {
             self.encoding
         } else {
@@ -121,7 +121,7 @@ impl Uploader {
 
     /// Every one of `blobs` in the registry, at most `jobs` at once, the largest started first:
     /// the longest upload sets the wall time, so it should not wait for a free slot.
-    pub(super) async fn send_all<S: BlobSource>(
+    pub(crate) async fn send_all<S: BlobSource>(
         &self,
         source: &S,
         mut blobs: Vec<(Blob, &S::Item)>,
@@ -139,7 +139,7 @@ impl Uploader {
     }
 
     /// `blob` in the registry, the cheapest way there is.
-    pub(super) async fn send<S: BlobSource>(
+    pub(crate) async fn send<S: BlobSource>(
         &self,
         source: &S,
         item: &S::Item,
@@ -181,7 +181,7 @@ impl Uploader {
 
     /// The blob as the registry would hold it, when known without reading it: as stored, its
     /// own descriptor; re-encoded, only a record knows it.
-    pub(super) fn known(&self, blob: &Blob) -> Option<Descriptor> {
+    pub(crate) fn known(&self, blob: &Blob) -> Option<Descriptor> {
         match blob.encoding {
             Encoding::AsStored => Some(blob.stored.clone()),
             Encoding::Gzip | Encoding::Zstd => self
@@ -192,7 +192,7 @@ impl Uploader {
     }
 
     /// Already in the repository, or mounted from another one we sent it to: no bytes to send.
-    pub(super) async fn found(&self, blob: &Blob) -> Result<Option<(Descriptor, Outcome)>> {
+    pub(crate) async fn found(&self, blob: &Blob) -> Result<Option<(Descriptor, Outcome)>> {
         let Some(known) = self.known(blob) else {
             return Ok(None);
         };
@@ -250,7 +250,7 @@ impl Uploader {
 
     /// Streams `body` (the blob encoded as `blob.encoding` says) into one upload: by its stored
     /// digest, or hashed on the way when it is re-encoded. Returns the blob as the registry holds it.
-    pub(super) async fn upload_body(
+    pub(crate) async fn upload_body(
         &self,
         blob: &Blob,
         body: impl futures_util::Stream<Item = io::Result<Bytes>> + Send + 'static,
@@ -277,7 +277,7 @@ impl Uploader {
 
     /// Records a blob the registry now holds, and saves the record at once: a push that fails
     /// later (or is interrupted) must not cost this blob's upload again.
-    pub(super) fn remember(&self, blob: &Blob, descriptor: &Descriptor) {
+    pub(crate) fn remember(&self, blob: &Blob, descriptor: &Descriptor) {
         let sent = SentBlob {
             digest: descriptor.digest.clone(),
             size: descriptor.size,
@@ -300,7 +300,7 @@ impl Uploader {
     }
 
     /// A blob already in memory (a config, an attachment), sent whole unless the registry has it.
-    pub(super) async fn send_small_blob(&self, digest: &Digest, bytes: &[u8]) -> Result<Outcome> {
+    pub(crate) async fn send_small_blob(&self, digest: &Digest, bytes: &[u8]) -> Result<Outcome> {
         if self.client.blob_exists(&self.repo, digest).await?.is_some() {
             return Ok(Outcome::AlreadyThere);
         }
@@ -330,7 +330,7 @@ impl Uploader {
 /// transient failure (a dropped connection, 408, 429, 5xx, an expired token) is tried again from
 /// the start after a backoff, within the client's attempts and the no-progress bound of the
 /// watchdog every attempt is given. `what` names what failed, `again` what is done about it.
-pub(super) async fn retrying<T, F, Fut>(
+pub(crate) async fn retrying<T, F, Fut>(
     client: &RegistryClient,
     printer: &Printer,
     what: &str,
@@ -364,7 +364,7 @@ where
 }
 
 /// The deepest cause of `err`, which says what actually happened.
-pub(super) fn innermost(err: &Error) -> String {
+pub(crate) fn innermost(err: &Error) -> String {
     err.causes()
         .pop()
         .unwrap_or_else(|| err.message().to_string())

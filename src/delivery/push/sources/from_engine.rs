@@ -7,13 +7,15 @@ use std::collections::HashMap;
 
 use futures_util::{StreamExt, TryStreamExt};
 
-use super::commit::{Manifest, tag_last};
-use super::export_upload::{ExportUploader, StreamedLayer};
-use super::records::{SentManifest, SentManifests};
-use super::stream::Encoding;
-use super::summary::Transfer;
-use super::to_registry::{RegistryPush, commit, layer_blob, unique_layers};
-use super::upload::{Outcome, SentLayer, Uploader, retrying};
+use crate::delivery::push::pipeline::commit::{Manifest, tag_last};
+use crate::delivery::push::pipeline::records::{SentManifest, SentManifests};
+use crate::delivery::push::pipeline::stream::Encoding;
+use crate::delivery::push::pipeline::to_registry::{
+    RegistryPush, commit, layer_blob, unique_layers,
+};
+use crate::delivery::push::pipeline::upload::{Outcome, SentLayer, Uploader, retrying};
+use crate::delivery::push::sources::export_upload::{ExportUploader, StreamedLayer};
+use crate::delivery::push::summary::Transfer;
 use crate::error::{Error, Result};
 use crate::image::archive::{Archive, Image, RawBlob, StreamedArchive};
 use crate::image::digest::Digest;
@@ -22,26 +24,26 @@ use crate::image::registry::{FetchedManifest, RegistryClient};
 use crate::output::Printer;
 
 /// What the user picked inside the image (`--image`, `--platform`).
-pub(super) struct Selection<'a> {
+pub(crate) struct Selection<'a> {
     pub image: Option<&'a str>,
     pub platform: Option<&'a str>,
 }
 
 impl Selection<'_> {
     /// Whether anything is chosen inside the image: only an export offers that.
-    pub(super) fn chooses(&self) -> bool {
+    pub(crate) fn chooses(&self) -> bool {
         self.image.is_some() || self.platform.is_some()
     }
 }
 
 /// What a push of an engine's image did.
-pub(super) struct Pushed {
+pub(crate) struct Pushed {
     pub digest: Digest,
     pub transfer: Transfer,
     pub platforms: Vec<String>,
 }
 
-pub(super) async fn push(
+pub(crate) async fn push(
     plan: &RegistryPush<'_>,
     found: &Found,
     selection: &Selection<'_>,
@@ -82,7 +84,7 @@ pub(super) async fn push(
 
 /// An image pushed before whose manifest's blobs are all still in place: that manifest again,
 /// nothing read from the engine. `None`: something must be sent.
-pub(super) async fn repush_unchanged(
+pub(crate) async fn repush_unchanged(
     plan: &RegistryPush<'_>,
     client: &RegistryClient,
     found: &Found,
@@ -112,7 +114,7 @@ pub(super) async fn repush_unchanged(
 
 /// The manifest an engine pushed (by its digest), read back and recorded for the next push of
 /// this image ID; `None` (said with -v) when it could not be read.
-pub(super) async fn record_engine_push(
+pub(crate) async fn record_engine_push(
     plan: &RegistryPush<'_>,
     client: &RegistryClient,
     found: &Found,
@@ -140,7 +142,7 @@ pub(super) async fn record_engine_push(
 }
 
 /// Records `stored`, the manifest an image ID was tagged with, for its next push.
-pub(super) fn record_manifest(
+pub(crate) fn record_manifest(
     plan: &RegistryPush<'_>,
     client: &RegistryClient,
     found: &Found,

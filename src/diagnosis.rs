@@ -3,11 +3,12 @@
 //! holds and is) gathered, each container's cause found (`causes`, pure, in the kubelet's own
 //! words: `kubelet_words`), and the report (`report`) that `why` prints and `push --rollout`
 //! tells when its new pod cannot pull; `replaced`: a pushed ref another writer replaced, who
-//! and what to do. `target` reads `why`'s and `--rollout`'s `TYPE/NAME`.
+//! and what to do; `not_ready`: what keeps a rollout's pods from ready. `target` reads `why`'s and `--rollout`'s `TYPE/NAME`.
 
 mod causes;
 mod evidence;
 mod kubelet_words;
+mod not_ready;
 mod replaced;
 mod report;
 mod target;
@@ -23,6 +24,7 @@ use causes::{ContainerView, Facts, Finding, Shown};
 
 pub(crate) use causes::on_registry;
 pub(crate) use evidence::read_pod;
+pub(crate) use not_ready::{NotReady, line as not_ready_line};
 pub(crate) use replaced::{ReplacedBy, replaced_error};
 pub(crate) use report::Report;
 pub(crate) use target::{parse_target, parse_workload};

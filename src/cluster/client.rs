@@ -4,6 +4,7 @@
 mod access;
 mod answers;
 mod config;
+mod events;
 mod follow;
 mod health;
 mod hosting_write;
@@ -34,6 +35,7 @@ use crate::settings::Settings;
 
 pub use crate::cluster::rollout::WorkloadKind;
 use config::ClientSettings;
+pub use events::PodEvent;
 pub use follow::{Change, WATCH_SECONDS};
 pub use hosting_write::Written;
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};

@@ -2,14 +2,17 @@
 //! rollout status rules over it (`rules`), and the wait (`wait`): the workload and its new pods
 //! followed by list-then-watch until the rules say done, a new pod shows it will not become
 //! ready (a failed pull, a crash loop), another writer replaces the pushed ref in the
-//! template (`replaced`: who, from managedFields), or the time is up; what it found as plain data.
+//! template (`replaced`: who, from managedFields), or the time is up; what it found as plain data,
+//! with what keeps the pods from ready when it did not finish (`stuck`).
 
 pub mod replaced;
 pub mod rules;
+pub mod stuck;
 pub mod wait;
 pub mod workload;
 
 pub use replaced::{Replaced, Writer};
 pub use rules::Status;
+pub use stuck::{Holds, Stuck, stuck};
 pub use wait::{Ended, Follow, Seen, Target, wait};
 pub use workload::{TemplateContainer, Workload, WorkloadKind};

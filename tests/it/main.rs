@@ -42,6 +42,7 @@ mod rollout;
 mod rollout_late;
 mod rollout_others;
 mod rollout_shapes;
+mod rollout_stuck;
 mod tunnel;
 mod tunnel_tls;
 mod watch;

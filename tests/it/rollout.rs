@@ -402,7 +402,7 @@ deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
 deployment/web: pod web-5f02-09aab is not scheduled: Unschedulable: 0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.
 ...
 error: deployment/web: the rollout did not finish in 5s: waiting for deployment "web" rollout to finish: [..]
-hint: the new pod web-5f02-09aab was never scheduled: Unschedulable: 0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.
+hint: the new pod web-5f02-09aab was never scheduled: Unschedulable: 0/1 nodes are available: 1 Insufficient memory.
 
 "#]]);
     assert_eq!(run.json()["rollout"][0]["status"], "timed-out");

@@ -96,6 +96,7 @@ fn a_deployment_past_its_progress_deadline_fails_in_kubectls_words() {
 deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
 ...
 error: deployment/web: deployment "web" exceeded its progress deadline
+hint: the new pod web-5f02-09aab was never scheduled: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.
 
 "#]]);
     assert_eq!(run.json()["rollout"][0]["status"], "failed");

@@ -7,7 +7,7 @@ use snapbox::str;
 use std::io::BufRead;
 
 use crate::rollout::{Node, OLD, RolloutBench, rollout_outcomes, web};
-use crate::support::controllers::{Container, Runs};
+use crate::support::controllers::Container;
 use crate::support::fixtures::Image;
 
 #[test]
@@ -231,30 +231,4 @@ fn the_ref_line_is_on_stdout_as_soon_as_the_push_is_done_while_the_wait_goes_on(
     bench.controllers.release();
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
-}
-
-#[test]
-fn a_pod_that_never_becomes_ready_is_reported_at_the_timeout_in_kubectls_words() {
-    let bench = RolloutBench::new(Node::Mapped, |c| {
-        web(c).runs(|image| {
-            if image.contains("myimg:dev") {
-                Runs::NeverReady
-            } else {
-                Runs::Ready
-            }
-        })
-    });
-    let run = bench.push(
-        &bench.archive(&Image::sample(359)),
-        &["--rollout", "deploy/web", "--timeout", "4s", "-o", "json"],
-    );
-    assert_eq!(run.code, 1, "{run:?}");
-    run.assert_stderr(str![[r#"
-deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST]
-...
-error: deployment/web: the rollout did not finish in 4s: waiting for deployment "web" rollout to finish: 1 out of 2 new replicas have been updated
-hint: `kubectl rollout status deployment/web -n default` goes on waiting; --timeout gives it longer
-
-"#]]);
-    assert_eq!(run.json()["rollout"][0]["status"], "timed-out");
 }

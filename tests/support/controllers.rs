@@ -31,8 +31,12 @@ type RunFn = dyn Fn(&str) -> Runs + Send + Sync;
 #[derive(Debug, Clone)]
 pub(crate) enum Runs {
     Ready,
-    /// Runs, but its readiness probe never passes.
+    /// Runs, but its readiness probe never passes: the kubelet's `Unhealthy` event
+    /// (`Readiness probe failed: HTTP probe failed with statuscode: 503`).
     NeverReady,
+    /// Never created: the kubelet's CreateContainerConfigError with this message (`couldn't
+    /// find key password in Secret default/db`), and its `Failed` event.
+    ConfigError(String),
     /// Exits at once, over and over: the kubelet's CrashLoopBackOff, this reason and code last,
     /// and this log from the previous run.
     Crashes {

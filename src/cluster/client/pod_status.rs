@@ -25,6 +25,8 @@ pub struct ContainerFacts {
     pub image: String,
     pub pull_policy: Option<String>,
     pub state: ContainerState,
+    /// The kubelet's `ready` for it (its readiness probe passes, or it has none and runs).
+    pub ready: bool,
 }
 
 /// What `why` needs of a pod.
@@ -69,25 +71,25 @@ impl PodFacts {
             .into_iter()
             .chain(spec.containers)
             .map(|container| {
-                let state = statuses
-                    .iter()
-                    .find(|status| status.name == container.name)
-                    .and_then(|status| status.state.as_ref())
-                    .map_or(ContainerState::Unknown, |state| {
-                        match (&state.running, &state.terminated, &state.waiting) {
-                            (Some(_), _, _) | (_, Some(_), _) => ContainerState::Started,
-                            (_, _, Some(waiting)) => ContainerState::Waiting {
-                                reason: waiting.reason.clone().unwrap_or_default(),
-                                message: waiting.message.clone().unwrap_or_default(),
-                            },
-                            _ => ContainerState::Unknown,
-                        }
-                    });
+                let status = statuses.iter().find(|status| status.name == container.name);
+                let ready = status.is_some_and(|status| status.ready);
+                let state = status.and_then(|status| status.state.as_ref()).map_or(
+                    ContainerState::Unknown,
+                    |state| match (&state.running, &state.terminated, &state.waiting) {
+                        (Some(_), _, _) | (_, Some(_), _) => ContainerState::Started,
+                        (_, _, Some(waiting)) => ContainerState::Waiting {
+                            reason: waiting.reason.clone().unwrap_or_default(),
+                            message: waiting.message.clone().unwrap_or_default(),
+                        },
+                        _ => ContainerState::Unknown,
+                    },
+                );
                 ContainerFacts {
                     name: container.name,
                     image: container.image.unwrap_or_default(),
                     pull_policy: container.image_pull_policy,
                     state,
+                    ready,
                 }
             })
             .collect();

@@ -62,8 +62,9 @@ pub enum Seen<'a> {
 pub enum Ended {
     /// kubectl's words for a finished rollout.
     Done(String),
-    /// It will not finish by waiting (a progress deadline, an OnDelete strategy): kubectl's words.
-    Failed(String),
+    /// It will not finish by waiting (a progress deadline, an OnDelete strategy): kubectl's
+    /// words, and the pods as last seen.
+    Failed { said: String, pods: Vec<RolloutPod> },
     /// A paused Deployment.
     Paused(String),
     /// The workload was deleted.
@@ -78,10 +79,12 @@ pub enum Ended {
         crash: Crash,
         log: Lookup<String>,
     },
-    /// The time ran out: kubectl's last words of what it waited for, and a new pod no node took.
+    /// The time ran out: kubectl's last words of what it waited for, a new pod no node took,
+    /// and the pods as last seen.
     TimedOut {
         said: String,
         unscheduled: Option<(String, String)>,
+        pods: Vec<RolloutPod>,
     },
 }
 
@@ -147,14 +150,21 @@ pub async fn wait(
                 None => {}
             },
             () = tokio::time::sleep_until(deadline) => {
-                return Ok(Ended::TimedOut { said, unscheduled });
+                let pods = listed.into_values().collect();
+                return Ok(Ended::TimedOut { said, unscheduled, pods });
             }
         }
         if let Some(ended) = workload
             .as_ref()
             .and_then(|workload| judge(workload, target, &mut said, &mut seen))
         {
-            return Ok(ended);
+            return Ok(match ended {
+                Ended::Failed { said, .. } => Ended::Failed {
+                    said,
+                    pods: listed.into_values().collect(),
+                },
+                ended => ended,
+            });
         }
         for pod in listed.values().filter(|pod| is_new(pod, target)) {
             if pod.facts.failing() {
@@ -201,7 +211,10 @@ fn judge(
     }
     match status(workload, target.generation) {
         Status::Done(done) => Some(Ended::Done(done)),
-        Status::Failed(failed) => Some(Ended::Failed(failed)),
+        Status::Failed(said) => Some(Ended::Failed {
+            said,
+            pods: Vec::new(),
+        }),
         Status::Paused(paused) => Some(Ended::Paused(paused)),
         Status::Waiting(line) => {
             if line != *said {
@@ -214,7 +227,7 @@ fn judge(
 }
 
 /// A pod whose set containers all run the ref.
-fn is_new(pod: &RolloutPod, target: &Target<'_>) -> bool {
+pub(super) fn is_new(pod: &RolloutPod, target: &Target<'_>) -> bool {
     target.containers.iter().all(|name| {
         pod.facts
             .containers

@@ -65,6 +65,8 @@ pub(crate) struct Outcome {
     pub why: Option<serde_json::Value>,
     /// The last lines of the crashed container's previous log.
     pub log: Vec<String>,
+    /// What keeps the pods from ready when the rollout did not finish: one per pod.
+    pub not_ready: Vec<diagnosis::NotReady>,
     /// Another writer's image in a container we set: what, who, when (the first one).
     pub replaced_by: Option<diagnosis::ReplacedBy>,
     pub seconds: f64,

@@ -169,7 +169,7 @@ pub(super) fn record(before: &Value, after: &mut Value, write: &Write<'_>) {
     after["metadata"]["managedFields"] = Value::Array(entries);
 }
 
-/// Now, as the API server writes a managedFields time (seconds, UTC).
+/// Now, as the API server writes a managedFields or event time (seconds, UTC).
 pub(super) fn now() -> String {
     k8s_openapi::jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -170,7 +170,7 @@ impl State {
             Err(message) => {
                 pod["status"]["conditions"] = json!([{"type": "PodScheduled", "status": "False",
                     "reason": "Unschedulable", "message": message}]);
-                self.event(namespace, &name, "Warning", "FailedScheduling", message);
+                self.scheduler_event(namespace, &name, message);
             }
             Ok(node) => {
                 pod["spec"]["nodeName"] = json!(node);
@@ -225,8 +225,16 @@ impl State {
                                       "restartCount": 0, "state": {"running": {"startedAt": "2025-01-01T00:00:01Z"}}}),
                 Runs::NeverReady => {
                     ready = false;
+                    let probe = "Readiness probe failed: HTTP probe failed with statuscode: 503";
+                    self.kubelet_event(namespace, name, container, "Unhealthy", probe);
                     json!({"name": container, "image": image, "imageID": "", "ready": false, "started": true,
                            "restartCount": 0, "state": {"running": {"startedAt": "2025-01-01T00:00:01Z"}}})
+                }
+                Runs::ConfigError(message) => {
+                    ready = false;
+                    self.kubelet_event(namespace, name, container, "Failed", &format!("Error: {message}"));
+                    json!({"name": container, "image": image, "imageID": "", "ready": false, "started": false, "restartCount": 0,
+                           "state": {"waiting": {"reason": "CreateContainerConfigError", "message": message}}})
                 }
                 Runs::Crashes { reason, exit_code, log } => {
                     ready = false;
@@ -317,6 +325,51 @@ impl State {
             "reason": reason, "message": message, "type": kind, "count": 1,
             "source": {"component": if reason == "FailedScheduling" || reason == "Scheduled" { "default-scheduler" } else { "kubelet" }},
             "firstTimestamp": "2025-01-01T00:00:00Z", "lastTimestamp": "2025-01-01T00:00:00Z",
+        }));
+    }
+}
+
+impl State {
+    /// A Warning the kubelet records about one container, as its event recorder writes it
+    /// (core/v1: `involvedObject.fieldPath`, `count`, `firstTimestamp`/`lastTimestamp`).
+    fn kubelet_event(
+        &mut self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        reason: &str,
+        message: &str,
+    ) {
+        self.serial += 1;
+        let serial = self.serial;
+        let now = super::managed::now();
+        self.events.push(json!({
+            "kind": "Event", "apiVersion": "v1",
+            "metadata": {"name": format!("{pod}.{serial:x}"), "namespace": namespace, "resourceVersion": serial.to_string()},
+            "involvedObject": {"kind": "Pod", "namespace": namespace, "name": pod, "apiVersion": "v1",
+                               "fieldPath": format!("spec.containers{{{container}}}")},
+            "reason": reason, "message": message, "type": "Warning", "count": 1,
+            "source": {"component": "kubelet", "host": "stand-in-node"},
+            "firstTimestamp": now, "lastTimestamp": now, "eventTime": null,
+            "reportingComponent": "kubelet", "reportingInstance": "stand-in-node",
+        }));
+    }
+
+    /// The scheduler's FailedScheduling, written through events.k8s.io/v1 as kube-scheduler
+    /// writes it, read back through core/v1: `eventTime`, `action`, `reportingComponent`, no
+    /// `source`, `count` or timestamps.
+    fn scheduler_event(&mut self, namespace: &str, pod: &str, message: &str) {
+        self.serial += 1;
+        let serial = self.serial;
+        self.events.push(json!({
+            "kind": "Event", "apiVersion": "v1",
+            "metadata": {"name": format!("{pod}.{serial:x}"), "namespace": namespace, "resourceVersion": serial.to_string()},
+            "involvedObject": {"kind": "Pod", "namespace": namespace, "name": pod, "apiVersion": "v1"},
+            "reason": "FailedScheduling", "message": message, "type": "Warning",
+            "source": {}, "firstTimestamp": null, "lastTimestamp": null,
+            "eventTime": format!("{}", super::managed::now().replace('Z', ".000000Z")),
+            "action": "Scheduling", "reportingComponent": "default-scheduler",
+            "reportingInstance": "default-scheduler-stand-in-node",
         }));
     }
 }

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use super::{Ended, Outcome, Rollouts, Wanted};
-use crate::cluster::client::{Crash, Lookup, PodFacts};
+use crate::cluster::client::{Crash, Lookup, PodFacts, RolloutPod};
 use crate::cluster::rollout::{self, Follow, Seen, Target, Workload};
 use crate::diagnosis;
 use crate::error::{Context, Error, ExitCode};
@@ -28,6 +28,7 @@ struct Found {
     why: Option<serde_json::Value>,
     log: Vec<String>,
     replaced_by: Option<diagnosis::ReplacedBy>,
+    not_ready: Vec<diagnosis::NotReady>,
     error: Option<Error>,
 }
 
@@ -91,9 +92,13 @@ impl Settle<'_> {
                 ));
                 self.outcome(Ended::RolledOut, done, Found::default(), started, true)
             }
-            rollout::Ended::Failed(why) => {
-                let error = Error::new(ExitCode::Failure, format!("{label}: {why}"));
-                self.failed(Ended::Failed, error, started)
+            rollout::Ended::Failed { said, pods } => {
+                let error = Error::new(ExitCode::Failure, format!("{label}: {said}"));
+                let not_ready = self.not_ready(&target, &pods).await;
+                let (error, not_ready) = with_reasons(error, not_ready);
+                let mut outcome = self.failed(Ended::Failed, error, started);
+                outcome.not_ready = not_ready;
+                outcome
             }
             rollout::Ended::Paused(_) => self.paused(started),
             rollout::Ended::Gone => {
@@ -124,8 +129,13 @@ impl Settle<'_> {
             rollout::Ended::CrashLoop { pod, crash, log } => {
                 self.crashed(&pod, &crash, log, started)
             }
-            rollout::Ended::TimedOut { said, unscheduled } => {
-                self.timed_out(&said, unscheduled, started)
+            rollout::Ended::TimedOut {
+                said,
+                unscheduled,
+                pods,
+            } => {
+                let not_ready = self.not_ready(&target, &pods).await;
+                self.timed_out(&said, unscheduled, not_ready, started)
             }
         }
     }
@@ -149,6 +159,7 @@ impl Settle<'_> {
             why: found.why,
             log: found.log,
             replaced_by: found.replaced_by,
+            not_ready: found.not_ready,
             seconds: started.elapsed().as_secs_f64(),
             error: found.error,
         }
@@ -289,11 +300,36 @@ impl Settle<'_> {
         self.outcome(Ended::CrashLoop, message, found, started, true)
     }
 
-    /// kubectl's last words of what was not reached, and the pod no node took.
+    /// What keeps the pods from ready; a read that fails is said with `-v` and leaves nothing.
+    async fn not_ready(
+        &self,
+        target: &Target<'_>,
+        pods: &[RolloutPod],
+    ) -> Vec<diagnosis::NotReady> {
+        let printer = self.rollouts.setting.printer;
+        let found = match self.rollouts.cluster() {
+            Ok(cluster) => rollout::stuck(cluster, target, pods).await,
+            Err(error) => Err(error),
+        };
+        match found {
+            Ok(stuck) => stuck.iter().map(diagnosis::NotReady::from).collect(),
+            Err(error) => {
+                printer.debug(&format!(
+                    "{}: what keeps its pods from ready could not be read: {}",
+                    self.wanted.label(),
+                    error.message()
+                ));
+                Vec::new()
+            }
+        }
+    }
+
+    /// kubectl's last words of what was not reached, and what keeps each pod from ready.
     fn timed_out(
         &self,
         said: &str,
         unscheduled: Option<(String, String)>,
+        not_ready: Vec<diagnosis::NotReady>,
         started: Instant,
     ) -> Outcome {
         let timeout = seconds_text(self.rollouts.setting.timeout);
@@ -302,7 +338,7 @@ impl Settle<'_> {
         } else {
             said
         };
-        let mut error = Error::new(
+        let error = Error::new(
             ExitCode::Failure,
             format!(
                 "{}: the rollout did not finish in {timeout}: {said}",
@@ -310,9 +346,8 @@ impl Settle<'_> {
             ),
         );
         let pod = unscheduled.as_ref().map(|(pod, _)| pod.clone());
-        if let Some((pod, message)) = unscheduled {
-            error = error.with_hint(format!("the new pod {pod} was never scheduled: {message}"));
-        } else {
+        let (mut error, not_ready) = with_reasons(error, not_ready);
+        if not_ready.is_empty() {
             error = error.with_hint(format!(
                 "`kubectl rollout status {} -n {}` goes on waiting; --timeout gives it longer",
                 self.wanted.label(),
@@ -321,6 +356,18 @@ impl Settle<'_> {
         }
         let mut outcome = self.failed(Ended::TimedOut, error, started);
         outcome.pod = pod;
+        outcome.not_ready = not_ready;
         outcome
     }
+}
+
+/// `error` with one hint per pod that keeps the rollout from finishing.
+fn with_reasons(
+    mut error: Error,
+    not_ready: Vec<diagnosis::NotReady>,
+) -> (Error, Vec<diagnosis::NotReady>) {
+    for stuck in &not_ready {
+        error = error.with_hint(diagnosis::not_ready_line(stuck));
+    }
+    (error, not_ready)
 }

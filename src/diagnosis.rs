@@ -40,7 +40,11 @@ pub(crate) async fn examine(
     printer: &Printer,
 ) -> Result<Report> {
     let namespace = pod.namespace.clone();
-    let events = cluster.pod_events(&namespace, &pod.name).await?;
+    let records = cluster.pod_event_records(&namespace, &pod.name).await?;
+    let events: Vec<String> = records
+        .iter()
+        .map(|event| format!("{}: {}", event.reason, event.message))
+        .collect();
     let node_arch = evidence::node_arch(cluster, pod.node.as_deref(), printer).await;
     let in_registry =
         evidence::registry_answers(session, discovered, &pod, access, settings, printer).await;
@@ -56,7 +60,10 @@ pub(crate) async fn examine(
                 image: container.image.clone(),
                 pull_policy: container.pull_policy.clone(),
                 state: match &container.state {
-                    ContainerState::Started => Shown::Runs,
+                    ContainerState::Started => Shown::Runs {
+                        not_ready: (!container.ready)
+                            .then(|| not_ready::probe_said(&container.name, &records)),
+                    },
                     ContainerState::Waiting { reason, message } => Shown::Waiting {
                         reason: reason.clone(),
                         message: message.clone(),

@@ -13,6 +13,6 @@ pub mod workload;
 
 pub use replaced::{Replaced, Writer};
 pub use rules::Status;
-pub use stuck::{Holds, Stuck, stuck};
+pub use stuck::{Holds, Stuck, probe_failure, stuck};
 pub use wait::{Ended, Follow, Seen, Target, wait};
 pub use workload::{TemplateContainer, Workload, WorkloadKind};

@@ -56,8 +56,9 @@ pub(crate) struct ContainerView {
 /// What the container's status shows, and nothing more.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Shown {
-    /// It runs, or ran: its image was there.
-    Runs,
+    /// It runs, or ran: its image was there. `Some` when it is not ready: the latest readiness
+    /// or startup probe failure the kubelet recorded for it, or why nothing is said.
+    Runs { not_ready: Option<String> },
     /// The kubelet's waiting reason and message.
     Waiting { reason: String, message: String },
     /// No status at all: the kubelet has said nothing of it (or the pod has no node).
@@ -147,7 +148,10 @@ pub(crate) fn diagnose(container: &ContainerView, facts: &Facts) -> Finding {
         fix,
     };
     let (reason, message) = match &container.state {
-        Shown::Runs => return finding(None, "it runs".to_string(), None),
+        Shown::Runs { not_ready: None } => return finding(None, "it runs".to_string(), None),
+        Shown::Runs {
+            not_ready: Some(why),
+        } => return finding(None, format!("it runs but is not ready: {why}"), None),
         Shown::NoStatus => return finding(None, no_status(facts), None),
         Shown::Waiting { reason, message } => (reason, message),
     };

@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-use crate::cluster::rollout::{Holds, Stuck};
+use crate::cluster::client::PodEvent;
+use crate::cluster::rollout::{Holds, Stuck, probe_failure};
 use crate::output::shown_bare;
 
 /// `-o json`'s `rollout[].notReady[]`.
@@ -69,6 +70,18 @@ impl From<&Stuck> for NotReady {
             message,
             count,
         }
+    }
+}
+
+/// For `why`: a running container that is not ready, in the kubelet's words when it recorded
+/// a readiness or startup probe failure, else saying that it did not.
+pub(crate) fn probe_said(container: &str, events: &[PodEvent]) -> String {
+    match probe_failure(container, events) {
+        Some(Holds::Probe { message, count, .. }) if count > 1 => {
+            format!("{} ({count} times)", short(&message))
+        }
+        Some(Holds::Probe { message, .. }) => short(&message),
+        _ => "the kubelet recorded no probe failure".to_string(),
     }
 }
 

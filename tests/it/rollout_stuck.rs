@@ -60,7 +60,15 @@ hint: the new pod web-5f02-09aab is not ready: container web: Readiness probe fa
             json!({"pod": "[POD]", "new": true, "container": "web", "reason": "Unhealthy",
                 "message": "Readiness probe failed: HTTP probe failed with statuscode: 503", "count": 1})
         ]
-    );
+    ); // `why` says the same of the newest pod, and claims no cause of its image.
+    let why = bench.cmd().args(["why", "deploy/web"]).output();
+    assert_eq!(why.code, 0, "{why:?}");
+    why.assert_stdout(str![[r#"
+pod default/web-5f02-09aab on node stand-in-node
+✓ web (kind-registry:5000/myimg:dev@sha256:[DIGEST]): it runs but is not ready: Readiness probe failed: HTTP probe failed with statuscode: 503
+
+"#]]);
+    why.assert_stderr(str![]);
 }
 
 #[test]

@@ -115,7 +115,7 @@ pub fn holds(pod: &RolloutPod, events: &[PodEvent]) -> Option<Holds> {
 
 /// The latest readiness or startup probe failure of `container` (liveness failures restart a
 /// container; they do not keep it from ready).
-fn probe_failure(container: &str, events: &[PodEvent]) -> Option<Holds> {
+pub fn probe_failure(container: &str, events: &[PodEvent]) -> Option<Holds> {
     events
         .iter()
         .rev()

@@ -96,7 +96,7 @@ variables! {
     STALL_TIMEOUT = "KUBECTL_REGISTRY_STALL_TIMEOUT", default "120":
         "seconds: a blob upload, its retries included, ends when none of its bytes moved for this long; so does an engine's export (`push NAME`), whose engine is then stopped; podman's own push (where its store is elsewhere) has ten times it to finish";
     REQUEST_TIMEOUT = "KUBECTL_REGISTRY_REQUEST_TIMEOUT", default "30":
-        "seconds: a request without a streamed body (the first `GET /v2/`, a HEAD, a token, a manifest) waits this long for its answer; so does an engine's `image inspect`, and each answer of the API server, whole (a watch's stream excepted)";
+        "seconds: each answer of the API server, and of the registry to a request without a streamed body (the first `GET /v2/`, a HEAD, a token, a manifest), must arrive whole within this, so an answer that trickles ends here (a watch's stream is bounded otherwise); so does an engine's `image inspect`";
     ATTEMPTS = "KUBECTL_REGISTRY_ATTEMPTS", default "5":
         "attempts per request or blob, the first included (a whole number, 1 to 100)";
     RETRY_DELAY = "KUBECTL_REGISTRY_RETRY_DELAY", default "0.5":

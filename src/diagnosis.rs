@@ -6,6 +6,7 @@
 //! and what to do; `not_ready`: what keeps a rollout's pods from ready. `target` reads `why`'s and `--rollout`'s `TYPE/NAME`.
 
 mod causes;
+pub(crate) mod doctor;
 mod evidence;
 mod kubelet_words;
 mod not_ready;

@@ -8,7 +8,7 @@ use crate::error::{Error, ExitCode};
 /// Which check: the name it goes by on its line and in JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub(super) enum CheckId {
+pub(crate) enum CheckId {
     Kubeconfig,
     ApiServer,
     Discovery,
@@ -22,7 +22,7 @@ pub(super) enum CheckId {
 }
 
 impl CheckId {
-    pub(super) fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Kubeconfig => "kubeconfig",
             Self::ApiServer => "api-server",
@@ -39,7 +39,7 @@ impl CheckId {
 
 /// One check's outcome. `ok` is null in JSON for a check that does not apply or could not run.
 #[derive(Debug, Clone, Serialize)]
-pub(super) struct Check {
+pub(crate) struct Check {
     pub check: CheckId,
     pub ok: Option<bool>,
     pub detail: String,
@@ -52,7 +52,7 @@ pub(super) struct Check {
 }
 
 impl Check {
-    pub(super) fn passed(check: CheckId, detail: impl Into<String>) -> Self {
+    pub(crate) fn passed(check: CheckId, detail: impl Into<String>) -> Self {
         Self {
             check,
             ok: Some(true),
@@ -63,7 +63,7 @@ impl Check {
     }
 
     /// A check that does not apply here, or that an earlier failure kept from running.
-    pub(super) fn skipped(check: CheckId, detail: impl Into<String>) -> Self {
+    pub(crate) fn skipped(check: CheckId, detail: impl Into<String>) -> Self {
         Self {
             check,
             ok: None,
@@ -73,7 +73,7 @@ impl Check {
         }
     }
 
-    pub(super) fn failed(check: CheckId, exit: ExitCode, detail: impl Into<String>) -> Self {
+    pub(crate) fn failed(check: CheckId, exit: ExitCode, detail: impl Into<String>) -> Self {
         Self {
             check,
             ok: Some(false),
@@ -84,12 +84,12 @@ impl Check {
     }
 
     /// A failed check from an error: its message and causes as the detail, its hints as the hint.
-    pub(super) fn from_error(check: CheckId, error: &Error) -> Self {
+    pub(crate) fn from_error(check: CheckId, error: &Error) -> Self {
         let failed = Self::failed(check, error.exit_code(), error.with_causes());
         failed.with_hints(error.hints().iter().map(|hint| hint.to_string()))
     }
 
-    pub(super) fn with_hint(self, hint: impl Into<String>) -> Self {
+    pub(crate) fn with_hint(self, hint: impl Into<String>) -> Self {
         self.with_hints([hint.into()])
     }
 
@@ -109,17 +109,17 @@ fn joined<S: serde::Serializer>(hints: &[String], s: S) -> Result<S::Ok, S::Erro
 
 /// Every check, in the order they ran.
 #[derive(Debug, Default)]
-pub(super) struct Report {
+pub(crate) struct Report {
     pub checks: Vec<Check>,
 }
 
 impl Report {
-    pub(super) fn add(&mut self, check: Check) {
+    pub(crate) fn add(&mut self, check: Check) {
         self.checks.push(check);
     }
 
     /// `✓ kubeconfig: ...` lines, each hint on an indented line of its own.
-    pub(super) fn text(&self, color: bool) -> String {
+    pub(crate) fn text(&self, color: bool) -> String {
         let mut lines = Vec::new();
         for check in &self.checks {
             let (mark, ansi) = match check.ok {
@@ -141,7 +141,7 @@ impl Report {
     }
 
     /// `None` when push would work; else the error to exit with, coded after the first failure.
-    pub(super) fn verdict(&self) -> Option<Error> {
+    pub(crate) fn verdict(&self) -> Option<Error> {
         let failed: Vec<&Check> = self
             .checks
             .iter()

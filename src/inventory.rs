@@ -2,9 +2,12 @@
 //! every tag's manifest, size, created time and references), what belongs to what (`attached`:
 //! signatures, attestations, referrers), which workloads use which image (`usage`, from the
 //! pods and workloads read here), and the registry opened for reading. `ls`, `prune` and `why`
-//! read it; the nodes' content tags are `nodes::tags`.
+//! read it; `pruning` decides what `prune` keeps and deletes (pure), `gc` reclaims the
+//! registry's disk after it. The nodes' content tags are `nodes::tags`.
 
 mod attached;
+pub(crate) mod gc;
+pub(crate) mod pruning;
 mod registry;
 mod usage;
 

@@ -2,9 +2,7 @@
 //! tags), keeping the N newest per repository and everything a workload uses; `--gc` then runs
 //! the registry's own garbage-collect in its container.
 
-mod gc;
 mod nodes;
-mod plan;
 mod report;
 
 use crate::cli::PruneArgs;
@@ -13,10 +11,11 @@ use crate::cluster::hosting::{LocalRegistry, RegistrySource};
 use crate::cluster::session::Session;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::registry::{RegistryClient, Removal};
+use crate::inventory::gc;
+use crate::inventory::pruning::{self, Doomed};
 use crate::inventory::{self, Usage, UsageNeed};
 use crate::output::Printer;
 use crate::settings::Settings;
-use plan::Doomed;
 use report::Report;
 
 pub async fn run(
@@ -65,7 +64,7 @@ pub async fn run(
         .as_deref()
         .map(|uses| Usage::new(uses, &inventory::hosts(registry)));
     let keep = usize::try_from(args.keep).unwrap_or(usize::MAX);
-    let plan = plan::plan(&entries, usage.as_ref(), keep);
+    let plan = pruning::plan(&entries, usage.as_ref(), keep);
     let mut report = Report::new(args.dry_run, !args.repositories.is_empty(), plan);
     if !args.dry_run {
         delete(&client, &report.plan.deletions, printer).await?;

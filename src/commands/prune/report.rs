@@ -2,10 +2,10 @@
 
 use serde::Serialize;
 
-use super::gc::Collected;
-use super::plan::{Doomed, Kept, Plan};
 use crate::cli::OutputFormat;
 use crate::error::{Context, ExitCode, Result};
+use crate::inventory::gc::Collected;
+use crate::inventory::pruning::{Doomed, Kept, Plan};
 use crate::output::Printer;
 use crate::output::human_size;
 

@@ -7,9 +7,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
+use super::attached::root_subject;
+use super::registry::TagEntry;
+use super::usage::Usage;
 use crate::image::created;
 use crate::image::digest::Digest;
-use crate::inventory::{TagEntry, Usage, root_subject};
 
 /// Why a tag stays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

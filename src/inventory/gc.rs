@@ -26,7 +26,7 @@ const SHORT_TIMEOUT: Duration = Duration::from_secs(60);
 /// What the garbage-collect freed.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct Collected {
+pub(crate) struct Collected {
     pub container: String,
     /// The registry's storage (`du -sk`) before and after, in bytes.
     pub bytes_before: u64,
@@ -39,7 +39,7 @@ pub(super) struct Collected {
 }
 
 impl Collected {
-    pub(super) fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let blobs = self
             .blobs_deleted
             .map(|n| format!(" ({n} blobs)"))
@@ -85,7 +85,7 @@ fn candidates(registry: &LocalRegistry) -> Vec<String> {
 }
 
 /// How to reclaim the space, for a prune run without `--gc`.
-pub(super) fn hint(registry: &LocalRegistry) -> String {
+pub(crate) fn hint(registry: &LocalRegistry) -> String {
     match candidates(registry).first() {
         Some(name) => format!(
             "the registry frees them only in its garbage-collect: prune --gc runs it in {name}, or run `{ENGINE} exec {name} registry garbage-collect --delete-untagged {CONFIG}` (then restart it)"
@@ -95,7 +95,7 @@ pub(super) fn hint(registry: &LocalRegistry) -> String {
 }
 
 /// Finds the registry's container, runs the garbage-collect there and measures what it freed.
-pub(super) async fn collect(
+pub(crate) async fn collect(
     registry: &LocalRegistry,
     delete_untagged: bool,
     printer: &Printer,

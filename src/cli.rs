@@ -1,4 +1,7 @@
-//! Command-line surface: commands and flags (clap derive only, no behaviour).
+//! Command-line surface: commands and flags (clap derive only, no behaviour); `candidates`: what
+//! shell completion offers for the words typed, read from clap's own description of them (pure).
+
+pub mod candidates;
 
 use std::path::PathBuf;
 

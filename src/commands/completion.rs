@@ -1,7 +1,6 @@
 //! Shell completion: the scripts `completion SHELL` prints, and the helper kubectl runs as
 //! `kubectl_complete-registry` to complete `kubectl registry <TAB>`.
 
-mod candidates;
 mod local_images;
 
 use std::ffi::OsString;
@@ -12,7 +11,7 @@ use std::time::Duration;
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-pub use candidates::{Candidate, Completions, Directive, complete};
+pub use crate::cli::candidates::{Candidate, Completions, Directive, complete};
 
 use crate::cli::Cli;
 use crate::error::{Context, ExitCode, Result};

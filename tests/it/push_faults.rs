@@ -383,6 +383,33 @@ fn an_expired_bearer_token_is_fetched_again_and_the_push_lands() {
 }
 
 #[test]
+fn a_token_refused_right_after_it_was_fetched_is_its_own_error_after_one_more_fetch() {
+    // Every token the token server hands out has expired by the time the registry sees it,
+    // though the token server answers each time: no credentials are needed, none are missing.
+    let faulty = Faulty::with(89, |registry| {
+        FaultProxy::start(registry, Vec::new()).demanding_bearer(0)
+    });
+    let run = faulty.push(&[]);
+    assert_eq!(run.code, 5, "{run:?}");
+    run.assert_stderr(str![[r#"
+error: reaching the registry 127.0.0.1:[PORT]
+caused by: the registry at 127.0.0.1:[PORT] refused the access token it had just been given for its `/v2/` check (no scope), twice (invalid_token)
+caused by: the registry answered 401 Unauthorized: UNAUTHORIZED: authentication required
+hint: this cluster's registry guide: https://kind.sigs.k8s.io/docs/user/local-registry/
+hint: the token server (http://127.0.0.1:[PORT]/token) answers, but the registry does not take its tokens: a token that expires before it is used (clocks apart, a lifetime of seconds), a service name or signing key the registry does not expect
+
+"#]]);
+    assert!(!run.stderr.contains("no credentials"), "{run:?}");
+    // The ping's challenge met, then the token refused, fetched once more, refused again.
+    assert_eq!(
+        faulty.proxy.tokens_issued(),
+        2,
+        "{:#?}",
+        faulty.proxy.seen_short()
+    );
+}
+
+#[test]
 fn a_manifest_put_answered_200_or_202_is_a_success() {
     for status in [200, 202] {
         let faulty = Faulty::new(

@@ -175,7 +175,7 @@ impl FaultProxy {
     }
 
     /// Also demands a Bearer token on every request, handing them out at `/token`, each
-    /// accepted for `uses` requests (then refused, as an expired token is).
+    /// accepted for `uses` requests (then refused, as an expired token is; 0: never taken).
     pub(crate) fn demanding_bearer(self, uses: usize) -> Self {
         *self.shared.bearer.lock().unwrap() = Some(Bearer {
             uses,
@@ -292,14 +292,15 @@ fn handle(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
                         &[("Content-Type".into(), "application/json".into())],
                         format!("{{\"token\":\"{token}\"}}").as_bytes(),
                     ),
-                    BearerAnswer::Challenge => respond(
+                    BearerAnswer::Challenge(offered) => respond(
                         &mut client,
                         401,
                         &[(
                             "WWW-Authenticate".into(),
                             format!(
-                                "Bearer realm=\"http://{}/token\",service=\"fault-proxy\"",
-                                shared.address
+                                "Bearer realm=\"http://{}/token\",service=\"fault-proxy\"{}",
+                                shared.address,
+                                if offered { ",error=\"invalid_token\"" } else { "" }
                             ),
                         )],
                         br#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#,
@@ -322,7 +323,9 @@ fn take_rule(shared: &Shared, head: &Head) -> Option<Rule> {
 
 enum BearerAnswer {
     Token(String),
-    Challenge,
+    /// 401; `true` when a token was offered and refused (distribution then adds
+    /// `error="invalid_token"` to its challenge).
+    Challenge(bool),
 }
 
 /// `None`: let the request through (no bearer demanded, or its token is good for one more use).
@@ -335,9 +338,10 @@ fn bearer_check(shared: &Shared, head: &Head) -> Option<BearerAnswer> {
         bearer.tokens.insert(token.clone(), bearer.uses);
         return Some(BearerAnswer::Token(token));
     }
-    let left = head
+    let offered = head
         .header("authorization")
-        .and_then(|value| value.strip_prefix("Bearer "))
+        .and_then(|value| value.strip_prefix("Bearer "));
+    let left = offered
         .and_then(|offered| bearer.tokens.get_mut(offered))
         .filter(|left| **left > 0);
     match left {
@@ -345,7 +349,7 @@ fn bearer_check(shared: &Shared, head: &Head) -> Option<BearerAnswer> {
             *left -= 1;
             None
         }
-        None => Some(BearerAnswer::Challenge),
+        None => Some(BearerAnswer::Challenge(offered.is_some())),
     }
 }
 

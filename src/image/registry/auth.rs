@@ -20,10 +20,13 @@ use crate::image::http_body::{TOKEN_BODY_LIMIT, read_capped};
 use crate::image::reference::RegistryHost;
 use crate::image::reference::is_loopback_url;
 use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
+use crate::output::shown_bare;
 
 mod challenge;
 
-pub(crate) use challenge::{Challenge, parse_challenge, unspoken_scheme};
+pub(crate) use challenge::{
+    Challenge, TokenRefusal, parse_challenge, refusal_said, unspoken_scheme,
+};
 
 /// The token-server scopes a request needs: `repository:<repo>:pull,push`, and `pull` on a mount's source.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -180,6 +183,53 @@ impl Auth {
         .with_source(answer)
         .with_hint(format!(
             "run `docker login {host}` (or `podman login {host}`) with an account allowed to push"
+        ))
+    }
+
+    /// Whether a 401 after we answered the challenge is worth one more token: a Bearer challenge
+    /// that does not say the token lacks the scope (an expired or not yet valid token).
+    pub(super) fn may_fetch_again(&self, said: Option<&TokenRefusal>) -> bool {
+        matches!(*lock(&self.challenge), Some(Challenge::Bearer { .. }))
+            && !said.is_some_and(TokenRefusal::is_scope)
+    }
+
+    /// A token the registry refused right after we fetched it, twice: which scope was asked,
+    /// where, and what the registry said of it.
+    pub(super) fn token_refused(
+        &self,
+        transport: &Transport,
+        scope: &Scope,
+        said: Option<&TokenRefusal>,
+        answer: RegistryResponse,
+    ) -> Error {
+        let host = transport.login_names()[0];
+        let realm = match lock(&self.challenge).clone() {
+            Some(Challenge::Bearer { realm, .. }) => realm,
+            _ => String::new(),
+        };
+        let scope = match scope.key() {
+            key if key.is_empty() => "its `/v2/` check (no scope)".to_string(),
+            key => format!("scope {key}"),
+        };
+        let what = said.map_or_else(
+            || "without saying why".to_string(),
+            |said| match &said.description {
+                Some(description) => {
+                    format!("{}: {}", shown_bare(&said.error), shown_bare(description))
+                }
+                None => shown_bare(&said.error),
+            },
+        );
+        Error::new(
+            ExitCode::Registry,
+            format!(
+                "the registry at {host} refused the access token it had just been given for {scope}, twice ({what})"
+            ),
+        )
+        .with_source(answer)
+        .with_hint(format!(
+            "the token server ({}) answers, but the registry does not take its tokens: a token that expires before it is used (clocks apart, a lifetime of seconds), a service name or signing key the registry does not expect",
+            shown_bare(&realm)
         ))
     }
 

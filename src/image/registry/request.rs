@@ -8,7 +8,9 @@ use bytes::Bytes;
 use reqwest::header::{AUTHORIZATION, HeaderMap, WWW_AUTHENTICATE};
 use reqwest::{Method, Response, StatusCode, Url};
 
-use super::auth::{Auth, Scope, unspoken_scheme, unspoken_scheme_error};
+use super::auth::{
+    Auth, Scope, TokenRefusal, refusal_said, unspoken_scheme, unspoken_scheme_error,
+};
 use super::below_http::{ConnectFailure, connect_failure};
 use super::errors::{
     RegistryResponse, Retryable, is_retryable, is_transient_status, retry_after, unexpected_answer,
@@ -89,17 +91,28 @@ pub(super) async fn send(
         .clone()
         .unwrap_or_else(|| Watchdog::new(limits.request_timeout));
     let mut attempt = 1;
-    let mut answered_challenge = false;
+    // 1 after meeting the first challenge; 2 after one more token, fetched because the
+    // registry refused one we had just been given (an expired one, said `invalid_token`).
+    let mut challenges_met = 0u32;
     loop {
         let may_resend = request.payload.can_resend() && request.idempotent;
         let failure = match send_once(transport, auth, &mut request, &watchdog).await {
             Ok(Sent::Answer(response)) => return Ok(response),
-            Ok(Sent::Challenged(response)) => {
-                if request.payload.can_resend() && !answered_challenge {
-                    answered_challenge = true;
+            Ok(Sent::Challenged(response, said)) => {
+                let again = match challenges_met {
+                    0 => true,
+                    1 => auth.may_fetch_again(said.as_ref()),
+                    _ => false,
+                };
+                if request.payload.can_resend() && again {
+                    challenges_met += 1;
                     continue;
                 }
-                let refused = auth.refused(transport, read(transport, response).await);
+                let answer = read(transport, response).await;
+                let refused = match challenges_met {
+                    2 => auth.token_refused(transport, &request.scope, said.as_ref(), answer),
+                    _ => auth.refused(transport, answer),
+                };
                 if request.payload.can_resend() {
                     return Err(refused);
                 }
@@ -130,8 +143,9 @@ pub(super) async fn send(
 /// What one attempt got back.
 enum Sent {
     Answer(Response),
-    /// 401 with a challenge we can answer (the token for it was dropped).
-    Challenged(Response),
+    /// 401 with a challenge we can answer (the token for it was dropped), and what it said of
+    /// the token it refused.
+    Challenged(Response, Option<TokenRefusal>),
 }
 
 async fn send_once(
@@ -176,7 +190,7 @@ async fn send_once(
             .map(str::to_string)
             .collect();
         if auth.on_unauthorized(&challenges, &request.scope) {
-            return Ok(Sent::Challenged(response));
+            return Ok(Sent::Challenged(response, refusal_said(&challenges)));
         }
         if let Some(scheme) = unspoken_scheme(&challenges) {
             return Err(unspoken_scheme_error(transport, &scheme));

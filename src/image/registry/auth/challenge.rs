@@ -31,6 +31,37 @@ pub(crate) fn parse_challenge(header: &str) -> Option<Challenge> {
     })
 }
 
+/// What a Bearer challenge says of the token it refused (RFC 6750 §3: `error="invalid_token"`,
+/// `error_description="..."`, as distribution sends them); `None` when it says nothing.
+pub(crate) fn refusal_said(www_authenticate: &[String]) -> Option<TokenRefusal> {
+    www_authenticate.iter().find_map(|value| {
+        let value = value.trim();
+        let (scheme, rest) = value.split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return None;
+        }
+        let params = parse_params(rest);
+        Some(TokenRefusal {
+            error: params.get("error")?.clone(),
+            description: params.get("error_description").cloned(),
+        })
+    })
+}
+
+/// A Bearer challenge's `error` and `error_description`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TokenRefusal {
+    pub error: String,
+    pub description: Option<String>,
+}
+
+impl TokenRefusal {
+    /// `insufficient_scope`: the token is good, its holder may not do this.
+    pub(crate) fn is_scope(&self) -> bool {
+        self.error == "insufficient_scope"
+    }
+}
+
 /// The scheme of a challenge we cannot meet and should name: Kerberos or NTLM through SPNEGO
 /// (`Negotiate`), or `NTLM` and `Kerberos` themselves (as IIS and some corporate proxies ask).
 pub(crate) fn unspoken_scheme(www_authenticate: &[String]) -> Option<String> {
@@ -88,6 +119,24 @@ fn parse_params(text: &str) -> HashMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bearer_refusal_says_its_error_and_description() {
+        let header = r#"Bearer realm="https://auth.example/token",service="registry",scope="repository:app:pull,push",error="invalid_token",error_description="token expired""#;
+        assert_eq!(
+            refusal_said(&[header.to_string()]),
+            Some(TokenRefusal {
+                error: "invalid_token".into(),
+                description: Some("token expired".into()),
+            })
+        );
+        assert_eq!(
+            refusal_said(&[r#"Bearer realm="https://a/token""#.to_string()]),
+            None
+        );
+        let scope = r#"Bearer realm="r",error="insufficient_scope""#.to_string();
+        assert!(refusal_said(&[scope]).is_some_and(|r| r.is_scope()));
+    }
 
     #[test]
     fn bearer_challenges_give_realm_and_service() {

@@ -48,7 +48,7 @@ pub(crate) fn hosts(registry: &LocalRegistry) -> Vec<&RegistryHost> {
 }
 
 /// A client for the host this run reaches the registry at, answering its ping, and the way it
-/// is reached (a tunnel through the API server stays open while that lives).
+/// is reached (kept open while it lives).
 pub(crate) async fn open_registry(
     session: &Session<'_>,
     discovered: &Discovered,
@@ -59,14 +59,13 @@ pub(crate) async fn open_registry(
 ) -> Result<(RegistryClient, Reach)> {
     let reach = session.reach(discovered, registry).await?;
     let host = &reach.host;
-    let options = TransportOptions {
+    let options = reach.transport(TransportOptions {
         insecure: access.insecure,
         ca_file: access.ca_file.clone(),
         help: registry.help.clone(),
         cluster_login: openshift::cluster_login(registry, host, discovered, printer),
-        tunnel: reach.endpoint(),
         ..settings.transport_options()
-    };
+    });
     let client = RegistryClient::new(host, &options)?;
     client.ping().await.map_err(|err| reach.explain(err))?;
     Ok((client, reach))

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use crate::cluster::discovery::Discovered;
 use crate::cluster::hosting::{LocalRegistry, ServiceRef};
+use crate::cluster::network::Network;
 use crate::cluster::route::{self, TunnelWhy, Way};
 use crate::cluster::tunnel::Tunnel;
 use crate::error::{Error, Result};
 use crate::image::reference::RegistryHost;
-use crate::image::registry::TunnelEndpoint;
+use crate::image::registry::TransportOptions;
 use crate::output::Printer;
 
 /// How long an advertised host may take to accept a connection before the tunnel is taken.
@@ -40,9 +41,26 @@ impl Reach {
         }
     }
 
-    /// Through a tunnel: where the registry client speaks TLS first, by the Service's name.
-    pub fn endpoint(&self) -> Option<TunnelEndpoint> {
-        self.tunnel.as_ref().map(|tunnel| tunnel.endpoint().clone())
+    /// `options` for a registry client of this host: through a tunnel, TLS goes first to the
+    /// Service's name. The way the registry is reached stays here.
+    pub fn transport(&self, options: TransportOptions) -> TransportOptions {
+        TransportOptions {
+            tunnel: self.tunnel.as_ref().map(|tunnel| tunnel.endpoint().clone()),
+            ..options
+        }
+    }
+
+    /// The host is this run's own (a tunnel's loopback port): neither printed nor recorded.
+    pub fn lives_with_this_run(&self) -> bool {
+        self.tunnel.is_some()
+    }
+
+    /// The network this run pushes over: through the API server, or `vantage`'s.
+    pub fn network(&self, vantage: Network) -> Network {
+        match self.tunnel {
+            Some(_) => Network::Tunnel,
+            None => vantage,
+        }
     }
 
     /// How many times the tunnel's streams moved to another pod (0 straight to a host).

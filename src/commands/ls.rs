@@ -27,7 +27,7 @@ pub async fn run(
     let uses = read_uses(&session, printer, UsageNeed::Optional).await?;
     let rows = match &discovered.registry {
         Some(registry) => {
-            let (client, _tunnel) = open_registry(
+            let (client, _reach) = open_registry(
                 &session,
                 &discovered,
                 registry,

@@ -49,7 +49,7 @@ pub async fn run(
         return Err(openshift_refusal(registry));
     }
     let uses = inventory::read_uses(&session, printer, need).await?;
-    let (client, _tunnel) = inventory::open_registry(
+    let (client, _reach) = inventory::open_registry(
         &session,
         &discovered,
         registry,

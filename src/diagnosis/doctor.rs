@@ -358,7 +358,7 @@ impl<'a> ProbeTarget<'a> {
     fn answered(&self, host: &RegistryHost, client: &RegistryClient) -> String {
         let answered = format!("{host} answers GET /v2/ over {}", client.scheme_name());
         if self.tunnelled {
-            let how = match (client.tunnel_tls_name(), &self.endpoint) {
+            let how = match (client.checked_tls_name(), &self.endpoint) {
                 (Some(name), _) => format!(" (TLS to {name}, the Service's name)"),
                 (None, Some(endpoint)) => format!(
                     " (it answered TLS to {} in plain HTTP)",

@@ -114,7 +114,7 @@ pub(super) async fn registry_answers(
     if wanted.is_empty() {
         return answers;
     }
-    let (client, _tunnel) =
+    let (client, _reach) =
         match open_registry(session, discovered, registry, access, settings, printer).await {
             Ok(opened) => opened,
             Err(err) => {

@@ -87,9 +87,10 @@ impl RegistryClient {
         &self.inner.transport.host
     }
 
-    /// Through a tunnel over TLS: the Service's name, which the certificate is checked against
-    /// (an engine pushing to the tunnel's `127.0.0.1:PORT` would check another name, or none).
-    pub fn tunnel_tls_name(&self) -> Option<&str> {
+    /// Over TLS to a host other than the certificate's (a tunnel's `127.0.0.1:PORT`): the
+    /// Service's name, which the certificate is checked against (an engine pushing to the host
+    /// would check another name, or none).
+    pub fn checked_tls_name(&self) -> Option<&str> {
         let transport = &self.inner.transport;
         (transport.scheme() == Scheme::Https)
             .then_some(transport.tunnel.as_ref())

@@ -51,8 +51,8 @@ pub(crate) struct PushReport {
     /// What a pod spec uses: the runtime's view, pinned (registry) or content-tagged (node-load).
     #[serde(rename = "ref")]
     pub reference: String,
-    /// The same image on the host it was pushed to; null after a node-load, and through a
-    /// tunnel (its loopback port lives only as long as the run).
+    /// The same image on the host it was pushed to; null after a node-load, and where that host
+    /// lives only as long as the run (a loopback port through the API server).
     pub push_ref: Option<String>,
     /// As pods reach it over the cluster network, when the cluster advertises that.
     pub cluster_network_ref: Option<String>,

@@ -23,8 +23,8 @@ use crate::delivery::push::summary::{self, Method, PushReport};
 /// Where and how to push, decided from the registry and where we run.
 pub(crate) struct RegistryPlan<'a> {
     pub registry: &'a LocalRegistry,
-    /// The host this run reaches the registry at; through a tunnel, its loopback host lives as
-    /// long as this run, so it is neither printed nor recorded.
+    /// The host this run reaches the registry at (one that lives only as long as this run is
+    /// neither printed nor recorded).
     pub reach: Reach,
     network: Network,
     cluster_login: Option<ClusterLogin>,
@@ -35,8 +35,8 @@ impl RegistryPlan<'_> {
         &self.reach.host
     }
 
-    fn tunnelled(&self) -> bool {
-        self.reach.tunnel.is_some()
+    fn host_is_this_runs(&self) -> bool {
+        self.reach.lives_with_this_run()
     }
 }
 
@@ -78,11 +78,7 @@ pub(crate) fn registry_plan<'a>(
     );
     let plan = RegistryPlan {
         registry,
-        network: if reach.tunnel.is_some() {
-            Network::Tunnel
-        } else {
-            discovered.vantage.network
-        },
+        network: reach.network(discovered.vantage.network),
         cluster_login: openshift::cluster_login(registry, push_host, discovered, printer),
         reach,
     };
@@ -101,7 +97,8 @@ fn foreign_host_note(domain: &str, registry: &LocalRegistry, target: &Target) ->
 
 /// An OpenShift route whose certificate we do not trust: say how to get its CA.
 pub(crate) fn with_ingress_hint(err: Error, registry: &LocalRegistry) -> Error {
-    // A route-less registry is tunnelled to: its certificate is the service CA's, not ingress's.
+    // A route-less registry is reached through the API server: its certificate is the service
+    // CA's, not ingress's.
     let openshift_route =
         registry.source == RegistrySource::Openshift && registry.service.is_none();
     if openshift_route && registry::is_untrusted_certificate(&err) {
@@ -123,15 +120,17 @@ pub(crate) fn registry_push<'a>(
         target,
         encoding: encoding_for(args.compression, registry),
         jobs: args.jobs,
-        transport: TransportOptions {
+        transport: plan.reach.transport(TransportOptions {
             insecure: args.insecure,
             ca_file: args.ca_file.clone(),
             help: registry.help.clone(),
             cluster_login: plan.cluster_login.clone(),
-            tunnel: plan.reach.endpoint(),
             ..settings.transport_options()
-        },
-        cache_dir: settings.cache_dir.as_deref().filter(|_| !plan.tunnelled()),
+        }),
+        cache_dir: settings
+            .cache_dir
+            .as_deref()
+            .filter(|_| !plan.host_is_this_runs()),
     }
 }
 
@@ -145,7 +144,7 @@ pub(crate) fn registry_report(
     let registry = plan.registry;
     PushReport {
         reference: target.pinned(&registry.host_from_container_runtime, &digest),
-        push_ref: (!plan.tunnelled()).then(|| target.pinned(plan.push_host(), &digest)),
+        push_ref: (!plan.host_is_this_runs()).then(|| target.pinned(plan.push_host(), &digest)),
         cluster_network_ref: registry
             .host_from_cluster_network
             .as_ref()

@@ -80,9 +80,9 @@ async fn by_daemon(
 ) -> Result<Option<Pushed>> {
     let client = RegistryClient::new(plan.host, &plan.transport)?;
     client.ping().await?;
-    if let Some(name) = client.tunnel_tls_name() {
+    if let Some(name) = client.checked_tls_name() {
         printer.debug(&format!(
-            "not the daemon's own push: the registry speaks TLS through the tunnel, its certificate checked for {name}, which a push to {} would not check",
+            "not the daemon's own push: the registry is reached through the API server, its certificate checked for {name}, which a push to {} would not check",
             client.host()
         ));
         return Ok(None);

@@ -53,9 +53,9 @@ pub(crate) async fn push(
     let encoding = if zstd { Encoding::Zstd } else { Encoding::Gzip };
     let client = RegistryClient::new(plan.host, &plan.transport)?;
     client.ping().await?;
-    if let Some(name) = client.tunnel_tls_name() {
+    if let Some(name) = client.checked_tls_name() {
         printer.debug(&format!(
-            "not podman's own push: the registry speaks TLS through the tunnel, its certificate checked for {name}, which a push to {} would not check",
+            "not podman's own push: the registry is reached through the API server, its certificate checked for {name}, which a push to {} would not check",
             client.host()
         ));
         return Ok(None);

@@ -87,6 +87,12 @@ impl RegistryClient {
         &self.inner.transport.host
     }
 
+    /// The registry as messages name it: through a tunnel the name the cluster gives it, not
+    /// the tunnel's loopback port; else [`RegistryClient::host`].
+    pub fn known_as(&self) -> &RegistryHost {
+        self.inner.transport.known_as()
+    }
+
     /// Over TLS to a host other than the certificate's (a tunnel's `127.0.0.1:PORT`): the
     /// Service's name, which the certificate is checked against (an engine pushing to the host
     /// would check another name, or none).
@@ -102,7 +108,7 @@ impl RegistryClient {
     /// challenge so that wrong credentials show up before any upload.
     pub async fn ping(&self) -> Result<()> {
         // Through a tunnel, the name the cluster gives the registry: the loopback port is ours.
-        let known_as = self.inner.transport.login_names()[0];
+        let known_as = self.known_as();
         let what = || format!("reaching the registry {known_as}");
         // At most one switch of scheme: the server speaks the other one and the rules allow it.
         let mut switched = false;
@@ -146,7 +152,7 @@ impl RegistryClient {
             let cause = if status == reqwest::StatusCode::NOT_FOUND {
                 cause.with_hint(format!(
                     "{} may not be an OCI registry (GET /v2/ answered 404)",
-                    self.host()
+                    self.known_as()
                 ))
             } else {
                 cause
@@ -211,7 +217,7 @@ impl RegistryClient {
     }
 
     fn target(&self, repo: &str) -> String {
-        format!("{}/{repo}", self.host())
+        format!("{}/{repo}", self.known_as())
     }
 }
 

@@ -380,7 +380,7 @@ fn a_tunnel_that_keeps_dropping_fails_clearly_and_tags_nothing() {
     let run = cluster.run(&["push", &path]);
     assert_eq!(run.code, 5, "{}", run.stderr);
     run.assert_stderr(str![[r#"
-error: pushing blob sha256:[DIGEST]… to 127.0.0.1:[PORT]/app
+error: pushing blob sha256:[DIGEST]… to localhost:5000/app
 ...
 hint: this cluster's registry guide: https://minikube.sigs.k8s.io/docs/handbook/registry/
 hint: the registry was reached through a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 of Service kube-system/registry port 80, through the API server; its last failure: a port-forward to pod kube-system/registry-6c86875c6f-x7k2p port 5000 broke off: [..]

@@ -269,3 +269,29 @@ fn doctor_says_the_registry_answers_tls_for_the_services_name() {
     );
     assert_eq!(check(&checks, "round-trip")["ok"], true, "{checks}");
 }
+
+#[test]
+fn an_expired_certificate_behind_the_tunnel_is_named_as_the_cluster_names_the_registry() {
+    let registry = TestRegistry::start_with(RegistryConfig {
+        tls: true,
+        certificate_names: Some(format!("DNS:{SERVICE_NAME}")),
+        expired_certificate: true,
+        ..RegistryConfig::default()
+    });
+    let bench = cluster(registry, None);
+    let archive = archive(&bench, 64);
+    let ca_file = bench.registry.ca_file();
+    let run = push(&bench, &[&archive, "--ca-file", ca_file.to_str().unwrap()]);
+    assert_eq!(run.code, 5, "{run:?}");
+    run.assert_stderr(str![[r#"
+error: reaching the registry registry.dev.svc.cluster.local:5000
+caused by: the TLS certificate of the registry behind Service dev/registry port 5000 (as registry.dev.svc.cluster.local) expired on 2020-01-02 00:00:00 UTC
+caused by: invalid peer certificate: certificate expired: verification time [..]
+hint: this cluster's registry guide: https://registry.example/guide
+hint: the registry was reached through a port-forward to pod dev/registry-0 port 5000 of Service dev/registry port 5000, through the API server
+hint: renew the registry's certificate (whoever runs registry.dev.svc.cluster.local:5000, behind Service dev/registry port 5000, can); check this machine's clock too: the --ca-file given is not the problem
+
+"#]]);
+    assert!(!run.stderr.contains("127.0.0.1"), "{run:?}");
+    assert_not_tagged(&bench);
+}

@@ -240,7 +240,7 @@ impl Auth {
                 ExitCode::Registry,
                 format!(
                     "getting an access token for {} from {realm}: the token server did not answer in {}",
-                    transport.host,
+                    transport.known_as(),
                     seconds_text(stalled.0)
                 ),
             )

@@ -53,7 +53,7 @@ impl RegistryClient {
     /// registry's refusal to list them (401, 403 or 404, as many proxies and hosted registries
     /// answer), for the caller to say what to do instead.
     pub async fn catalog(&self) -> Result<Catalog> {
-        let what = || format!("listing the repositories of {}", self.host());
+        let what = || format!("listing the repositories of {}", self.known_as());
         let refused = |cause: Error| Catalog::Refused(self.failed(what(), cause));
         let first = self
             .transport()

@@ -107,6 +107,21 @@ impl Transport {
         }
     }
 
+    /// The registry as messages name it: through a tunnel, the name the cluster gives it
+    /// (never the tunnel's loopback port, which the user never typed), else its host.
+    pub(super) fn known_as(&self) -> &RegistryHost {
+        self.login_names()[0]
+    }
+
+    /// Who can renew its certificate: the registry by the cluster's name, with the Service
+    /// behind the tunnel.
+    fn run_by(&self) -> String {
+        match &self.tunnel {
+            Some(tunnel) => format!("{}, behind {},", self.known_as(), tunnel.service()),
+            None => self.host.to_string(),
+        }
+    }
+
     pub(super) fn scheme(&self) -> Scheme {
         if self.https.load(Ordering::Relaxed) {
             Scheme::Https
@@ -180,7 +195,7 @@ impl Transport {
                 ExitCode::Registry,
                 format!(
                     "the registry {} sent us on to {url}, which is not HTTPS; we do not leave HTTPS",
-                    self.host
+                    self.known_as()
                 ),
             )
             .with_hint("a proxy in front of the registry may rewrite its answers: check its settings for HTTPS"));
@@ -330,7 +345,7 @@ fn read_ca_file(path: &std::path::Path) -> Result<Vec<Certificate>> {
 
 /// The cause to show for a request that never got an answer.
 pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> Error {
-    let host = &transport.host;
+    let host = transport.known_as();
     let failure = connect_failure(&err);
     let (message, hint): (String, Option<String>) = match failure {
         Some(ConnectFailure::Unreachable) => (
@@ -387,8 +402,9 @@ pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
                 ),
             },
             Some(format!(
-                "renew the registry's certificate (whoever runs {host} can); \
+                "renew the registry's certificate (whoever runs {} can); \
                  check this machine's clock too{}",
+                transport.run_by(),
                 if transport.has_ca_file {
                     ": the --ca-file given is not the problem"
                 } else {
@@ -419,7 +435,7 @@ pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
 
 /// The cause to show when an operation made no progress for its whole allowance.
 pub(super) fn stalled_error(transport: &Transport, stalled: Stalled) -> Error {
-    let host = &transport.host;
+    let host = transport.known_as();
     Error::new(
         ExitCode::Registry,
         format!(

@@ -50,7 +50,7 @@ pub(crate) async fn tag_last<M: Manifest>(
         put_by_digest(client, repo, child).await?;
     }
     crate::interrupt::doing(
-        format!("tagging {}/{repo}:{tag}", client.host()),
+        format!("tagging {}/{repo}:{tag}", client.known_as()),
         "the tag may or may not have been set",
     );
     put(client, repo, tag, tagged).await

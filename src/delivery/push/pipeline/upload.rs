@@ -149,7 +149,7 @@ impl Uploader {
         let sent = match self.found(blob).await {
             Ok(Some(found)) => Ok(found),
             Ok(None) => {
-                let what = format!("{} to {}", blob.label, self.client.host());
+                let what = format!("{} to {}", blob.label, self.client.known_as());
                 retrying(
                     &self.client,
                     &self.printer,

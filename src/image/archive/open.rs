@@ -60,7 +60,8 @@ impl Archive {
             Magic::Tar => Self::from_tar(file, &name, Wrapping::None, Some(path.to_path_buf())),
             magic => {
                 let wrapping = compressed(magic).ok_or_else(|| unreadable(&name, magic))?;
-                let (spooled, inner) = spool::spool(file, magic, &name)?;
+                // From the first byte, whatever the read of the prefix did to the handle's cursor.
+                let (spooled, inner) = spool::spool(positioned::At::start(&file), magic, &name)?;
                 Self::from_spooled(spooled, inner, &name, wrapping)
             }
         }

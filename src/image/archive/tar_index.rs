@@ -35,13 +35,15 @@ pub(crate) struct TarIndex {
 }
 
 impl TarIndex {
-    /// Reads every header of `file` (whose size is `file_len`), seeking over member data.
+    /// Reads every header of `file` (whose size is `file_len`) from its first byte, seeking over
+    /// member data with a cursor of its own: the handle's cursor, which Windows' positioned reads
+    /// move, is neither read nor moved.
     pub(crate) fn build(file: &File, file_len: u64, archive: &str) -> Result<Self, ArchiveError> {
         let tar_error = |source| ArchiveError::Tar {
             archive: archive.to_string(),
             source,
         };
-        let mut reader = tar::Archive::new(file);
+        let mut reader = tar::Archive::new(positioned::At::start(file));
         let mut index = TarIndex::default();
         let mut next_header = 0u64;
         for entry in reader.entries_with_seek().map_err(tar_error)? {
@@ -189,5 +191,37 @@ mod tests {
         );
         assert_eq!(resolve_symlink("top", "other"), "other");
         assert_eq!(resolve_symlink("a/b", "/c/d"), "c/d");
+    }
+
+    #[test]
+    fn indexes_from_the_first_byte_wherever_the_handle_cursor_was_left() {
+        use std::io::{Seek, SeekFrom};
+        let mut builder = tar::Builder::new(tempfile::tempfile().unwrap());
+        for (path, data) in [("manifest.json", &b"[]"[..]), ("blobs/a", &[7u8; 700][..])] {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            builder.append_data(&mut header, path, data).unwrap();
+        }
+        let mut file = builder.into_inner().unwrap();
+        let len = file.metadata().unwrap().len();
+        // Where Windows' `seek_read` of the first bytes leaves the cursor (the sniff reads 512).
+        file.seek(SeekFrom::Start(512)).unwrap();
+        let index = TarIndex::build(&file, len, "x.tar").unwrap();
+        assert_eq!(
+            index.find("manifest.json"),
+            Some(MemberData {
+                offset: 512,
+                len: 2
+            })
+        );
+        assert_eq!(
+            index.find("./blobs/a"),
+            Some(MemberData {
+                offset: 1536,
+                len: 700
+            })
+        );
+        assert!(index.ends_cleanly);
     }
 }

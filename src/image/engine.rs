@@ -320,8 +320,8 @@ fn describe(engine: Engine, endpoint: &Endpoint) -> String {
     match endpoint {
         Endpoint::Socket { path, origin } => {
             format!(
-                "{engine} engine API at unix://{} ({origin})",
-                path.display()
+                "{engine} engine API at {} ({origin})",
+                endpoint::url_of(path)
             )
         }
         Endpoint::Cli => format!("the {engine} CLI"),

@@ -1,4 +1,5 @@
-//! The Docker Engine API over a unix socket (docker, and podman's Docker-compatible service):
+//! The Docker Engine API over a unix socket, or on Windows a named pipe (docker, and podman's
+//! Docker-compatible service):
 //! `GET /images/{name}/json` to inspect, `GET /images/{name}/get` for the streamed export.
 
 use std::path::Path;
@@ -40,14 +41,24 @@ impl EngineApi {
         Ok(Self { client })
     }
 
-    /// Windows engines listen on named pipes, which their CLIs reach (`npipe://` is not a socket
-    /// endpoint), so only an explicit `unix://` host gets here.
-    #[cfg(not(unix))]
-    pub fn new(socket: &Path) -> Result<Self, String> {
-        Err(format!(
-            "unix://{} is a unix socket, which this system does not have",
-            socket.display()
-        ))
+    /// Docker Desktop's engine listens on a named pipe (`\\.\pipe\docker_engine`), reached as
+    /// its CLI reaches it; a unix socket's path cannot be reached from a Windows build.
+    #[cfg(windows)]
+    pub(super) fn new(socket: &Path) -> Result<Self, String> {
+        if !super::endpoint::is_pipe(socket) {
+            return Err(format!(
+                "{} is a unix socket, which this Windows build cannot reach: point DOCKER_HOST at the engine's named pipe (npipe:////./pipe/docker_engine) or unset it to use the docker CLI",
+                super::endpoint::url_of(socket)
+            ));
+        }
+        let client = reqwest::Client::builder()
+            .windows_named_pipe(socket.as_os_str().to_owned())
+            // A local pipe speaks no TLS: no system roots to read for it.
+            .tls_certs_only([])
+            .no_proxy()
+            .build()
+            .map_err(|err| err.to_string())?;
+        Ok(Self { client })
     }
 
     pub(super) async fn inspect(&self, image: &str) -> Result<Answer<ImageFacts>, String> {

@@ -5,7 +5,6 @@
 //! it sends only what changed: the one per-layer access to a store only root can read.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -318,9 +317,34 @@ fn blocking_request(
     target: &str,
     limit: Duration,
 ) -> std::io::Result<u16> {
-    let mut stream = std::os::unix::net::UnixStream::connect(socket)?;
+    let stream = std::os::unix::net::UnixStream::connect(socket)?;
     stream.set_read_timeout(Some(limit))?;
     stream.set_write_timeout(Some(limit))?;
+    ask(stream, method, target)
+}
+
+/// One request without a body over the engine's named pipe, answered by its status: a pipe
+/// opens as a file does (its reads are not bounded in time, as the engine answers at once).
+#[cfg(windows)]
+fn blocking_request(
+    socket: &Path,
+    method: &str,
+    target: &str,
+    _limit: Duration,
+) -> std::io::Result<u16> {
+    let pipe = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(socket)?;
+    ask(pipe, method, target)
+}
+
+fn ask(
+    mut stream: impl std::io::Read + std::io::Write,
+    method: &str,
+    target: &str,
+) -> std::io::Result<u16> {
+    use std::io::Read;
     write!(
         stream,
         "{method} {target} HTTP/1.1\r\nHost: engine\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -337,16 +361,6 @@ fn blocking_request(
                 crate::output::shown(&line)
             ))
         })
-}
-
-/// Engines reached by socket here are unix sockets (Windows engines' named pipes are their CLIs'
-/// to reach), so elsewhere there is no request to make.
-#[cfg(not(unix))]
-fn blocking_request(socket: &Path, _: &str, _: &str, _: Duration) -> std::io::Result<u16> {
-    Err(std::io::Error::other(format!(
-        "{} is a unix socket, which this system does not have",
-        socket.display()
-    )))
 }
 
 /// Image references and IDs are made of URL-safe characters; anything else names nothing.

@@ -1,5 +1,5 @@
 //! `push SRC --watch`: after the first round, another each time the source changes — the
-//! archive at that path written or replaced (inotify on its directory), or the engine's image by
+//! archive at that path written or replaced (its directory watched: `archive::changes`), or the engine's image by
 //! that name given a new image ID (its event stream) — each round printing its own ref line
 //! (and rolling out). A round that fails is reported and the next change awaited; a change
 //! during a round is taken up right after it, once the file has settled. Ctrl-C ends it (lib.rs:

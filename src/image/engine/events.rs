@@ -1,7 +1,7 @@
 //! Noticing that an engine's images changed, for `push --watch`, at no cost while nothing
 //! happens: docker's `/events` stream filtered to image events; for podman, its store's
 //! `images.json` (rewritten by podman and buildah alike on every image change, where podman's
-//! own events miss buildah's commits) by inotify. Elsewhere (nerdctl, an API reached through a
+//! own events miss buildah's commits) watched as an archive is (`archive::changes`). Elsewhere (nerdctl, an API reached through a
 //! CLI only) or once a stream ends: a tick each second that the caller answers with an inspect.
 
 use std::time::Duration;

@@ -387,6 +387,43 @@ async fn load_into(
     to_nodes::load(&plan, archive, image, run.scratch, run.printer).await
 }
 
+/// The nodes loaded from where the engine keeps the image (containerd's content store,
+/// podman's store), without its export; `None` when neither can be read.
+async fn load_without_export(
+    run: &Run<'_>,
+    discovered: &Discovered,
+    target: &NodeTarget,
+    name: &ImageName,
+    found: &engine::Found,
+) -> Result<Option<PushReport>> {
+    let Run { args, printer, .. } = *run;
+    if let Some(content) = found.content_image()
+        && !args.selects()
+    {
+        let archive = sources::from_containerd::archive_for_nodes(found, content, printer)?;
+        let image = archive.select(None, None).map_err(Error::from)?;
+        return Ok(Some(
+            load_into(run, discovered, target, name, archive, image).await?,
+        ));
+    }
+    let Some(store) = nodes_from_store(args, found, printer) else {
+        return Ok(None);
+    };
+    // Held until the nodes are loaded: no layer read from the store is removed meanwhile.
+    let (archive, _locks) = sources::from_store::archive_for_nodes(found, store, printer).await?;
+    let image = archive.select(None, None).map_err(Error::from)?;
+    match load_into(run, discovered, target, name, archive, image).await {
+        Err(err) => match sources::from_store::denied(&err) {
+            Some(fault) => {
+                printer.debug(&sources::from_store::left_to_the_export(fault));
+                Ok(None)
+            }
+            None => Err(err),
+        },
+        Ok(report) => Ok(Some(report)),
+    }
+}
+
 /// A local engine's image into the nodes: not exported at all when every node confirms it
 /// holds what was loaded for this image ID before.
 async fn load_engine_image(
@@ -437,27 +474,7 @@ async fn load_engine_image(
     {
         return Ok(report);
     }
-    let mut loaded = None;
-    if let Some(content) = found.content_image()
-        && !args.selects()
-    {
-        let archive = sources::from_containerd::archive_for_nodes(found, content, printer)?;
-        let image = archive.select(None, None).map_err(Error::from)?;
-        loaded = Some(load_into(run, discovered, target, name, archive, image).await?);
-    } else if let Some(store) = nodes_from_store(args, found, printer) {
-        // Held until the nodes are loaded: no layer read from the store is removed meanwhile.
-        let (archive, _locks) =
-            sources::from_store::archive_for_nodes(found, store, printer).await?;
-        let image = archive.select(None, None).map_err(Error::from)?;
-        match load_into(run, discovered, target, name, archive, image).await {
-            Err(err) => match sources::from_store::denied(&err) {
-                Some(fault) => printer.debug(&sources::from_store::left_to_the_export(fault)),
-                None => return Err(err),
-            },
-            Ok(report) => loaded = Some(report),
-        }
-    }
-    let report = match loaded {
+    let report = match load_without_export(run, discovered, target, name, found).await? {
         Some(report) => report,
         None => {
             let archive = exported_archive(found).await?;

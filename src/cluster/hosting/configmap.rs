@@ -104,26 +104,7 @@ fn parse_hosting_v1(
                 help,
             });
         }
-        let mut set = Vec::new();
-        if fields.host_from_container_runtime.is_some() {
-            set.push("hostFromContainerRuntime");
-        }
-        if fields.host_from_cluster_network.is_some() {
-            set.push("hostFromClusterNetwork");
-        }
-        let note = match (set.as_slice(), &help) {
-            ([], Some(help)) => Note::Debug(format!(
-                "ConfigMap {HOSTING_CONFIGMAP}, key {key} has only help ({help}): no registry advertised"
-            )),
-            ([], None) => Note::Warning(format!(
-                "ConfigMap {HOSTING_CONFIGMAP}, key {key} names no host; treating the registry as not advertised"
-            )),
-            (set, _) => Note::Warning(format!(
-                "ConfigMap {HOSTING_CONFIGMAP}, key {key} sets {} but no host, which pushing from outside the cluster needs; treating the registry as not advertised",
-                set.join(" and ")
-            )),
-        };
-        notes.push(note);
+        notes.push(no_host_note(key, &fields, help.as_deref()));
         return Ok(HostingConfigMap {
             registry: None,
             help,
@@ -166,6 +147,30 @@ fn parse_hosting_v1(
         }),
         help: fields.help,
     })
+}
+
+/// What a ConfigMap without `host` (and no Service to tunnel to) is said as: only its help
+/// (-v), nothing at all, or hosts that pushing from outside the cluster cannot use.
+fn no_host_note(key: &str, fields: &HostingV1Fields, help: Option<&str>) -> Note {
+    let mut set = Vec::new();
+    if fields.host_from_container_runtime.is_some() {
+        set.push("hostFromContainerRuntime");
+    }
+    if fields.host_from_cluster_network.is_some() {
+        set.push("hostFromClusterNetwork");
+    }
+    match (set.as_slice(), help) {
+        ([], Some(help)) => Note::Debug(format!(
+            "ConfigMap {HOSTING_CONFIGMAP}, key {key} has only help ({help}): no registry advertised"
+        )),
+        ([], None) => Note::Warning(format!(
+            "ConfigMap {HOSTING_CONFIGMAP}, key {key} names no host; treating the registry as not advertised"
+        )),
+        (set, _) => Note::Warning(format!(
+            "ConfigMap {HOSTING_CONFIGMAP}, key {key} sets {} but no host, which pushing from outside the cluster needs; treating the registry as not advertised",
+            set.join(" and ")
+        )),
+    }
 }
 
 /// No `host`, and `hostFromClusterNetwork` names a Service: reachable from outside the cluster

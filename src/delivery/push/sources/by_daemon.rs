@@ -132,28 +132,9 @@ async fn by_daemon(
     let restoring = tokio::task::spawn_blocking(move || engine_tag.restore());
     let done = match outcome {
         Ok(done) => done,
-        Err(EnginePushFailure::Unreachable(said)) => {
+        Err(failure) => {
             say_if_it_stays(restoring.await, printer);
-            printer.debug(&format!(
-                "the docker daemon cannot reach {} ({}): exporting instead",
-                client.host(),
-                crate::output::escape_control(&said)
-            ));
-            return Ok(None);
-        }
-        Err(EnginePushFailure::Failed(said)) => {
-            say_if_it_stays(restoring.await, printer);
-            return Err(Error::new(
-                ExitCode::Registry,
-                format!(
-                    "the docker daemon's push of {} to {engine_ref}",
-                    found.image
-                ),
-            )
-            .with_source(Error::new(
-                ExitCode::Registry,
-                crate::output::escape_control(&said).into_owned(),
-            )));
+            return refused(failure, &client, found, &engine_ref, printer);
         }
     };
     let recorded = record_engine_push(plan, &client, found, DAEMON_ENCODING, &done.digest, printer);
@@ -161,6 +142,38 @@ async fn by_daemon(
     say_if_it_stays(restored, printer);
     let transfer = transfer_of(found, &done, stored.as_ref(), config_there);
     Ok(Some(pushed(found, done.digest, transfer)))
+}
+
+/// The daemon's push failed: `None` (the export takes over) when it could not reach the
+/// registry, else the error in the daemon's words.
+fn refused(
+    failure: EnginePushFailure,
+    client: &RegistryClient,
+    found: &Found,
+    engine_ref: &str,
+    printer: &Printer,
+) -> Result<Option<Pushed>> {
+    match failure {
+        EnginePushFailure::Unreachable(said) => {
+            printer.debug(&format!(
+                "the docker daemon cannot reach {} ({}): exporting instead",
+                client.host(),
+                crate::output::escape_control(&said)
+            ));
+            Ok(None)
+        }
+        EnginePushFailure::Failed(said) => Err(Error::new(
+            ExitCode::Registry,
+            format!(
+                "the docker daemon's push of {} to {engine_ref}",
+                found.image
+            ),
+        )
+        .with_source(Error::new(
+            ExitCode::Registry,
+            crate::output::escape_control(&said).into_owned(),
+        ))),
+    }
 }
 
 /// The daemon's push, its layers shown as progress bars (and said with -v as each ends).

@@ -32,24 +32,9 @@ pub(crate) async fn push(
     compression: LayerCompression,
     printer: &Printer,
 ) -> Result<Option<Pushed>> {
-    let zstd = match compression {
-        LayerCompression::Auto | LayerCompression::Gzip => false,
-        LayerCompression::Zstd => true,
-        LayerCompression::None => {
-            printer.debug(
-                "not podman's own push: it compresses, and --compression none was asked for",
-            );
-            return Ok(None);
-        }
+    let Some(zstd) = own_push_zstd(plan, selection, compression, printer) else {
+        return Ok(None);
     };
-    if selection.chooses() {
-        printer.debug("not podman's own push: --image and --platform choose inside an export");
-        return Ok(None);
-    }
-    if plan.transport.ca_file.is_some() {
-        printer.debug("not podman's own push: it trusts its own certs.d, not --ca-file");
-        return Ok(None);
-    }
     let encoding = if zstd { Encoding::Zstd } else { Encoding::Gzip };
     let client = RegistryClient::new(plan.host, &plan.transport)?;
     client.ping().await?;
@@ -81,26 +66,8 @@ pub(crate) async fn push(
         format!("podman was pushing {} to {destination}", found.image),
         "its push was stopped; the registry's tag may or may not have been set",
     );
-    let said = match found.cli_push(&destination, &how).await {
-        Ok(said) => said,
-        Err(EnginePushFailure::Unreachable(said)) => {
-            printer.debug(&format!(
-                "podman cannot reach {} ({}): exporting instead",
-                client.host(),
-                escape_control(&said)
-            ));
-            return Ok(None);
-        }
-        Err(EnginePushFailure::Failed(said)) => {
-            return Err(Error::new(
-                ExitCode::Registry,
-                format!("podman's push of {} to {destination}", found.image),
-            )
-            .with_source(Error::new(
-                ExitCode::Registry,
-                escape_control(&said).into_owned(),
-            )));
-        }
+    let Some(said) = podman_pushes(found, &destination, &how, &client, printer).await? else {
+        return Ok(None);
     };
     drop(authfile);
     let (digest, stored) = match said {
@@ -131,6 +98,64 @@ pub(crate) async fn push(
         transfer,
         platforms: found.facts.platform.iter().cloned().collect(),
     }))
+}
+
+/// Whether podman's own push can do what was asked, and with zstd; `None`, said with -v, when not.
+fn own_push_zstd(
+    plan: &RegistryPush<'_>,
+    selection: &Selection<'_>,
+    compression: LayerCompression,
+    printer: &Printer,
+) -> Option<bool> {
+    let zstd = match compression {
+        LayerCompression::Auto | LayerCompression::Gzip => false,
+        LayerCompression::Zstd => true,
+        LayerCompression::None => {
+            printer.debug(
+                "not podman's own push: it compresses, and --compression none was asked for",
+            );
+            return None;
+        }
+    };
+    if selection.chooses() {
+        printer.debug("not podman's own push: --image and --platform choose inside an export");
+        return None;
+    }
+    if plan.transport.ca_file.is_some() {
+        printer.debug("not podman's own push: it trusts its own certs.d, not --ca-file");
+        return None;
+    }
+    Some(zstd)
+}
+
+/// `podman push`, and the digest it said it pushed; `None` when podman cannot reach the
+/// registry (the export takes over).
+async fn podman_pushes(
+    found: &Found,
+    destination: &str,
+    how: &CliPush<'_>,
+    client: &RegistryClient,
+    printer: &Printer,
+) -> Result<Option<Option<Digest>>> {
+    match found.cli_push(destination, how).await {
+        Ok(said) => Ok(Some(said)),
+        Err(EnginePushFailure::Unreachable(said)) => {
+            printer.debug(&format!(
+                "podman cannot reach {} ({}): exporting instead",
+                client.host(),
+                escape_control(&said)
+            ));
+            Ok(None)
+        }
+        Err(EnginePushFailure::Failed(said)) => Err(Error::new(
+            ExitCode::Registry,
+            format!("podman's push of {} to {destination}", found.image),
+        )
+        .with_source(Error::new(
+            ExitCode::Registry,
+            escape_control(&said).into_owned(),
+        ))),
+    }
 }
 
 /// The manifest the tag points to now (one GET), which must be one of the image podman pushed

@@ -152,14 +152,14 @@ class Cluster:
                 watching = "watch=true" in query or "watch=1" in query
                 if path == "/apis/apps/v1/namespaces/default/deployments":
                     if watching:
-                        return self.watch(query, lambda: {"app": cluster.deployment})
+                        return self.watch(query, lambda: {"app": cluster.deployment}, ("apps/v1", "Deployment"))
                     with cluster.lock:
                         return self.send(200, {"kind": "DeploymentList", "apiVersion": "apps/v1",
                                                "metadata": {"resourceVersion": str(cluster.version)},
                                                "items": [cluster.deployment]})
                 if path == "/api/v1/namespaces/default/pods":
                     if watching:
-                        return self.watch(query, lambda: dict(cluster.pods))
+                        return self.watch(query, lambda: dict(cluster.pods), ("v1", "Pod"))
                     with cluster.lock:
                         return self.send(200, {"kind": "PodList", "apiVersion": "v1",
                                                "metadata": {"resourceVersion": str(cluster.version)},
@@ -167,9 +167,11 @@ class Cluster:
                 self.send(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
                                 "code": 404})
 
-            def watch(self, query, objects):
+            def watch(self, query, objects, kind_of):
                 """ADDED/MODIFIED/DELETED from the resourceVersion asked (all ADDED from none), until
-                timeoutSeconds, as a real API server streams a watch."""
+                timeoutSeconds, as a real API server streams a watch. A watch-list
+                (sendInitialEvents=true: client-go's default from kubectl 1.35 on) gets the ADDED ones,
+                then a BOOKMARK annotated k8s.io/initial-events-end at the version they were read at."""
                 params = dict(pair.partition("=")[::2] for pair in query.split("&") if pair)
                 since = int(params.get("resourceVersion") or 0)
                 deadline = time.monotonic() + min(int(params.get("timeoutSeconds") or 60), 60)
@@ -180,6 +182,7 @@ class Cluster:
                 with cluster.lock:
                     sent = {name: obj["metadata"]["resourceVersion"] for name, obj in objects().items()
                             if since and int(obj["metadata"]["resourceVersion"]) <= since}
+                    bookmarked = False
                     while time.monotonic() < deadline:
                         now = objects()
                         events = []
@@ -193,6 +196,13 @@ class Cluster:
                             if sent.get(name) != version:
                                 events.append(("MODIFIED" if name in sent else "ADDED", obj))
                                 sent[name] = version
+                        if params.get("sendInitialEvents") == "true" and not bookmarked:
+                            bookmarked = True
+                            api_version, kind = kind_of
+                            events.append(("BOOKMARK", {
+                                "apiVersion": api_version, "kind": kind,
+                                "metadata": {"resourceVersion": str(cluster.version),
+                                             "annotations": {"k8s.io/initial-events-end": "true"}}}))
                         for kind, obj in events:
                             event = (json.dumps({"type": kind, "object": obj}) + "\n").encode()
                             try:

@@ -7,6 +7,7 @@
 
 mod attached;
 pub(crate) mod gc;
+pub(crate) mod meanwhile;
 pub(crate) mod pruning;
 mod registry;
 mod usage;

@@ -12,7 +12,8 @@ use crate::cluster::session::Session;
 use crate::error::{Error, ExitCode, Result};
 use crate::image::registry::{RegistryClient, Removal};
 use crate::inventory::gc;
-use crate::inventory::pruning::{self, Doomed};
+use crate::inventory::meanwhile;
+use crate::inventory::pruning::{self, Plan};
 use crate::inventory::{self, Usage, UsageNeed};
 use crate::output::Printer;
 use crate::settings::Settings;
@@ -67,7 +68,7 @@ pub async fn run(
     let plan = pruning::plan(&entries, usage.as_ref(), keep);
     let mut report = Report::new(args.dry_run, !args.repositories.is_empty(), plan);
     if !args.dry_run {
-        delete(&client, &report.plan.deletions, printer).await?;
+        delete(&client, &mut report.plan, printer).await?;
         if args.gc {
             // distribution 2.x's --delete-untagged also removes the platform manifests of a
             // kept index (a known 2.x bug): only when the whole registry was read and holds none.
@@ -81,10 +82,24 @@ pub async fn run(
     report.print(args.output.output, printer)
 }
 
-/// Deletes each manifest in turn. A registry that refuses deletes refuses the first: nothing
-/// is changed then, and the error says how to enable them.
-async fn delete(client: &RegistryClient, doomed: &[Doomed], printer: &Printer) -> Result<()> {
-    for (done, manifest) in doomed.iter().enumerate() {
+/// Deletes each manifest in turn, unless a tag pushed since the listing names it now (kept
+/// then, said so). A registry that refuses deletes refuses the first: nothing is changed then,
+/// and the error says how to enable them.
+async fn delete(client: &RegistryClient, plan: &mut Plan, printer: &Printer) -> Result<()> {
+    let (mut at, mut done) = (0, 0);
+    while let Some(manifest) = plan.deletions.get(at) {
+        let planned = plan.tags_of(&manifest.repository);
+        let naming = meanwhile::tagged_meanwhile(client, manifest, &planned).await?;
+        if !naming.is_empty() {
+            printer.note(&format!(
+                "kept {}@{}: tagged {} since the registry was read",
+                manifest.repository,
+                manifest.digest,
+                naming.join(", ")
+            ));
+            plan.keep_after_all(at, naming);
+            continue;
+        }
         match client
             .delete_manifest_digest(&manifest.repository, &manifest.digest)
             .await?
@@ -103,6 +118,7 @@ async fn delete(client: &RegistryClient, doomed: &[Doomed], printer: &Printer) -
                 return Err(deletes_disabled(client, said, done));
             }
         }
+        (at, done) = (at + 1, done + 1);
     }
     Ok(())
 }

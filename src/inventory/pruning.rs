@@ -29,6 +29,8 @@ pub(crate) enum Why {
     AttachedToKept,
     /// A signature, attestation or referrer whose subject no tag of the repository names.
     SubjectUntagged,
+    /// Planned for deletion, but a tag pushed since the registry was read names it now.
+    TaggedMeanwhile,
 }
 
 impl Why {
@@ -71,6 +73,33 @@ pub(crate) struct Doomed {
     pub tags: Vec<String>,
     /// Config and layers of the image (as `ls` counts them).
     pub size: u64,
+}
+
+impl Plan {
+    /// Every tag of `repository` the plan saw, kept or deleted.
+    pub(crate) fn tags_of(&self, repository: &str) -> std::collections::BTreeSet<String> {
+        let kept = self.kept.iter().filter(|k| k.repository == repository);
+        let doomed = self.deletions.iter().filter(|d| d.repository == repository);
+        kept.map(|k| k.tag.clone())
+            .chain(doomed.flat_map(|d| d.tags.iter().cloned()))
+            .collect()
+    }
+
+    /// The deletion at `index` kept after all, its own tags with it: `tags` now name it too.
+    pub(crate) fn keep_after_all(&mut self, index: usize, tags: Vec<String>) {
+        let doomed = self.deletions.remove(index);
+        for tag in doomed.tags.iter().cloned().chain(tags) {
+            self.kept.push(Kept {
+                repository: doomed.repository.clone(),
+                tag,
+                digest: doomed.digest.clone(),
+                reason: Why::TaggedMeanwhile,
+                in_use_by: Vec::new(),
+            });
+        }
+        self.kept
+            .sort_by(|a, b| (&a.repository, &a.tag).cmp(&(&b.repository, &b.tag)));
+    }
 }
 
 #[derive(Debug, Default)]

@@ -18,6 +18,7 @@ mod names;
 mod nodeload;
 mod openshift;
 mod packaging;
+mod prune_meanwhile;
 mod push;
 mod push_by_node;
 mod push_cache;

@@ -12,7 +12,7 @@ use snapbox::str;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::support::cluster_scene::{RegistryScene, kept_reasons};
+use crate::support::cluster_scene::{RegistryScene, deleted_digests, kept_reasons};
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::fixtures::{
     self, Image, LayerCompression, OCI_CONFIG, OCI_INDEX, OCI_MANIFEST, sha256,
@@ -351,12 +351,7 @@ fn notation_signatures_behind_the_referrers_tag_go_with_their_image() {
     let out = shelf.run(&["prune", "app", "--keep", "1", "-o", "json"]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
     let report = out.json();
-    let deleted: Vec<&str> = report["deleted"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["digest"].as_str().unwrap())
-        .collect();
+    let deleted = deleted_digests(&report);
     assert!(
         deleted.contains(&v1.as_str()) && deleted.contains(&v1_signature.as_str()),
         "{report}"

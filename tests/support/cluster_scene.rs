@@ -174,6 +174,16 @@ impl RegistryScene {
 }
 
 /// A `prune -o json` report's kept tags and why each was kept, in the report's order.
+/// The digests of a prune report's `deleted`, in order.
+pub(crate) fn deleted_digests(report: &Value) -> Vec<&str> {
+    report["deleted"]
+        .as_array()
+        .expect("a deleted list")
+        .iter()
+        .map(|d| d["digest"].as_str().expect("a digest"))
+        .collect()
+}
+
 pub(crate) fn kept_reasons(report: &Value) -> Vec<(String, String)> {
     let text = |value: &Value| value.as_str().expect("a string").to_string();
     report["kept"]

@@ -45,6 +45,8 @@ pub(crate) enum Action {
     /// Answers 200 with a JSON body (chunked, no length) that goes on until the client hangs
     /// up, the proxy stops, or this many bytes went out.
     EndlessBody(u64),
+    /// Runs this first (another client's write landing just before), then forwards the request.
+    Before(Arc<dyn Fn() + Send + Sync>),
 }
 
 /// Applies `action` to the first `times` requests of `method` whose path and query contain `path`.
@@ -281,6 +283,10 @@ fn handle(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
         Some(Action::EndlessBody(most)) => {
             copy_body(&head, &mut reader, &mut std::io::sink())?;
             endless(&mut client, shared, most)
+        }
+        Some(Action::Before(hook)) => {
+            hook();
+            forward(reader, client, &head, shared, None, None)
         }
         None => {
             if let Some(refusal) = bearer_check(shared, &head) {

@@ -238,6 +238,17 @@ impl TestRegistry {
             .expect("talking to the registry")
     }
 
+    /// A way to write to this registry from another thread (a plain-HTTP one, no auth): a
+    /// request with a body, its status.
+    pub(crate) fn writer(&self) -> impl Fn(&str, &str, &[(&str, &str)], &[u8]) -> u16 + use<> {
+        let (port, config) = (self.port, self.config.clone());
+        move |method, path, headers, body| {
+            try_raw_request(port, &config, method, path, headers, body)
+                .expect("talking to the registry")
+                .status
+        }
+    }
+
     pub(crate) fn get(&self, path: &str) -> HttpAnswer {
         self.request("GET", path)
     }

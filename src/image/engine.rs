@@ -59,10 +59,15 @@ pub enum Source {
 }
 
 impl Source {
-    /// An existing path is a path; so is anything that looks like one (a typo must not reach docker).
+    /// An existing path is a path; so is anything that looks like one (a typo must not reach docker):
+    /// Windows' too (`C:\dist\img.tar`, `C:/dist`, `\\server\share\img.tar`: no image reference
+    /// holds a backslash, nor a one-letter host with an empty port).
     pub fn classify(raw: &str) -> Self {
+        let drive = matches!(raw.as_bytes(), [letter, b':', b'/' | b'\\', ..] if letter.is_ascii_alphabetic());
         let looks_like_path = raw.starts_with(['.', '/', '~'])
-            || [".tar", ".tgz", ".gz", ".zst", ".tar.gz", ".tar.zst"]
+            || raw.contains('\\')
+            || drive
+            || [".tar", ".tgz", ".gz", ".zst", ".xz", ".bz2"]
                 .iter()
                 .any(|ext| raw.ends_with(ext));
         match raw {
@@ -378,9 +383,23 @@ mod tests {
             Source::classify("/abs/dir"),
             Source::Path("/abs/dir".into())
         );
+        for windows in [
+            r"C:\dist\img",
+            "C:/dist/img",
+            r"\\server\share\img",
+            r".\img",
+            "img.tar.xz",
+            "img.tar.bz2",
+        ] {
+            assert_eq!(Source::classify(windows), Source::Path(windows.into()));
+        }
         assert_eq!(
             Source::classify("myimg:dev"),
             Source::EngineImage("myimg:dev".into())
+        );
+        assert_eq!(
+            Source::classify("localhost:5000/myimg:dev"),
+            Source::EngineImage("localhost:5000/myimg:dev".into())
         );
         assert_eq!(
             Source::classify("gcr.io/proj/app:v1"),

@@ -2,7 +2,7 @@
 //! by real tools (skopeo from an OCI layout; gzip, xz, zstd and bzip2 around a docker-archive),
 //! named by `Z:\...` and `C:\...` paths with backslashes, to the real registry the stand-in
 //! cluster advertises: the printed ref is what landed, and skopeo copies it back whole. Then
-//! `push --watch` noticing the archive rewritten.
+//! `push --watch` on a path missing at the start, noticing the archive written, then rewritten.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -167,34 +167,53 @@ fn a_bzip2_compressed_docker_archive() {
     compressed_pushes(77, "bzip2", "bz2");
 }
 
+/// `push C:\...\dist\img.tar --watch -v` by the Windows build, `dist` made only after it started:
+/// it says it watches with ReadDirectoryChangesW, pushes the archive once written, and again once
+/// rewritten in place.
 #[test]
-fn watch_notices_the_archive_rewritten() {
+fn watch_notices_the_archive_written_then_rewritten() {
     let bench = Bench::new();
     let (first, second) = (Image::sample(78), Image::sample(79));
-    let archive = bench.path("img.tar");
-    written_by_skopeo(&first, &bench.path("first"), "docker-archive", &archive);
+    let (folder, windows_folder) = c_folder("watch");
+    let written = bench.path("first.tar");
+    written_by_skopeo(&first, &bench.path("first"), "docker-archive", &written);
     let next = bench.path("next.tar");
     written_by_skopeo(&second, &bench.path("second"), "docker-archive", &next);
+    let source = format!("{windows_folder}\\dist\\img.tar");
     let mut child = on_windows(&bench)
-        .args(["push", &z_path(&archive), "--watch"])
+        .args(["push", &source, "--watch", "-v"])
         .spawn();
-    let (sender, refs) = channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = sender.send(line);
-        }
-    });
-    let first_ref = refs.recv_timeout(BOUND).expect("the first round's ref");
-    let (landed_first, _) = bench.landed("myimg:dev");
-    assert!(first_ref.ends_with(&crate::support::fixtures::sha256(&landed_first)));
+    let lines = |stream: Box<dyn std::io::Read + Send>| {
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                let _ = sender.send(line);
+            }
+        });
+        lines
+    };
+    let refs = lines(Box::new(child.stdout.take().unwrap()));
+    let said = lines(Box::new(child.stderr.take().unwrap()));
+    let watching = format!("watching {source}: ReadDirectoryChangesW on {windows_folder}");
+    while !said
+        .recv_timeout(BOUND)
+        .expect("-v's watching line")
+        .contains(&watching)
+    {}
+    let archive = folder.path().join("dist/img.tar");
+    std::fs::create_dir(folder.path().join("dist")).unwrap();
+    std::fs::copy(&written, &archive).unwrap();
+    let first_ref = refs
+        .recv_timeout(BOUND)
+        .expect("a round once the archive is there");
+    assert!(first_ref.ends_with(&bench.landed("myimg:dev").1));
     // Rewritten in place, as a build tool writes its output again.
     std::fs::write(&archive, std::fs::read(&next).unwrap()).unwrap();
     let second_ref = refs
         .recv_timeout(BOUND)
         .expect("a round for the rewritten archive");
     let _ = child.kill();
-    let output = child.wait_with_output().unwrap();
+    let _ = child.wait();
     let (bytes, digest) = bench.landed("myimg:dev");
     assert!(
         second_ref.ends_with(&digest),
@@ -205,7 +224,7 @@ fn watch_notices_the_archive_rewritten() {
     assert_eq!(
         manifest["config"]["digest"].as_str(),
         Some(second.config_digest().as_str()),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
+        "said: {:?}",
+        said.try_iter().collect::<Vec<_>>()
     );
 }

@@ -37,7 +37,7 @@ pub use crate::cluster::rollout::WorkloadKind;
 use config::ClientSettings;
 pub use events::PodEvent;
 pub use follow::{Change, WATCH_SECONDS};
-pub use hosting_write::Written;
+pub use hosting_write::{HostingWrites, Written};
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub(crate) use pods::PULL_FAILURES;
 pub use pods::{ProbePod, PullState};

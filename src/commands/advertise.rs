@@ -3,7 +3,7 @@
 
 use crate::cli::AdvertiseArgs;
 use crate::cluster::ClusterOptions;
-use crate::cluster::client::{Cluster, Written};
+use crate::cluster::client::{Cluster, HostingWrites, Written};
 use crate::cluster::hosting::{
     Advertisement, HOSTING_CONFIGMAP, HOSTING_NAME, HelpUrl, hosting_v1_key,
 };
@@ -21,7 +21,9 @@ pub async fn run(
 ) -> Result<()> {
     if args.delete {
         let cluster = Cluster::connect(cluster_args, settings, printer).await?;
-        let written = cluster.remove_hosting_key(&hosting_v1_key()).await?;
+        let written = HostingWrites::new(&cluster)
+            .remove_hosting_key(&hosting_v1_key())
+            .await?;
         return printer.result(&outcome_line(written));
     }
     let advertisement = advertisement_from(args)?;
@@ -33,7 +35,7 @@ pub async fn run(
         return printer.result(advertisement.configmap_yaml().trim_end());
     }
     let cluster = Cluster::connect(cluster_args, settings, printer).await?;
-    let written = cluster
+    let written = HostingWrites::new(&cluster)
         .set_hosting_key(&hosting_v1_key(), &advertisement.v1_value())
         .await?;
     printer.result(&outcome_line(written))

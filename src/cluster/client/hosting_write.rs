@@ -77,7 +77,16 @@ enum Attempt {
     Conflict,
 }
 
-impl Cluster {
+/// The hosting ConfigMap's writes (`advertise`), through `Api<ConfigMap>` in `kube-public`.
+pub struct HostingWrites<'a> {
+    cluster: &'a Cluster,
+}
+
+impl<'a> HostingWrites<'a> {
+    pub fn new(cluster: &'a Cluster) -> Self {
+        Self { cluster }
+    }
+
     /// Sets `key` to `value` in the hosting ConfigMap, creating it when absent.
     pub async fn set_hosting_key(&self, key: &str, value: &str) -> Result<Written> {
         self.retry_on_conflict(|api| async move {
@@ -149,11 +158,11 @@ impl Cluster {
         Fut: Future<Output = Result<Attempt>>,
     {
         for _ in 0..MAX_ATTEMPTS {
-            let api = Api::namespaced(self.client.clone(), HOSTING_NAMESPACE);
+            let api = Api::namespaced(self.cluster.client.clone(), HOSTING_NAMESPACE);
             match attempt(api).await? {
                 Attempt::Done(written) => return Ok(written),
                 Attempt::Conflict => {
-                    self.printer.debug(&format!(
+                    self.cluster.printer.debug(&format!(
                         "ConfigMap {HOSTING_CONFIGMAP} changed while we wrote it; reading it again"
                     ));
                 }
@@ -193,7 +202,7 @@ impl Cluster {
                 format!(
                     "{}: not allowed: the credentials of {} may not {} configmaps in namespace {HOSTING_NAMESPACE}",
                     verb.doing(),
-                    self.target.describe(),
+                    self.cluster.target.describe(),
                     verb.as_str()
                 ),
             )
@@ -202,7 +211,7 @@ impl Cluster {
                 "advertising needs get, create, update and delete on configmaps in {HOSTING_NAMESPACE}; `kubectl auth can-i {} configmaps -n {HOSTING_NAMESPACE}` checks it; a cluster admin can grant it with a Role and RoleBinding",
                 verb.as_str()
             )),
-            other => self.request_error(verb.doing(), other),
+            other => self.cluster.request_error(verb.doing(), other),
         }
     }
 }

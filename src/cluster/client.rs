@@ -40,7 +40,7 @@ pub use follow::{Change, WATCH_SECONDS};
 pub use hosting_write::{HostingWrites, Written};
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub(crate) use pods::PULL_FAILURES;
-pub use pods::{ProbePod, PullState};
+pub use pods::{ProbePod, ProbePods, PullState};
 pub use portforward::Forwarder;
 pub use rollout::{Crash, RolloutPod};
 pub use services::Backend;

@@ -42,11 +42,20 @@ pub struct ProbePod {
     pub namespace: String,
 }
 
-impl Cluster {
+/// doctor's probe pods, through `Api<Pod>` in the context's namespace.
+pub struct ProbePods<'a> {
+    cluster: &'a Cluster,
+}
+
+impl<'a> ProbePods<'a> {
+    pub fn new(cluster: &'a Cluster) -> Self {
+        Self { cluster }
+    }
+
     /// Creates a pod that pulls `image` (`imagePullPolicy: Always`) and runs nothing of note.
     pub async fn start_probe_pod(&self, image: &str) -> Result<ProbePod> {
-        let api: Api<Pod> = Api::default_namespaced(self.client.clone());
-        let namespace = self.client.default_namespace().to_string();
+        let api: Api<Pod> = Api::default_namespaced(self.cluster.client.clone());
+        let namespace = self.cluster.client.default_namespace().to_string();
         let pod = Pod {
             metadata: ObjectMeta {
                 generate_name: Some(POD_NAME_PREFIX.to_string()),
@@ -104,7 +113,7 @@ impl Cluster {
 
     /// The kubelet's events about the pod, oldest first, as `Reason: message`.
     pub async fn probe_events(&self, pod: &ProbePod) -> Result<Vec<String>> {
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &pod.namespace);
+        let api: Api<Event> = Api::namespaced(self.cluster.client.clone(), &pod.namespace);
         let params = ListParams::default().fields(&format!(
             "involvedObject.kind=Pod,involvedObject.name={}",
             pod.name
@@ -156,14 +165,14 @@ impl Cluster {
                 ExitCode::Cluster,
                 format!(
                     "{doing} a probe pod in namespace {namespace}: not allowed for the credentials of {}",
-                    self.target.describe()
+                    self.cluster.target.describe()
                 ),
             )
             .with_source(status.message.clone())
             .with_hint(format!(
                 "--pod needs create, get and delete on pods and list on events in {namespace}; run doctor without --pod, or in a namespace where you may"
             )),
-            other => self.request_error(format!("{doing} a probe pod in namespace {namespace}"), other),
+            other => self.cluster.request_error(format!("{doing} a probe pod in namespace {namespace}"), other),
         }
     }
 }

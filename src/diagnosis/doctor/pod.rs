@@ -6,7 +6,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use super::report::{Check, CheckId};
-use crate::cluster::client::{Change, Cluster, ProbePod, PullState};
+use crate::cluster::client::{Change, Cluster, ProbePod, ProbePods, PullState};
 use crate::cluster::hosting::LocalRegistry;
 use crate::error::ExitCode;
 
@@ -18,7 +18,7 @@ const POLL_EVERY: Duration = Duration::from_millis(500);
 /// The pod watched until its pull is done or failed (read twice a second where the watch is
 /// refused); unbounded: the caller bounds it.
 async fn pulled(cluster: &Cluster, pod: &ProbePod) -> crate::error::Result<PullState> {
-    let mut follow = cluster.follow_probe_pod(pod);
+    let mut follow = ProbePods::new(cluster).follow_probe_pod(pod);
     while let Some(change) = follow.next().await {
         let now = match change {
             Change::All(states) => states.into_iter().next(),
@@ -32,7 +32,7 @@ async fn pulled(cluster: &Cluster, pod: &ProbePod) -> crate::error::Result<PullS
     }
     drop(follow);
     loop {
-        let state = cluster.probe_pull_state(pod).await?;
+        let state = ProbePods::new(cluster).probe_pull_state(pod).await?;
         if state != PullState::Pending {
             return Ok(state);
         }
@@ -42,15 +42,18 @@ async fn pulled(cluster: &Cluster, pod: &ProbePod) -> crate::error::Result<PullS
 
 /// Runs the pod, waits for its pull, and removes it whatever happened.
 pub(super) async fn check(cluster: &Cluster, registry: &LocalRegistry, image: &str) -> Check {
-    let pod = match cluster.start_probe_pod(image).await {
+    let pod = match ProbePods::new(cluster).start_probe_pod(image).await {
         Ok(pod) => pod,
         Err(error) => return Check::from_error(CheckId::Pod, &error),
     };
     let state = tokio::time::timeout(WAIT, pulled(cluster, &pod))
         .await
         .unwrap_or(Ok(PullState::Pending));
-    let events = cluster.probe_events(&pod).await.unwrap_or_default();
-    let removed = cluster.remove_probe_pod(&pod).await;
+    let events = ProbePods::new(cluster)
+        .probe_events(&pod)
+        .await
+        .unwrap_or_default();
+    let removed = ProbePods::new(cluster).remove_probe_pod(&pod).await;
     let named = format!("pod {}/{}", pod.namespace, pod.name);
     let check = match state {
         Ok(PullState::Pulled) => {

@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 
 pub use crate::cluster::network::Network;
 pub use crate::delivery::push::LayerCompression;
-use crate::environment;
-pub use crate::output::OutputFormat;
+use crate::plumbing::environment;
+pub use crate::plumbing::output::OutputFormat;
 
 /// Push an image to your local cluster's registry, or load it into the nodes,
 /// and print the reference a pod spec must use.
@@ -173,7 +173,7 @@ pub struct PushArgs {
     pub rollout: Vec<String>,
 
     /// How long to wait for each rollout, e.g. 90s, 5m.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::limits::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::plumbing::limits::parse_duration)]
     pub timeout: std::time::Duration,
 
     /// Keep running: push again (and roll out) each time the engine's image or the archive

@@ -17,9 +17,9 @@ mod target;
 use crate::cluster::client::{Cluster, ContainerState, PodFacts};
 use crate::cluster::discovery::Discovered;
 use crate::cluster::session::Session;
-use crate::error::Result;
 use crate::inventory::RegistryAccess;
-use crate::output::Printer;
+use crate::plumbing::error::Result;
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 use causes::{ContainerView, Facts, Finding, Shown};
 

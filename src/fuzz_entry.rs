@@ -14,7 +14,7 @@ pub use engines::{containerd, engine_api, engine_conf, tar_split};
 pub use image::{archive, oci_json, reference};
 pub use registry::{auth, docker_config, registry_answers};
 
-use crate::error::Error;
+use crate::plumbing::error::Error;
 
 /// The most an error's text may hold when it quotes a value from outside: a few shortened
 /// values and our own words, never the value whole.

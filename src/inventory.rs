@@ -20,10 +20,10 @@ use crate::cluster::hosting::LocalRegistry;
 use crate::cluster::openshift;
 use crate::cluster::reach::Reach;
 use crate::cluster::session::Session;
-use crate::error::Result;
 use crate::image::reference::RegistryHost;
 use crate::image::registry::{RegistryClient, TransportOptions};
-use crate::output::Printer;
+use crate::plumbing::error::Result;
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 #[cfg(test)]

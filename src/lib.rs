@@ -6,23 +6,18 @@ pub mod cluster;
 pub mod commands;
 pub mod delivery;
 pub mod diagnosis;
-pub mod environment;
-pub mod error;
 #[cfg(fuzzing)]
 pub mod fuzz_entry;
 pub mod image;
-pub mod interrupt;
 pub mod inventory;
-pub mod limits;
 pub mod nodes;
-pub mod output;
-pub mod process;
+pub mod plumbing;
 pub mod settings;
-pub mod tls_roots;
 
 use cli::{Cli, Command};
-use error::{Context, ExitCode, Result};
-use output::Printer;
+use plumbing::error::{Context, ExitCode, Result};
+use plumbing::output::Printer;
+use plumbing::{interrupt, limits, process, tls_roots};
 use settings::Settings;
 
 /// How long a stopped run spends asking the registry to drop its unfinished uploads.

@@ -1,7 +1,7 @@
 //! Entry point: parse the command line, run it, render any error, exit with its code.
 
 use clap::Parser;
-use kubectl_registry::{cli::Cli, output::Printer, settings::Settings};
+use kubectl_registry::{cli::Cli, plumbing::output::Printer, settings::Settings};
 
 fn main() -> std::process::ExitCode {
     // kubectl runs the same binary as `kubectl_complete-registry` to complete plugin arguments.

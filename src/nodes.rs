@@ -16,7 +16,7 @@ mod tags;
 
 use crate::cluster::hosting::{HOSTING_CONFIGMAP, KEP_URL};
 use crate::cluster::product::Product;
-use crate::error::{Error, ExitCode};
+use crate::plumbing::error::{Error, ExitCode};
 
 pub use cluster::NodeCluster;
 pub(crate) use exec::{FINISH_FACTOR, Failure, capture, stream_into};

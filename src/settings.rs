@@ -4,13 +4,13 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::environment as var;
-use crate::error::Result;
 use crate::image::engine::{Engine, EngineEnv, Lookup};
 use crate::image::registry::{CredentialSources, Proxies, TransportOptions};
-use crate::limits::Limits;
+use crate::plumbing::environment as var;
+use crate::plumbing::error::Result;
+use crate::plumbing::limits::Limits;
 
-pub use crate::environment::{
+pub use crate::plumbing::environment::{
     REGISTRY_HOST as REGISTRY_HOST_ENV, REGISTRY_RUNTIME_HOST as REGISTRY_RUNTIME_HOST_ENV,
 };
 /// Where the kubelet mounts a pod's service account.

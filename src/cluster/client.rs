@@ -28,9 +28,9 @@ use crate::cluster::ClusterOptions;
 use crate::cluster::exec_plugin::{self, PluginFailure};
 use crate::cluster::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
 use crate::cluster::kubeconfig::KubeconfigFacts;
-use crate::error::{Error, ExitCode, Result};
-use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 pub use crate::cluster::rollout::WorkloadKind;

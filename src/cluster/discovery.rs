@@ -11,8 +11,8 @@ use crate::cluster::hosting::{
 use crate::cluster::kubeconfig;
 use crate::cluster::kubeconfig::KubeconfigFacts;
 use crate::cluster::network::Vantage;
-use crate::error::{Error, ExitCode, Result};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::{REGISTRY_HOST_ENV, REGISTRY_RUNTIME_HOST_ENV, Settings};
 
 /// What discovery found.

@@ -10,7 +10,7 @@ use kube::config::{AuthInfo, ExecConfig, ExecInteractiveMode};
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use crate::process::{Argv, Bound, Out, ProcessError, Run, Stdin};
+use crate::plumbing::process::{Argv, Bound, Out, ProcessError, Run, Stdin};
 
 /// How long a plugin that cannot be talking to a person may take: as long as an API read.
 pub const UNATTENDED_BOUND: Duration = Duration::from_secs(15);

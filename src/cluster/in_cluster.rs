@@ -9,10 +9,10 @@ use std::path::Path;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-use crate::error::{Error, ExitCode, Result};
+use crate::plumbing::error::{Error, ExitCode, Result};
 use crate::settings::{DEFAULT_SERVICE_ACCOUNT_DIR, Settings};
 
-use crate::environment::{SERVICE_HOST as HOST_ENV, SERVICE_PORT as PORT_ENV};
+use crate::plumbing::environment::{SERVICE_HOST as HOST_ENV, SERVICE_PORT as PORT_ENV};
 
 /// What the pod's service account gives us.
 pub struct InCluster {

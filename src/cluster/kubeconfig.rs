@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use kube::config::{Kubeconfig, KubeconfigError};
 
 use crate::cluster::ClusterOptions;
-use crate::error::{Error, ExitCode, Result};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 /// What the kubeconfig says about the current cluster (plain data, no client).

@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use crate::cluster::hosting::{HOSTING_CONFIGMAP, LocalRegistry, RegistrySource};
-use crate::error::{Error, ExitCode};
 use crate::image::reference::RegistryHost;
+use crate::plumbing::error::{Error, ExitCode};
 
 /// Which network the pusher is on (KEP-1755: `host` vs `hostFromClusterNetwork`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]

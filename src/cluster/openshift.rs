@@ -5,10 +5,10 @@ use secrecy::ExposeSecret;
 
 use crate::cluster::discovery::Discovered;
 use crate::cluster::hosting::{LocalRegistry, RegistrySource, openshift_repository};
-use crate::error::Result;
 use crate::image::reference::RegistryHost;
 use crate::image::registry::ClusterLogin;
-use crate::output::Printer;
+use crate::plumbing::error::Result;
+use crate::plumbing::output::Printer;
 
 /// `repository` as the registry keeps it: OpenShift's in the cluster's namespace (its project),
 /// any other registry's as it is.

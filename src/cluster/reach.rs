@@ -9,10 +9,10 @@ use crate::cluster::hosting::{LocalRegistry, ServiceRef};
 use crate::cluster::network::Network;
 use crate::cluster::route::{self, TunnelWhy, Way};
 use crate::cluster::tunnel::Tunnel;
-use crate::error::{Error, Result};
 use crate::image::reference::RegistryHost;
 use crate::image::registry::TransportOptions;
-use crate::output::Printer;
+use crate::plumbing::error::{Error, Result};
+use crate::plumbing::output::Printer;
 
 /// How long an advertised host may take to accept a connection before the tunnel is taken.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(3);

@@ -4,8 +4,8 @@
 
 use crate::cluster::hosting::{HOSTING_CONFIGMAP, LocalRegistry, RegistrySource, ServiceRef};
 use crate::cluster::network::{self, Network, PushHost, Reason, Vantage};
-use crate::error::{Error, ExitCode};
 use crate::image::reference::RegistryHost;
+use crate::plumbing::error::{Error, ExitCode};
 
 /// How this run reaches the registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

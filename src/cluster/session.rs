@@ -10,8 +10,8 @@ use crate::cluster::discovery::{self, Discovered};
 use crate::cluster::hosting::{LocalRegistry, ServiceRef};
 use crate::cluster::reach::{self, Decided, Reach};
 use crate::cluster::tunnel::Tunnel;
-use crate::error::{Error, ExitCode, Result};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 /// What one command run opened in the cluster; dropped (tunnels closed) when the run ends.

@@ -21,10 +21,10 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::cluster::client::{Cluster, Forwarder};
 use crate::cluster::hosting::{LocalRegistry, ServiceRef};
-use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 use crate::image::registry::TunnelEndpoint;
-use crate::output::Printer;
+use crate::plumbing::error::{Context, Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 
 /// How long a resolved pod is used for new streams before the Service is asked again: a pod
 /// that turns not-ready stops getting new streams within this.
@@ -107,7 +107,7 @@ impl Tunnel {
                         ExitCode::Cluster,
                         format!(
                             "{} is not a DNS name to reach {service} by",
-                            crate::output::shown(dns_name)
+                            crate::plumbing::output::shown(dns_name)
                         ),
                     )
                 })?;

@@ -7,10 +7,10 @@ use crate::cluster::client::{Cluster, HostingWrites, Written};
 use crate::cluster::hosting::{
     Advertisement, HOSTING_CONFIGMAP, HOSTING_NAME, HelpUrl, hosting_v1_key,
 };
-use crate::error::{Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 use crate::image::registry::RegistryClient;
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 pub async fn run(

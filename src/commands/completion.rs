@@ -14,7 +14,7 @@ use clap_complete::Shell;
 pub use crate::cli::candidates::{Candidate, Completions, Directive, complete};
 
 use crate::cli::Cli;
-use crate::error::{Context, ExitCode, Result};
+use crate::plumbing::error::{Context, ExitCode, Result};
 
 /// The command the generated shell scripts complete: the binary called directly. A script
 /// registered for `kubectl` would replace kubectl's own completion; `kubectl registry <TAB>` is

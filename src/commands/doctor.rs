@@ -5,8 +5,8 @@ use crate::cli::{DoctorArgs, OutputFormat};
 use crate::cluster::ClusterOptions;
 use crate::cluster::session::Session;
 use crate::diagnosis::doctor::{self, Checkup};
-use crate::error::{Context, ExitCode, Result};
-use crate::output::Printer;
+use crate::plumbing::error::{Context, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 pub async fn run(

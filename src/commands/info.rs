@@ -17,10 +17,10 @@ use crate::cluster::product::{self, Product, ProductKind};
 use crate::cluster::reach::{self, Decided};
 use crate::cluster::route::TunnelWhy;
 use crate::cluster::session::Session;
-use crate::error::{Context, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 use crate::nodes::{ARCHIVE_PLACEHOLDER, LoadPlan};
-use crate::output::Printer;
+use crate::plumbing::error::{Context, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::{REGISTRY_HOST_ENV, Settings};
 
 /// Stands for the archive in the node-load command that `info` shows.

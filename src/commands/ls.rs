@@ -10,10 +10,10 @@ use serde::Serialize;
 use crate::cli::{LsArgs, OutputFormat};
 use crate::cluster::ClusterOptions;
 use crate::cluster::session::Session;
-use crate::error::{Context, ExitCode, Result};
 use crate::inventory::{self, Usage, UsageNeed, hosts, open_registry, read_uses};
 use crate::nodes::{self, reach_nodes};
-use crate::output::Printer;
+use crate::plumbing::error::{Context, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 pub async fn run(

@@ -9,13 +9,13 @@ use crate::cli::PruneArgs;
 use crate::cluster::ClusterOptions;
 use crate::cluster::hosting::{LocalRegistry, RegistrySource};
 use crate::cluster::session::Session;
-use crate::error::{Error, ExitCode, Result};
 use crate::image::registry::{RegistryClient, Removal};
 use crate::inventory::gc;
 use crate::inventory::meanwhile;
 use crate::inventory::pruning::{self, Plan};
 use crate::inventory::{self, Usage, UsageNeed};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 use report::Report;
 

@@ -11,12 +11,12 @@ use crate::cli::PushArgs;
 use crate::cluster::ClusterOptions;
 use crate::cluster::session::Session;
 use crate::delivery::push::{self, Opened, PushOptions, PushReport};
-use crate::error::{Context, ExitCode, Result};
 use crate::image::engine::{self, Source};
-use crate::interrupt;
 use crate::nodes::{ARCHIVE_PLACEHOLDER, LoadPlan};
-use crate::output::OutputFormat;
-use crate::output::Printer;
+use crate::plumbing::error::{Context, ExitCode, Result};
+use crate::plumbing::interrupt;
+use crate::plumbing::output::OutputFormat;
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 pub async fn run(

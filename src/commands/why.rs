@@ -6,8 +6,8 @@ use crate::cli::{OutputFormat, WhyArgs};
 use crate::cluster::ClusterOptions;
 use crate::cluster::session::Session;
 use crate::diagnosis::{examine, parse_target, read_pod};
-use crate::error::{Context, ExitCode, Result};
-use crate::output::Printer;
+use crate::plumbing::error::{Context, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 pub async fn run(

@@ -13,11 +13,11 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cluster::product::ProductKind;
-use crate::error::{Error, ExitCode, Result};
-use crate::limits::NODE_TIMEOUT_ENV;
 use crate::nodes::{FINISH_FACTOR, LoadPlan, PlanSource};
-use crate::output::Printer;
-use crate::process::{Argv, Bound, Out, Output, ProcessError, Run};
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::limits::NODE_TIMEOUT_ENV;
+use crate::plumbing::output::Printer;
+use crate::plumbing::process::{Argv, Bound, Out, Output, ProcessError, Run};
 
 pub use deliver::{Delivered, Delivery, NodeReport, deliver};
 
@@ -117,7 +117,7 @@ impl Progress {
 
     fn show_line(&self, printer: &Printer, program: &str, line: &str) {
         if !self.bar.is_hidden() {
-            let short: String = crate::output::escape_control(line)
+            let short: String = crate::plumbing::output::escape_control(line)
                 .chars()
                 .take(60)
                 .collect();

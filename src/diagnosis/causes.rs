@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use crate::cluster::client::PULL_FAILURES;
 use crate::cluster::hosting::LocalRegistry;
-use crate::error::ExitCode;
 use crate::image::reference::{ImageName, NameError, RegistryHost, corrected, same_registry};
+use crate::plumbing::error::ExitCode;
 
 use super::kubelet_words::{
     UNTRUSTED, is_platform_mismatch, is_unauthorized, kubelet_said, unreachable_symptom,

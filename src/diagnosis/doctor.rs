@@ -23,14 +23,14 @@ use crate::cluster::openshift;
 use crate::cluster::product;
 use crate::cluster::session::Session;
 use crate::cluster::tunnel::Tunnel;
-use crate::error::{Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
 use crate::image::registry::{
     ClusterLogin, Deletion, RegistryClient, TransportOptions, TunnelEndpoint,
 };
 use crate::inventory::RegistryAccess;
 use crate::nodes::{self, LoadPlan};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::{REGISTRY_HOST_ENV, Settings};
 pub(crate) use report::Report;
 use report::{Check, CheckId};

@@ -8,12 +8,12 @@ use crate::cluster::client::{Cluster, ContainerState, Lookup, PodFacts};
 use crate::cluster::discovery::Discovered;
 use crate::cluster::product;
 use crate::cluster::session::Session;
-use crate::error::{Error, ExitCode, Result};
 use crate::image::oci::parse_manifest;
 use crate::image::reference::ImageName;
 use crate::inventory::{RegistryAccess, open_registry};
 use crate::nodes::{self, node_cluster};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 const ARCH_LABEL: &str = "kubernetes.io/arch";

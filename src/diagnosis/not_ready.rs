@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::cluster::client::PodEvent;
 use crate::cluster::rollout::{Holds, Stuck, probe_failure};
-use crate::output::shown_bare;
+use crate::plumbing::output::shown_bare;
 
 /// `-o json`'s `rollout[].notReady[]`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -6,8 +6,8 @@
 use serde::Serialize;
 
 use crate::cluster::rollout::{Replaced, Writer};
-use crate::error::{Error, ExitCode};
-use crate::output::shown_bare as shown;
+use crate::plumbing::error::{Error, ExitCode};
+use crate::plumbing::output::shown_bare as shown;
 
 /// `-o json`'s `rollout[].replacedBy`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

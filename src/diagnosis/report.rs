@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::causes::{Cause, Finding};
-use crate::error::{Error, ExitCode};
+use crate::plumbing::error::{Error, ExitCode};
 
 /// `-o json`: see docs/reference.md.
 #[derive(Debug, Serialize)]

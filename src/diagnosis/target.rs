@@ -4,7 +4,7 @@
 //! `push --rollout` rolls deployments, statefulsets and daemonsets. Pure.
 
 use crate::cluster::client::WorkloadKind;
-use crate::error::{Error, ExitCode, Result};
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// What the user named.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use sha2::{Digest as _, Sha256};
 pub struct Digest(String);
 
 #[derive(Debug, thiserror::Error)]
-#[error("{} is not a sha256 digest (expected sha256: followed by 64 lowercase hex digits)", crate::output::shown(.0))]
+#[error("{} is not a sha256 digest (expected sha256: followed by 64 lowercase hex digits)", crate::plumbing::output::shown(.0))]
 pub struct BadDigest(pub String);
 
 impl Digest {

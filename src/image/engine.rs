@@ -29,11 +29,11 @@ pub use kind::Engine;
 pub(crate) use store::{ReadLock, StoreFault, store_fault};
 pub use store::{StoreImage, StoreLayer, StoreMiss};
 
-use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::registry::{Stalled, Watchdog};
-use crate::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
-use crate::output::Printer;
+use crate::plumbing::error::{Context, Error, ExitCode, Result};
+use crate::plumbing::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
+use crate::plumbing::output::Printer;
 use export::{Ended, Export, ExportBound};
 
 /// What the fuzz targets reach (`fuzz/`, `crate::fuzz_entry`): the decoders of engines' answers.

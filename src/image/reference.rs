@@ -36,7 +36,7 @@ pub struct ImageName {
 }
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-#[error("{} is not {what}: {why}", crate::output::shown(raw))]
+#[error("{} is not {what}: {why}", crate::plumbing::output::shown(raw))]
 pub struct NameError {
     raw: String,
     what: &'static str,

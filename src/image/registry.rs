@@ -36,8 +36,8 @@ use self::below_http::ConnectFailure;
 use self::errors::{is_plain_http_to_tls_answer, plain_http_to_tls_error, unexpected_answer};
 use self::request::{Request, failure_in, retry_delay, send};
 use self::transport::{Scheme, Transport};
-use crate::error::{Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// What the fuzz targets reach (`fuzz/`, `crate::fuzz_entry`): the readers of registries' answers
 /// and of docker's credentials.

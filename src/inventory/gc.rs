@@ -9,10 +9,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cluster::hosting::LocalRegistry;
-use crate::error::{Error, ExitCode, Result};
-use crate::output::Printer;
-use crate::output::human_size;
-use crate::process::{Argv, Bound, Run};
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
+use crate::plumbing::output::human_size;
+use crate::plumbing::process::{Argv, Bound, Run};
 
 /// Where the registry image keeps its config and its storage.
 const CONFIG: &str = "/etc/docker/registry/config.yml";

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::error::Result;
 use crate::image::registry::RegistryClient;
+use crate::plumbing::error::Result;
 
 use super::pruning::Doomed;
 

@@ -9,12 +9,12 @@ use futures_util::StreamExt;
 use futures_util::stream;
 
 use super::attached::{Attached, attached};
-use crate::error::{Error, ExitCode, Result};
 use crate::image::created::{self, created_of};
 use crate::image::digest::Digest;
 use crate::image::oci::{ManifestOrIndex, parse_manifest};
 use crate::image::registry::{Catalog, RegistryClient};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 
 /// Manifests read at once.
 const PARALLEL_READS: usize = 8;

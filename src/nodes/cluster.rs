@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use crate::cluster::client::NodeFacts;
 use crate::cluster::product::{Product, ProductKind};
-use crate::process::Argv;
+use crate::plumbing::process::Argv;
 
 /// The containerd namespace the kubelet's CRI reads images from.
 const K8S_NAMESPACE: &str = "k8s.io";
@@ -41,7 +41,7 @@ impl NodeCluster {
             product: product.kind,
             name,
             engine: engine.to_string(),
-            bound: crate::limits::Limits::default().node_timeout,
+            bound: crate::plumbing::limits::Limits::default().node_timeout,
         })
     }
 

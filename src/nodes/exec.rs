@@ -5,8 +5,8 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use crate::limits::seconds_text;
-use crate::process::{Argv, Bound, Output, ProcessError, Run, Stdin};
+use crate::plumbing::limits::seconds_text;
+use crate::plumbing::process::{Argv, Bound, Output, ProcessError, Run, Stdin};
 
 /// Once the whole archive is in, an import has this many times its bound to finish: the
 /// node unpacks every layer after reading the stream.

@@ -13,7 +13,7 @@ use super::cluster::NodeCluster;
 use super::exec;
 use crate::image::digest::Digest;
 use crate::image::reference::ImageName;
-use crate::process::{Argv, shell_quote};
+use crate::plumbing::process::{Argv, shell_quote};
 
 /// One image name in a node's containerd.
 #[derive(Debug, Clone, PartialEq, Eq)]

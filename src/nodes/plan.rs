@@ -5,9 +5,9 @@ use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use crate::cluster::product::ProductKind;
-use crate::error::{Error, ExitCode, Result};
-use crate::process::Argv;
-use crate::process::shell_quote;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::process::Argv;
+use crate::plumbing::process::shell_quote;
 
 /// Where `--load-command` puts the archive's path.
 pub const ARCHIVE_PLACEHOLDER: &str = "{archive}";

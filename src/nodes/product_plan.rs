@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::plan::{Fallback, LoadPlan, PlanSource};
 use crate::cluster::product::{Destination, Product};
-use crate::process::Argv;
+use crate::plumbing::process::Argv;
 
 impl LoadPlan {
     /// How `product`'s own CLI loads `archive` into its nodes; `None` for an unknown cluster.

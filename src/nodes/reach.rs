@@ -8,8 +8,8 @@ use super::{ImageStore, NodeAccess, NodeCluster};
 use crate::cluster::client::NodeFacts;
 use crate::cluster::discovery::Discovered;
 use crate::cluster::product::{self, Product, ProductKind};
-use crate::error::{Error, ExitCode, Result};
-use crate::output::escape_control as printable;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::escape_control as printable;
 
 /// The cluster's nodes, listed once, and how to reach them ([`node_cluster`]), for the nodes'
 /// content tags.

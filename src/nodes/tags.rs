@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 
 use super::{ImageStore, NodeAccess};
-use crate::error::{Error, ExitCode, Result};
 use crate::image::created::created_of;
 use crate::image::digest::Digest;
 use crate::image::oci::parse_manifest;
 use crate::image::reference::ImageName;
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 
 /// The hex digits a content tag ends with.
 const HEX: usize = 12;

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use crate::support::containerd::Containerd;
 use crate::support::fixtures::{self, Format, LayerCompression, Wrap, sha256};
 use crate::support::run::assert_redacted;
-use kubectl_registry::error::{Error, ExitCode};
 use kubectl_registry::image::archive::{
     Archive, ArchiveError, Compression, Format as ArchiveFormat, Image, PlatformImage, Source,
     Wrapping, archive_error_in, is_verification_failure,
 };
+use kubectl_registry::plumbing::error::{Error, ExitCode};
 use snapbox::str;
 
 // ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use clap::Parser;
 use kubectl_registry::cli::Cli;
-use kubectl_registry::error::ExitCode;
+use kubectl_registry::plumbing::error::ExitCode;
 
 use crate::support::run::Run;
 

@@ -12,10 +12,10 @@ use kubectl_registry::cluster::client::NodeFacts;
 use kubectl_registry::cluster::kubeconfig::KubeconfigFacts;
 use kubectl_registry::cluster::product::{self, Product, ProductKind};
 use kubectl_registry::delivery::nodeload;
-use kubectl_registry::error::{Error, ExitCode};
-use kubectl_registry::limits::Limits;
 use kubectl_registry::nodes::{self, LoadPlan};
-use kubectl_registry::output::Printer;
+use kubectl_registry::plumbing::error::{Error, ExitCode};
+use kubectl_registry::plumbing::limits::Limits;
+use kubectl_registry::plumbing::output::Printer;
 use sha2::{Digest as _, Sha256};
 use snapbox::str;
 

@@ -12,12 +12,12 @@ use crate::support::token_server::TokenAuth;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::{self, Stream};
-use kubectl_registry::error::{Error, ExitCode};
 use kubectl_registry::image::digest::Digest;
 use kubectl_registry::image::reference::RegistryHost;
 use kubectl_registry::image::registry::{
     CredentialSources, RegistryClient, TransportOptions, is_retryable,
 };
+use kubectl_registry::plumbing::error::{Error, ExitCode};
 use snapbox::str;
 
 const HELP: &str = "https://example.test/local-registry-guide";

@@ -11,7 +11,9 @@ const KEPT: [&str; 2] = ["PATH", "TMPDIR"];
 /// one table: the machine's cluster, registry, engines, cache and proxies), but `PATH` and
 /// `TMPDIR`; gives it `home` as HOME; `NO_COLOR` is set.
 pub(crate) fn clean_env<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
-    for var in kubectl_registry::environment::all_names().filter(|name| !KEPT.contains(name)) {
+    for var in
+        kubectl_registry::plumbing::environment::all_names().filter(|name| !KEPT.contains(name))
+    {
         cmd.env_remove(var);
     }
     cmd.env("HOME", home).env("NO_COLOR", "1")

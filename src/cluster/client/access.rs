@@ -8,7 +8,7 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::{Api, PostParams};
 
 use super::{Cluster, Lookup};
-use crate::error::Result;
+use crate::plumbing::error::Result;
 
 impl Cluster {
     /// Whether these credentials may `verb` `resource` (`deployments`, `pods/log`,

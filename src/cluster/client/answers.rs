@@ -117,7 +117,7 @@ impl std::fmt::Display for AnswerTooSlow {
         write!(
             f,
             "the answer did not arrive whole within {}",
-            crate::limits::seconds_text(self.within)
+            crate::plumbing::limits::seconds_text(self.within)
         )
     }
 }

@@ -8,8 +8,8 @@ use super::uri_text;
 use crate::cluster::ClusterOptions;
 use crate::cluster::in_cluster;
 use crate::cluster::kubeconfig::{self, Choice, KubeconfigFacts};
-use crate::error::{Error, ExitCode, Result};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 /// kube's settings and what to report about them.
@@ -92,7 +92,7 @@ fn drop_proxy_for_loopback(config: &mut kube::Config) {
 /// system has none, even for a plain-HTTP API server).
 fn with_system_roots(mut config: kube::Config) -> kube::Config {
     if config.root_cert.is_none()
-        && let Some(roots) = crate::tls_roots::system_roots()
+        && let Some(roots) = crate::plumbing::tls_roots::system_roots()
     {
         config.root_cert = Some(roots.iter().map(|der| der.to_vec()).collect());
     }

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, ListParams};
 
 use super::{Cluster, Lookup};
-use crate::error::Result;
+use crate::plumbing::error::Result;
 
 /// One event about a pod.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Whether the API server answers: what `doctor` asks before anything else.
 
 use super::Cluster;
-use crate::error::Result;
+use crate::plumbing::error::Result;
 
 impl Cluster {
     /// `GET /version`: the server's `gitVersion` (`v1.32.0`).

@@ -9,7 +9,7 @@ use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 
 use super::Cluster;
 use crate::cluster::hosting::{HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE};
-use crate::error::{Error, ExitCode, Result};
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// Reads and writes before giving up on a ConfigMap that keeps changing under us.
 const MAX_ATTEMPTS: u32 = 5;

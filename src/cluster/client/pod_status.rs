@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams};
 
 use super::{Cluster, Lookup};
-use crate::error::Result;
+use crate::plumbing::error::Result;
 
 /// A container's state, as the kubelet last reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]

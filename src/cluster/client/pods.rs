@@ -9,7 +9,7 @@ use futures_util::stream::BoxStream;
 
 use super::Cluster;
 use super::follow::{Change, follow, watch_config};
-use crate::error::{Error, ExitCode, Result};
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 const POD_NAME_PREFIX: &str = "kubectl-registry-doctor-";
 /// The pod is deleted by us; this bounds its life should we be killed first.

@@ -8,8 +8,8 @@ use kube::client::Connection;
 
 use super::Cluster;
 use super::services::{Backend, forbidden};
-use crate::error::{Error, ExitCode};
-use crate::limits::seconds_text;
+use crate::plumbing::error::{Error, ExitCode};
+use crate::plumbing::limits::seconds_text;
 
 /// How long opening one stream may take (the upgrade's answer).
 pub(super) const OPEN_TIMEOUT: Duration = Duration::from_secs(15);
@@ -36,7 +36,7 @@ impl Cluster {
 impl Cluster {
     /// Whether RBAC lets us create `pods/portforward` in `namespace`: a SelfSubjectAccessReview,
     /// as `kubectl auth can-i create pods/portforward` asks.
-    pub async fn may_port_forward(&self, namespace: &str) -> crate::error::Result<bool> {
+    pub async fn may_port_forward(&self, namespace: &str) -> crate::plumbing::error::Result<bool> {
         self.may("create", "", "pods/portforward", namespace).await
     }
 }

@@ -14,7 +14,7 @@ use super::follow::{Change, follow, watch_config};
 use super::pod_status::PodFacts;
 use super::{Cluster, Lookup};
 use crate::cluster::rollout::workload::{Workload, WorkloadKind};
-use crate::error::Result;
+use crate::plumbing::error::Result;
 
 /// The manager our image patches are recorded under in the workload's managedFields.
 const FIELD_MANAGER: &str = "kubectl-registry";

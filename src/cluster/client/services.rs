@@ -12,7 +12,7 @@ use crate::cluster::hosting::{
     MINIKUBE_ADDON_LABEL, MINIKUBE_NAMESPACE, MINIKUBE_PROXY_DAEMONSET, MINIKUBE_SERVICE,
     MinikubeAddon, ServiceRef,
 };
-use crate::error::{Error, ExitCode, Result};
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// Pods listed per request when looking for a Service's ready pod.
 const POD_PAGE: u32 = 100;

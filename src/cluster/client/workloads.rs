@@ -12,7 +12,7 @@ use kube::api::{Api, ListParams};
 use serde::de::DeserializeOwned;
 
 use super::Cluster;
-use crate::error::{Error, ExitCode, Result};
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// Objects asked for per page.
 const PAGE_SIZE: u32 = 500;

@@ -7,8 +7,8 @@ use super::{
     HOSTING_CONFIGMAP, HOSTING_NAME, HOSTING_NAMESPACE, LocalRegistry, Note, RegistrySource,
     ServiceRef,
 };
-use crate::error::{Error, ExitCode};
 use crate::image::reference::RegistryHost;
+use crate::plumbing::error::{Error, ExitCode};
 
 pub(super) const VERSION_KEY_PREFIX: &str = "localRegistryHosting.v";
 /// The newest `localRegistryHosting.vN` this code understands.
@@ -117,7 +117,7 @@ fn parse_hosting_v1(
         if let Some(scheme) = scheme {
             notes.push(Note::Warning(format!(
                 "ConfigMap {HOSTING_CONFIGMAP}, key {key}, field {field} {} has a scheme ({scheme}://); using {host}",
-                crate::output::shown(raw)
+                crate::plumbing::output::shown(raw)
             )));
         }
         Ok::<_, Error>(host)
@@ -249,7 +249,7 @@ fn read_v1_fields(key: &str, value: &str, notes: &mut Vec<Note>) -> Result<Hosti
         Ok(Some(help)) if help.chars().any(char::is_control) => {
             notes.push(Note::Warning(format!(
                 "ConfigMap {HOSTING_CONFIGMAP}, key {key}: field help {} contains a control character; ignoring it",
-                crate::output::shown(&help)
+                crate::plumbing::output::shown(&help)
             )));
             None
         }

@@ -7,8 +7,8 @@ use super::{
     KIND_REGISTRY_ANNOTATION, LocalRegistry, Note, RegistrySource, TILT_REGISTRY_ANNOTATION,
     TILT_REGISTRY_FROM_CLUSTER_ANNOTATION,
 };
-use crate::error::{Error, ExitCode};
 use crate::image::reference::{RegistryHost, shown_host};
+use crate::plumbing::error::{Error, ExitCode};
 
 /// The registry named on the command line or in the environment; `origin` names the flags or
 /// variables for messages, e.g. `("--registry", "--registry-from-runtime")`.
@@ -31,7 +31,7 @@ pub fn registry_from_override(
         if let Some(scheme) = scheme {
             notes.push(Note::Warning(format!(
                 "{name} {} has a scheme ({scheme}://); using {host}",
-                crate::output::shown(raw)
+                crate::plumbing::output::shown(raw)
             )));
         }
         Ok::<_, Error>(host)
@@ -88,7 +88,7 @@ pub fn registry_from_node_annotations(
         if let Some(scheme) = scheme {
             notes.push(Note::Warning(format!(
                 "node {node}, annotation {annotation} {} has a scheme ({scheme}://); using {host}",
-                crate::output::shown(raw)
+                crate::plumbing::output::shown(raw)
             )));
         }
         Ok::<_, Error>(host)

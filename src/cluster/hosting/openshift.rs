@@ -3,8 +3,8 @@
 //! from), and its rule that a repository is `<namespace>/<image stream>`.
 
 use super::{LocalRegistry, Note, RegistrySource, ServiceRef};
-use crate::error::{Error, ExitCode};
 use crate::image::reference::RegistryHost;
+use crate::plumbing::error::{Error, ExitCode};
 
 /// OpenShift's guide to exposing its registry with a route and pushing to it.
 pub const OPENSHIFT_REGISTRY_GUIDE: &str = "https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/registry/securing-exposing-registry";

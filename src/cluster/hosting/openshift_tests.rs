@@ -11,7 +11,7 @@ fn read(internal: Option<&str>, external: &[&str]) -> Result<Option<LocalRegistr
     registry_from_openshift(internal, &external, &mut Vec::new())
 }
 
-use crate::error::{Error, ExitCode};
+use crate::plumbing::error::{Error, ExitCode};
 
 #[test]
 fn the_route_is_pushed_to_and_the_service_named_in_pod_specs() {

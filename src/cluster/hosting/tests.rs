@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::error::{Error, ExitCode};
 use crate::image::reference::{HostProblem, RegistryHost};
+use crate::plumbing::error::{Error, ExitCode};
 
 fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

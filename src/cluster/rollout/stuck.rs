@@ -5,7 +5,7 @@
 
 use super::wait::{Target, is_new};
 use crate::cluster::client::{Cluster, ContainerState, PULL_FAILURES, PodEvent, RolloutPod};
-use crate::error::Result;
+use crate::plumbing::error::Result;
 
 /// New pods whose events are read at most (each one request).
 const PODS_READ: usize = 5;

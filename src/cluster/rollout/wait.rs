@@ -16,7 +16,7 @@ use super::replaced::{Replaced, replaced};
 use super::rules::{Status, status};
 use super::workload::{Workload, WorkloadKind};
 use crate::cluster::client::{Change, Cluster, Crash, Lookup, PodFacts, RolloutPod};
-use crate::error::Result;
+use crate::plumbing::error::Result;
 
 /// Between two reads where watch is not allowed.
 const POLL: Duration = Duration::from_secs(1);

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::process::{self, Argv, Bound, Out, Run};
+use crate::plumbing::process::{self, Argv, Bound, Out, Run};
 
 /// More output than this is not a list of names worth reading at a prompt.
 const MAX_OUTPUT_BYTES: usize = 1 << 20;

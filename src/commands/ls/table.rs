@@ -4,7 +4,7 @@
 
 use super::Row;
 use super::rows::AttachmentRow;
-use crate::output::human_size;
+use crate::plumbing::output::human_size;
 
 /// The table for `rows`; `nodes`: the node-content-tag shape.
 pub(crate) fn render(rows: &[Row], nodes: bool) -> String {

@@ -10,13 +10,13 @@ use serde::Serialize;
 use crate::cli::{OutputFormat, PruneArgs};
 use crate::cluster::client::ImageUse;
 use crate::cluster::discovery::Discovered;
-use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::created;
 use crate::inventory::Usage;
 use crate::inventory::pruning::{Dated, Why, newest_threshold};
 use crate::nodes::{self, ImageStore};
 use crate::nodes::{NodeTag, reach_nodes, read_node_tags};
-use crate::output::Printer;
+use crate::plumbing::error::{Context, Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 /// One content tag in the report.

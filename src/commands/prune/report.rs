@@ -3,11 +3,11 @@
 use serde::Serialize;
 
 use crate::cli::OutputFormat;
-use crate::error::{Context, ExitCode, Result};
 use crate::inventory::gc::Collected;
 use crate::inventory::pruning::{Doomed, Kept, Plan};
-use crate::output::Printer;
-use crate::output::human_size;
+use crate::plumbing::error::{Context, ExitCode, Result};
+use crate::plumbing::output::Printer;
+use crate::plumbing::output::human_size;
 
 pub(super) struct Report {
     pub dry_run: bool,

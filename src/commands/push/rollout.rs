@@ -18,9 +18,9 @@ use crate::cluster::rollout::{Workload, WorkloadKind};
 use crate::cluster::session::Session;
 use crate::delivery::push::{Landing, PushReport};
 use crate::diagnosis;
-use crate::error::{Error, ExitCode, Result};
-use crate::interrupt;
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::interrupt;
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 use choose::Wanted;
 

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use crate::cli::PushArgs;
 use crate::cluster::session::Session;
-use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::changes::{FileWatch, Identity, identity};
 use crate::image::engine::{self, Source};
-use crate::interrupt;
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::interrupt;
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 pub(super) async fn run(

@@ -10,12 +10,12 @@ use futures_util::future::join_all;
 
 use super::Progress;
 use super::check::image_ready;
-use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{Archive, ArchiveError, PlatformImage, containerd_name};
 use crate::image::digest::Digest;
 use crate::nodes::{self, Failure, NodeCluster, NodeHoldings};
-use crate::output::Printer;
-use crate::process::{Output, printable};
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
+use crate::plumbing::process::{Output, printable};
 
 /// The image to deliver, with every layer digest resolved.
 pub struct Delivery<'a> {

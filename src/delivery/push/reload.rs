@@ -13,7 +13,7 @@ use crate::cluster::product::Product;
 use crate::delivery::push::pipeline::record_file::RecordFile;
 use crate::image::digest::Digest;
 use crate::nodes::{self, NodeCluster, NodeSurvey};
-use crate::output::Printer;
+use crate::plumbing::output::Printer;
 
 const FILE_NAME: &str = "loaded-images-v1.json";
 /// A load costs ~300 bytes; the oldest entries go past this.

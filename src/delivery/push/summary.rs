@@ -4,10 +4,10 @@ use serde::Serialize;
 
 use crate::cluster::network::Network;
 use crate::delivery::push::pipeline::upload::Outcome;
-use crate::error::Result;
 use crate::image::digest::Digest;
-use crate::output::OutputFormat;
-use crate::output::Printer;
+use crate::plumbing::error::Result;
+use crate::plumbing::output::OutputFormat;
+use crate::plumbing::output::Printer;
 
 /// Blobs and bytes moved or found already there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -9,11 +9,11 @@ use super::summary::{Method, PushReport, Transfer};
 use crate::cluster::client::NodeFacts;
 use crate::cluster::product::Product;
 use crate::delivery::nodeload;
-use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{Archive, Image, Platform, PlatformImage, RawBlob};
 use crate::image::digest::Digest;
 use crate::nodes::{self, LoadPlan, NodeCluster};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 
 mod by_node;
 

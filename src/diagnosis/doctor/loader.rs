@@ -4,7 +4,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::process::{Argv, Bound, Out, Run};
+use crate::plumbing::process::{Argv, Bound, Out, Run};
 
 /// A loader that hangs must not hold the report.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(5);

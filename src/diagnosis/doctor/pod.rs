@@ -8,7 +8,7 @@ use futures_util::StreamExt;
 use super::report::{Check, CheckId};
 use crate::cluster::client::{Change, Cluster, ProbePod, ProbePods, PullState};
 use crate::cluster::hosting::LocalRegistry;
-use crate::error::ExitCode;
+use crate::plumbing::error::ExitCode;
 
 /// How long the node may take to pull a few hundred bytes before we call it stuck.
 const WAIT: Duration = Duration::from_secs(60);
@@ -17,7 +17,7 @@ const POLL_EVERY: Duration = Duration::from_millis(500);
 
 /// The pod watched until its pull is done or failed (read twice a second where the watch is
 /// refused); unbounded: the caller bounds it.
-async fn pulled(cluster: &Cluster, pod: &ProbePod) -> crate::error::Result<PullState> {
+async fn pulled(cluster: &Cluster, pod: &ProbePod) -> crate::plumbing::error::Result<PullState> {
     let mut follow = ProbePods::new(cluster).follow_probe_pod(pod);
     while let Some(change) = follow.next().await {
         let now = match change {

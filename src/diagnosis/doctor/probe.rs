@@ -8,10 +8,10 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use futures_util::stream;
 
-use crate::error::{Context, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::oci::{MediaType, Platform};
 use crate::image::registry::{Deletion, RegistryClient};
+use crate::plumbing::error::{Context, ExitCode, Result};
 
 /// The probe's own repository, so that nothing of the user's is touched (in the project, on
 /// OpenShift).
@@ -98,7 +98,7 @@ pub(super) async fn push_and_read_back(
             Some(other) => format!("answered digest {other}"),
             None => "answered 404".to_string(),
         };
-        return Err(crate::error::Error::new(
+        return Err(crate::plumbing::error::Error::new(
             ExitCode::Registry,
             format!(
                 "the registry took manifest {} but a HEAD by its digest {what}",

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::error::{Error, ExitCode};
+use crate::plumbing::error::{Error, ExitCode};
 
 /// Which check: the name it goes by on its line and in JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -8,8 +8,8 @@ use crate::cluster::discovery::Discovered;
 use crate::cluster::hosting::LocalRegistry;
 use crate::cluster::reach::{self, Decided};
 use crate::cluster::tunnel::Tunnel;
-use crate::error::ExitCode;
-use crate::output::Printer;
+use crate::plumbing::error::ExitCode;
+use crate::plumbing::output::Printer;
 
 /// The tunnel push would take, opened, and its check; `None` when push goes direct.
 pub(super) async fn check(

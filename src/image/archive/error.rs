@@ -3,8 +3,8 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::error::{Cause, Error, ExitCode};
 use crate::image::digest::Digest;
+use crate::plumbing::error::{Cause, Error, ExitCode};
 
 /// Every archive failure names the archive (its path, or "standard input") and, where one is
 /// involved, the member or layer.

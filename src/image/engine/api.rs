@@ -14,7 +14,7 @@ use crate::image::http_body::{
     ENGINE_ERROR_BODY_LIMIT, INSPECT_BODY_LIMIT, read_capped, read_start,
 };
 use crate::image::registry::{Stalled, Watchdog};
-use crate::limits::{STALL_TIMEOUT_ENV, seconds_text};
+use crate::plumbing::limits::{STALL_TIMEOUT_ENV, seconds_text};
 
 /// What asking an engine API for an image gave.
 pub(super) enum Answer<T> {
@@ -123,7 +123,7 @@ impl EngineApi {
         {
             return Err(format!(
                 "{} is not an image reference",
-                crate::output::shown(image)
+                crate::plumbing::output::shown(image)
             ));
         }
         self.client

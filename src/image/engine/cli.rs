@@ -12,8 +12,8 @@ use super::export::Export;
 use super::facts::ImageFacts;
 use crate::image::digest::Digest;
 use crate::image::registry::Watchdog;
-use crate::limits::{REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
-use crate::process::{Argv, Bound, Out, ProcessError, Run};
+use crate::plumbing::limits::{REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
+use crate::plumbing::process::{Argv, Bound, Out, ProcessError, Run};
 
 /// What running an engine's CLI gave.
 pub(super) enum Outcome<T> {

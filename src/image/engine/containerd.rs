@@ -22,7 +22,7 @@ use crate::image::archive::{Compression, OpenBlob};
 use crate::image::digest::Digest;
 use crate::image::oci::is_layer_type;
 use crate::image::reference::ImageName;
-use crate::limits::Limits;
+use crate::plumbing::limits::Limits;
 #[cfg(fuzzing)]
 pub(crate) use address::read_nerdctl_toml;
 use grpc::{Answers, Failure, Grpc, NOT_FOUND, PERMISSION_DENIED};

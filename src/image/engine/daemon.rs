@@ -16,7 +16,7 @@ use super::api::{EngineApi, connect_failure, failure};
 use super::endpoint::Endpoint;
 use crate::image::digest::Digest;
 use crate::image::registry::Watchdog;
-use crate::limits::{Limits, STALL_TIMEOUT_ENV, seconds_text};
+use crate::plumbing::limits::{Limits, STALL_TIMEOUT_ENV, seconds_text};
 
 /// A progress line is ~200 bytes and an error a few KiB: a longer line is not the daemon's.
 const LINE_LIMIT: usize = 64 * 1024;
@@ -358,7 +358,7 @@ fn ask(
         .ok_or_else(|| {
             std::io::Error::other(format!(
                 "not an HTTP answer: {}",
-                crate::output::shown(&line)
+                crate::plumbing::output::shown(&line)
             ))
         })
 }
@@ -374,7 +374,7 @@ fn checked(name: &str) -> Result<&str, String> {
     } else {
         Err(format!(
             "{} is not an image reference",
-            crate::output::shown(name)
+            crate::plumbing::output::shown(name)
         ))
     }
 }
@@ -470,7 +470,7 @@ impl Progress {
             self.digest = Some(digest.parse().map_err(|_| {
                 EnginePushFailure::Failed(format!(
                     "the daemon named a digest that is not one: {}",
-                    crate::output::shown(&digest)
+                    crate::plumbing::output::shown(&digest)
                 ))
             })?);
         }

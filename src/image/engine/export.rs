@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::image::registry::{Stalled, Watchdog};
-use crate::process::{self, ProcessError};
+use crate::plumbing::process::{self, ProcessError};
 
 /// Chunks of the API body in flight between the async reader and the blocking consumer.
 const CHANNEL_DEPTH: usize = 8;

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::error::{Error, ExitCode};
+use crate::plumbing::error::{Error, ExitCode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
@@ -70,7 +70,7 @@ mod tests {
     #[test]
     fn an_unknown_engine_is_a_usage_error_naming_the_variable() {
         let err = Engine::from_setting("KUBECTL_REGISTRY_ENGINE", "rm -rf").unwrap_err();
-        assert_eq!(err.exit_code(), crate::error::ExitCode::Usage);
+        assert_eq!(err.exit_code(), crate::plumbing::error::ExitCode::Usage);
         assert!(
             err.to_string()
                 .contains(r#"KUBECTL_REGISTRY_ENGINE="rm -rf" is not valid"#)

@@ -94,7 +94,7 @@ impl fmt::Display for Platform {
 
 /// Text that is not `OS/ARCH[/VARIANT]`.
 #[derive(Debug, thiserror::Error)]
-#[error("{} is not a platform; expected OS/ARCH[/VARIANT], e.g. linux/amd64", crate::output::shown(.0))]
+#[error("{} is not a platform; expected OS/ARCH[/VARIANT], e.g. linux/amd64", crate::plumbing::output::shown(.0))]
 pub struct BadPlatform(pub String);
 
 impl FromStr for Platform {

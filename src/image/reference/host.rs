@@ -27,11 +27,11 @@ pub enum HostProblem {
     Scheme(String),
     #[error("it has user info (…@); registry credentials belong in ~/.docker/config.json")]
     UserInfo,
-    #[error("it has a path ({})", crate::output::shown_bare(.0))]
+    #[error("it has a path ({})", crate::plumbing::output::shown_bare(.0))]
     Path(String),
-    #[error("it has a query ({})", crate::output::shown_bare(.0))]
+    #[error("it has a query ({})", crate::plumbing::output::shown_bare(.0))]
     Query(String),
-    #[error("it has a fragment ({})", crate::output::shown_bare(.0))]
+    #[error("it has a fragment ({})", crate::plumbing::output::shown_bare(.0))]
     Fragment(String),
     #[error("an IPv6 address needs brackets, as in [::1]:5000")]
     UnbracketedIpv6,
@@ -116,9 +116,9 @@ impl serde::Serialize for RegistryHost {
 /// A host as a message shows it, quoted: a password in its user info replaced by `xxxxx` (as
 /// Go's `URL.Redacted` does), and every character but printable ASCII escaped (`\u{43e}`), so a
 /// look-alike letter, a zero-width or a bidi character is seen for what it is; a long one cut
-/// short ([`crate::output::shown`]).
+/// short ([`crate::plumbing::output::shown`]).
 pub fn shown_host(raw: &str) -> String {
-    crate::output::shown(&redacted(raw))
+    crate::plumbing::output::shown(&redacted(raw))
 }
 
 /// `raw` with the password of any `user:password@` before the host replaced by `xxxxx`.

@@ -15,12 +15,12 @@ use super::credentials::{self, ClusterLogin, CredentialSources, Credentials, Sec
 use super::errors::RegistryResponse;
 use super::transport::{Transport, explain_send_error, same_authority, stalled_error};
 use super::watchdog::Stalled;
-use crate::error::{Error, ExitCode, Result};
 use crate::image::http_body::{TOKEN_BODY_LIMIT, read_capped};
 use crate::image::reference::RegistryHost;
 use crate::image::reference::is_loopback_url;
-use crate::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
-use crate::output::shown_bare;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
+use crate::plumbing::output::shown_bare;
 
 mod challenge;
 

@@ -120,7 +120,7 @@ fn plain_name(presented: &str) -> String {
                 .and_then(|rest| rest.strip_suffix(')'))
         })
         .unwrap_or(presented);
-    crate::output::shown_bare(inner)
+    crate::plumbing::output::shown_bare(inner)
 }
 
 /// `a, b and c`; `nothing (no subjectAltName)` for none; the first few of many.

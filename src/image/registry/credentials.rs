@@ -10,11 +10,11 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde::Deserialize;
 
-use crate::error::{Error, ExitCode, Result};
 use crate::image::go_json::null_as_empty;
 use crate::image::reference::RegistryHost;
-use crate::limits::{HELPER_TIMEOUT_ENV, seconds_text};
-use crate::process::{Argv, Bound, Out, ProcessError, Run, Stdin};
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::limits::{HELPER_TIMEOUT_ENV, seconds_text};
+use crate::plumbing::process::{Argv, Bound, Out, ProcessError, Run, Stdin};
 
 /// Where credentials are looked up: the settings' files, or a test's own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::RegistryClient;
 use super::credentials::Secret;
-use crate::error::Result;
+use crate::plumbing::error::Result;
 
 impl RegistryClient {
     /// The `X-Registry-Auth` value for a daemon pushing here: `{}` (`e30=`) while the registry

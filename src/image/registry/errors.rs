@@ -8,8 +8,8 @@ use reqwest::header::RETRY_AFTER;
 use reqwest::{Response, StatusCode};
 use serde::Deserialize;
 
-use crate::error::{Cause, Error, ExitCode};
 use crate::image::go_json::null_as_empty;
+use crate::plumbing::error::{Cause, Error, ExitCode};
 
 /// How much of a non-JSON error body we quote: enough for a proxy's one-line message.
 const QUOTED_BODY_LIMIT: usize = 300;

@@ -11,11 +11,11 @@ use serde::Deserialize;
 use super::auth::Scope;
 use super::request::Request;
 use super::{RegistryClient, check_reference};
-use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::go_json::null_as_empty;
 use crate::image::http_body::{CappedBodyError, read_capped};
 use crate::image::oci::MediaType;
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// The most one page of `_catalog` or `tags/list` may hold.
 const PAGE_LIMIT: usize = 4 << 20;
@@ -159,7 +159,7 @@ impl RegistryClient {
                         ExitCode::Registry,
                         format!(
                             "the registry answered bytes that hash to {digest}, not {}",
-                            crate::output::shown(&claimed)
+                            crate::plumbing::output::shown(&claimed)
                         ),
                     ));
                 }
@@ -213,7 +213,7 @@ impl RegistryClient {
                     ExitCode::Registry,
                     format!(
                         "the registry's Link header names page {} again, after {} pages; stopped there",
-                        crate::output::shown(url.as_str()),
+                        crate::plumbing::output::shown(url.as_str()),
                         pages.len()
                     ),
                 )));
@@ -260,7 +260,7 @@ impl RegistryClient {
                     ExitCode::Registry,
                     format!(
                         "the registry answered the same page again at {}, after {} pages; stopped there",
-                        crate::output::shown(url.as_str()),
+                        crate::plumbing::output::shown(url.as_str()),
                         pages.len()
                     ),
                 )));
@@ -288,7 +288,7 @@ impl RegistryClient {
                 ExitCode::Registry,
                 format!(
                     "the {what} did not arrive within {}",
-                    crate::limits::seconds_text(wait)
+                    crate::plumbing::limits::seconds_text(wait)
                 ),
             )),
         }
@@ -354,7 +354,7 @@ pub(crate) fn next_page(page: &Url, link: Option<&HeaderValue>) -> Result<Option
             ExitCode::Registry,
             format!(
                 "the registry's Link header names no usable URL: {}",
-                crate::output::shown(target)
+                crate::plumbing::output::shown(target)
             ),
         )
         .with_source(err)

@@ -8,8 +8,8 @@ use reqwest::{Method, StatusCode};
 use super::auth::Scope;
 use super::request::{Payload, Request};
 use super::{RegistryClient, check_reference};
-use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// distribution refuses larger manifests (400 MANIFEST_INVALID); most registries use the same limit.
 const MANIFEST_SIZE_LIMIT: usize = 4 * 1024 * 1024;
@@ -40,7 +40,7 @@ impl RegistryClient {
                     ExitCode::Input,
                     format!(
                         "{} is not a valid media type",
-                        crate::output::shown(media_type)
+                        crate::plumbing::output::shown(media_type)
                     ),
                 )
                 .with_source(err)
@@ -91,7 +91,7 @@ pub(crate) fn check_answered_digest(sent: &Digest, answered: Option<&str>) -> Re
             ExitCode::Registry,
             format!(
                 "the registry stored the manifest as {}, but the bytes sent hash to {sent}",
-                crate::output::shown(answered)
+                crate::plumbing::output::shown(answered)
             ),
         )
         .with_hint("a proxy or the registry rewrote the manifest; pin the digest the registry reports, or push to it directly")),

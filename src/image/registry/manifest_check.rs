@@ -7,8 +7,8 @@ use reqwest::{Method, StatusCode};
 use super::auth::Scope;
 use super::request::Request;
 use super::{RegistryClient, check_reference};
-use crate::error::Result;
 use crate::image::oci::MediaType;
+use crate::plumbing::error::Result;
 
 /// What a DELETE did.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 
 use reqwest::{NoProxy, Proxy, Url};
 
-use crate::environment::{ALL_PROXY, HTTP_PROXY, HTTPS_PROXY, NO_PROXY};
 use crate::image::reference::is_loopback_url;
+use crate::plumbing::environment::{ALL_PROXY, HTTP_PROXY, HTTPS_PROXY, NO_PROXY};
 
 /// `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and `NO_PROXY` (or their lowercase forms), as read at start.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

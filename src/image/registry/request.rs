@@ -17,8 +17,8 @@ use super::errors::{
 };
 use super::transport::{SendFailure, Transport, explain_send_error, stalled_error};
 use super::watchdog::Watchdog;
-use crate::error::{Error, ExitCode, Result};
-use crate::limits::{Limits, MAX_RETRY_DELAY};
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::limits::{Limits, MAX_RETRY_DELAY};
 
 /// What a request carries.
 pub(super) enum Payload {

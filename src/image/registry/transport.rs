@@ -12,9 +12,9 @@ use super::credentials::{ClusterLogin, CredentialSources};
 use super::proxy::Proxies;
 use super::tunnelled::TunnelEndpoint;
 use super::watchdog::Stalled;
-use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::reference::RegistryHost;
-use crate::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
+use crate::plumbing::error::{Context, Error, ExitCode, Result};
+use crate::plumbing::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
 
 /// How to reach the registry, from the command line and the cluster's advertisement.
 #[derive(Debug, Clone, Default)]
@@ -213,7 +213,7 @@ impl Transport {
         Url::parse(&text).context(ExitCode::Registry, || {
             format!(
                 "{} is not a valid registry URL",
-                crate::output::shown(&text)
+                crate::plumbing::output::shown(&text)
             )
         })
     }
@@ -252,7 +252,7 @@ fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
     if options.insecure {
         builder = builder.tls_danger_accept_invalid_certs(true);
     }
-    let with_system_roots = match crate::tls_roots::system_roots() {
+    let with_system_roots = match crate::plumbing::tls_roots::system_roots() {
         // The roots this process already read: reqwest's own verifier would read them again.
         Some(roots) => {
             // Through a tunnel the registry may answer in plain HTTP (minikube's addon): a
@@ -294,7 +294,7 @@ fn build_client(options: &TransportOptions, scheme: Scheme) -> Result<Client> {
     }
 }
 
-fn no_system_roots(cause: impl Into<crate::error::Cause>) -> Error {
+fn no_system_roots(cause: impl Into<crate::plumbing::error::Cause>) -> Error {
     Error::new(ExitCode::Registry, "setting up the HTTP client")
         .with_source(cause)
         .with_hint("install the system CA certificates (ca-certificates), or pass --ca-file")
@@ -512,7 +512,7 @@ mod tests {
     #[test]
     fn through_a_tunnel_tls_goes_first_to_the_services_name_and_the_settled_scheme_is_kept() {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let printer = crate::output::Printer::new(0, true, false);
+        let printer = crate::plumbing::output::Printer::new(0, true, false);
         let local: std::net::SocketAddr = "127.0.0.1:40123".parse().unwrap();
         let service = "Service dev/registry".to_string();
         let endpoint =

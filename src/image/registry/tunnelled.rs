@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use reqwest::Certificate;
 
 use crate::image::reference::RegistryHost;
-use crate::output::Printer;
+use crate::plumbing::output::Printer;
 
 /// Where the registry behind a tunnel is, and what its certificate is checked against.
 #[derive(Debug, Clone)]

@@ -14,8 +14,8 @@ use super::auth::Scope;
 use super::open_uploads::OpenUpload;
 use super::request::{Payload, Request};
 use super::watchdog::Watchdog;
-use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 const OCTET_STREAM: HeaderValue = HeaderValue::from_static("application/octet-stream");
 /// How long a best-effort cancel of a failed upload may take.
@@ -436,7 +436,7 @@ pub(crate) fn location_in(base: &Url, value: &HeaderValue) -> Result<Url> {
             ExitCode::Registry,
             format!(
                 "the registry's upload Location {} is not a URL",
-                crate::output::shown(text)
+                crate::plumbing::output::shown(text)
             ),
         )
         .with_source(err)

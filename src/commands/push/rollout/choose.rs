@@ -6,8 +6,8 @@
 use crate::cluster::rollout::{TemplateContainer, Workload, WorkloadKind};
 use crate::delivery::push::Landing;
 use crate::diagnosis::{on_registry, parse_workload};
-use crate::error::{Error, ExitCode, Result};
 use crate::image::reference::ImageName;
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// One `--rollout KIND/NAME[=CONTAINER]`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use super::{Ended, Outcome, Rollouts, Wanted};
 use crate::cluster::client::{Crash, Lookup, PodFacts, RolloutPod};
 use crate::cluster::rollout::{self, Follow, Seen, Target, Workload};
 use crate::diagnosis;
-use crate::error::{Context, Error, ExitCode};
-use crate::limits::seconds_text;
+use crate::plumbing::error::{Context, Error, ExitCode};
+use crate::plumbing::limits::seconds_text;
 
 pub(super) struct Settle<'a> {
     pub rollouts: &'a Rollouts<'a>,

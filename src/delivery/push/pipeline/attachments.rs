@@ -4,8 +4,8 @@
 
 use crate::delivery::push::pipeline::commit::put_by_digest;
 use crate::delivery::push::pipeline::upload::Uploader;
-use crate::error::Result;
 use crate::image::archive::Attachment;
+use crate::plumbing::error::Result;
 
 pub(crate) async fn push(uploader: &Uploader, attachments: &[Attachment]) -> Result<()> {
     for attachment in attachments {

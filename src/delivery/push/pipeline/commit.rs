@@ -3,11 +3,11 @@
 
 use bytes::Bytes;
 
-use crate::error::Result;
 use crate::image::archive::RawBlob;
 use crate::image::digest::Digest;
 use crate::image::engine::ContentManifest;
 use crate::image::registry::{FetchedManifest, RegistryClient};
+use crate::plumbing::error::Result;
 
 /// A manifest as a source holds it: built by us (`RawBlob`), containerd's own bytes, or what
 /// an engine's own push left in the registry.
@@ -49,7 +49,7 @@ pub(crate) async fn tag_last<M: Manifest>(
     for child in children {
         put_by_digest(client, repo, child).await?;
     }
-    crate::interrupt::doing(
+    crate::plumbing::interrupt::doing(
         format!("tagging {}/{repo}:{tag}", client.known_as()),
         "the tag may or may not have been set",
     );

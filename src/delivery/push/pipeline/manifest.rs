@@ -5,10 +5,10 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{self, Archive, Image, Platform, PlatformImage, RawBlob};
 use crate::image::digest::Digest;
 use crate::image::oci::MediaType;
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// A layer as the pushed manifest describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]

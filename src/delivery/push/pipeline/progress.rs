@@ -2,7 +2,7 @@
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::output::Printer;
+use crate::plumbing::output::Printer;
 
 /// All the bars of one push; a no-op when stderr is not a terminal.
 pub(crate) struct Progress {

@@ -16,13 +16,13 @@ use crate::delivery::push::pipeline::progress::BlobProgress;
 use crate::delivery::push::pipeline::stream::{self, Encoding};
 use crate::delivery::push::pipeline::upload::{Blob, BlobSource, Opened, SentLayer, Uploader};
 use crate::delivery::push::summary::Transfer;
-use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{self, Archive, Image, Layer, PlatformImage, RawBlob};
 use crate::image::digest::Digest;
 use crate::image::reference::RegistryHost;
 use crate::image::reference::Target;
 use crate::image::registry::{RegistryClient, TransportOptions};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 
 /// How the push reaches the registry, resolved from flags and the registry's nature.
 pub(crate) struct RegistryPush<'a> {

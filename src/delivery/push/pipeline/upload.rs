@@ -16,12 +16,12 @@ use crate::delivery::push::pipeline::manifest::Descriptor;
 use crate::delivery::push::pipeline::progress::{BlobProgress, Progress};
 use crate::delivery::push::pipeline::records::{SentBlob, SentBlobs};
 use crate::delivery::push::pipeline::stream::{Encoding, SourceFailure};
-use crate::error::{Error, Result};
 use crate::image::archive::{self, Compression};
 use crate::image::digest::Digest;
 use crate::image::registry::{RegistryClient, Watchdog};
-use crate::limits::seconds_text;
-use crate::output::Printer;
+use crate::plumbing::error::{Error, Result};
+use crate::plumbing::limits::seconds_text;
+use crate::plumbing::output::Printer;
 
 /// What happened to one blob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

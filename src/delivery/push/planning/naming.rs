@@ -2,11 +2,11 @@
 //! else the one name the engine knows an image ID by; and what of an archive's index a push
 //! leaves out, said.
 
-use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{self, Image};
 use crate::image::engine;
 use crate::image::reference::{IdNames, ImageName, id_names};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 
 /// What the archive's index names that this push leaves out: platforms whose blobs are absent
 /// (routine in containerd-store exports, so a note rather than a warning), platforms

@@ -7,12 +7,12 @@ use crate::cluster::hosting::{INGRESS_CA_HINT, LocalRegistry, RegistrySource};
 use crate::cluster::network::Network;
 use crate::cluster::openshift;
 use crate::cluster::reach::Reach;
-use crate::error::{Error, Result};
 use crate::image::digest::Digest;
 use crate::image::reference::{ImageName, RegistryHost, Target};
 use crate::image::registry::{self, ClusterLogin, TransportOptions};
-use crate::interrupt;
-use crate::output::Printer;
+use crate::plumbing::error::{Error, Result};
+use crate::plumbing::interrupt;
+use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
 use crate::delivery::push::options::{LayerCompression, PushOptions};

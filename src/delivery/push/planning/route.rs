@@ -12,9 +12,9 @@ use crate::delivery::push::sources::by_podman;
 use crate::delivery::push::sources::from_containerd;
 use crate::delivery::push::sources::from_engine::{self, Pushed, Selection};
 use crate::delivery::push::sources::from_store;
-use crate::error::Result;
 use crate::image::engine::{Engine, Found};
-use crate::output::Printer;
+use crate::plumbing::error::Result;
+use crate::plumbing::output::Printer;
 
 pub(crate) async fn push(
     plan: &RegistryPush<'_>,

@@ -16,12 +16,12 @@ use crate::delivery::push::sources::from_engine::{
     Pushed, Selection, record_engine_push, repush_unchanged,
 };
 use crate::delivery::push::summary::Transfer;
-use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::engine::{Daemon, DaemonPushed, EnginePushFailure, Found, LayerEnd, PushEvent};
 use crate::image::registry::{FetchedManifest, RegistryClient};
-use crate::interrupt;
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::interrupt;
+use crate::plumbing::output::Printer;
 
 /// The daemon gzips every layer it sends: its pushes are recorded under that encoding.
 const DAEMON_ENCODING: Encoding = Encoding::Gzip;
@@ -158,7 +158,7 @@ fn refused(
             printer.debug(&format!(
                 "the docker daemon cannot reach {} ({}): exporting instead",
                 client.host(),
-                crate::output::escape_control(&said)
+                crate::plumbing::output::escape_control(&said)
             ));
             Ok(None)
         }
@@ -171,7 +171,7 @@ fn refused(
         )
         .with_source(Error::new(
             ExitCode::Registry,
-            crate::output::escape_control(&said).into_owned(),
+            crate::plumbing::output::escape_control(&said).into_owned(),
         ))),
     }
 }

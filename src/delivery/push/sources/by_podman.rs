@@ -16,13 +16,13 @@ use crate::delivery::push::sources::from_engine::{
     Pushed, Selection, record_engine_push, record_manifest, repush_unchanged,
 };
 use crate::delivery::push::summary::Transfer;
-use crate::error::{Context, Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::engine::{CliPush, EnginePushFailure, Found};
 use crate::image::oci;
 use crate::image::registry::{FetchedManifest, RegistryClient};
-use crate::interrupt;
-use crate::output::{Printer, escape_control};
+use crate::plumbing::error::{Context, Error, ExitCode, Result};
+use crate::plumbing::interrupt;
+use crate::plumbing::output::{Printer, escape_control};
 
 /// podman's own push; `None` (the reason said with -v) when the export must go.
 pub(crate) async fn push(

@@ -13,8 +13,8 @@ use tokio::task::JoinHandle;
 use crate::delivery::push::pipeline::manifest::Descriptor;
 use crate::delivery::push::pipeline::stream::{self, Encoding};
 use crate::delivery::push::pipeline::upload::{Blob, Outcome, Uploader};
-use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{LargeMember, MemberSink};
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// What became of one large member.
 #[derive(Debug, Clone)]

@@ -16,10 +16,10 @@ use crate::delivery::push::pipeline::to_registry::RegistryPush;
 use crate::delivery::push::pipeline::upload::{Blob, BlobSource, Opened, Outcome};
 use crate::delivery::push::sources::from_engine::Pushed;
 use crate::delivery::push::summary::Transfer;
-use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{Archive, AssembledLayer};
 use crate::image::engine::{ContentBlob, ContentImage, Found};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 
 pub(crate) async fn push(
     plan: &RegistryPush<'_>,

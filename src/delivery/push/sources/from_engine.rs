@@ -16,12 +16,12 @@ use crate::delivery::push::pipeline::to_registry::{
 use crate::delivery::push::pipeline::upload::{Outcome, SentLayer, Uploader, retrying};
 use crate::delivery::push::sources::export_upload::{ExportUploader, StreamedLayer};
 use crate::delivery::push::summary::Transfer;
-use crate::error::{Error, Result};
 use crate::image::archive::{Archive, Image, RawBlob, StreamedArchive};
 use crate::image::digest::Digest;
 use crate::image::engine::Found;
 use crate::image::registry::{FetchedManifest, RegistryClient};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, Result};
+use crate::plumbing::output::Printer;
 
 /// What the user picked inside the image (`--image`, `--platform`).
 pub(crate) struct Selection<'a> {

@@ -10,10 +10,10 @@ use crate::delivery::push::pipeline::progress::BlobProgress;
 use crate::delivery::push::pipeline::to_registry::{self, RegistryPush};
 use crate::delivery::push::pipeline::upload::{Blob, BlobSource, Opened};
 use crate::delivery::push::sources::from_engine::{Pushed, record_manifest, repush_unchanged};
-use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{Archive, AssembledLayer, Layer};
 use crate::image::engine::{Found, ReadLock, StoreFault, StoreImage, store_fault};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 
 pub(crate) async fn push(
     plan: &RegistryPush<'_>,

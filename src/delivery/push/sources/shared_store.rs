@@ -4,12 +4,12 @@
 
 use crate::cluster::product::Product;
 use crate::delivery::push::summary::{Method, PushReport, Transfer};
-use crate::error::{Error, ExitCode, Result};
 use crate::image::digest::Digest;
 use crate::image::engine::Found;
 use crate::image::reference::{DEFAULT_TAG, ImageName};
 use crate::nodes::node_load_tag;
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 
 /// The content tag set in the engine; `None` when the nodes do not share this engine's store
 /// (or the engine is not a Docker daemon we can speak to), so a load is needed.

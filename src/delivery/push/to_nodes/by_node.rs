@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use super::{NodeLoad, write_single_platform};
 use crate::delivery::nodeload::{self, Delivered, Delivery, NodeReport};
-use crate::error::{Error, ExitCode, Result};
 use crate::image::archive::{Archive, PlatformImage, RawBlob};
 use crate::image::digest::Digest;
 use crate::nodes::{LoadPlan, NodeCluster, NodeSurvey, PlanSource};
-use crate::output::Printer;
+use crate::plumbing::error::{Error, ExitCode, Result};
+use crate::plumbing::output::Printer;
 
 /// Each node that could be asked gets only what it lacks; the others get the whole archive
 /// from the product's CLI.

@@ -99,7 +99,7 @@ impl Grpc {
         let namespace = HeaderValue::from_str(&self.namespace).map_err(|_| {
             Failure::unanswered(format!(
                 "{} is not a namespace name",
-                crate::output::shown(&self.namespace)
+                crate::plumbing::output::shown(&self.namespace)
             ))
         })?;
         let response = self

@@ -148,7 +148,7 @@ mod tests {
     use super::*;
 
     const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md");
-    const BEGIN: &str = "<!-- environment table: src/environment.rs -->\n";
+    const BEGIN: &str = "<!-- environment table: src/plumbing/environment.rs -->\n";
     const END: &str = "<!-- end of environment table -->";
 
     /// docs/reference.md's table is the table; `UPDATE_DOCS=1 cargo test --lib environment`

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-pub use crate::environment::{
+pub use crate::plumbing::environment::{
     ATTEMPTS as ATTEMPTS_ENV, HELPER_TIMEOUT as HELPER_TIMEOUT_ENV,
     NODE_TIMEOUT as NODE_TIMEOUT_ENV, REQUEST_TIMEOUT as REQUEST_TIMEOUT_ENV,
     RETRY_DELAY as RETRY_DELAY_ENV, STALL_TIMEOUT as STALL_TIMEOUT_ENV,
 };
-use crate::error::{Error, ExitCode, Result};
+use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// The bounds of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

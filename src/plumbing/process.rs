@@ -16,7 +16,7 @@ use std::io::{self, Write};
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use crate::limits::seconds_text;
+use crate::plumbing::limits::seconds_text;
 
 pub use argv::Argv;
 pub(crate) use argv::shell_quote;

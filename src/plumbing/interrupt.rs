@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 
-use crate::error::{Error, ExitCode};
+use crate::plumbing::error::{Error, ExitCode};
 
 /// What the command is doing, for the message if a signal stops it. A process runs one
 /// command, and the signal's handler cannot reach into the future it cancels: hence a global.

@@ -11,7 +11,6 @@ mod hosting_write;
 mod pod_status;
 mod pods;
 mod portforward;
-mod rollout;
 mod services;
 mod workloads;
 
@@ -37,12 +36,12 @@ pub use crate::cluster::rollout::WorkloadKind;
 use config::ClientSettings;
 pub use events::PodEvent;
 pub use follow::{Change, WATCH_SECONDS};
+pub(in crate::cluster) use follow::{follow, watch_config};
 pub use hosting_write::{HostingWrites, Written};
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub(crate) use pods::PULL_FAILURES;
 pub use pods::{ProbePod, ProbePods, PullState};
 pub use portforward::Forwarder;
-pub use rollout::{Crash, RolloutPod};
 pub use services::Backend;
 pub use workloads::{ImageUse, ImageUses, usage_forbidden};
 
@@ -104,7 +103,7 @@ impl<T> Lookup<T> {
 /// clone (the tunnel keeps one to find a registry's pod again).
 #[derive(Clone)]
 pub struct Cluster {
-    client: kube::Client,
+    pub(in crate::cluster) client: kube::Client,
     facts: KubeconfigFacts,
     /// The context's namespace (`default` when it sets none), or the pod's in a pod.
     namespace: String,
@@ -279,7 +278,7 @@ impl Cluster {
     }
 
     /// Sorts an answer into found / not found / forbidden, or an error naming the context and server.
-    fn lookup<T>(
+    pub(crate) fn lookup<T>(
         &self,
         answer: kube::Result<T>,
         doing: impl FnOnce() -> String,

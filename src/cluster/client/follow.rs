@@ -30,7 +30,7 @@ pub enum Change<T> {
 
 /// Lists in kubectl's pages, watches ended by the server after [`WATCH_SECONDS`], bookmarks
 /// asked for.
-pub(super) fn watch_config() -> watcher::Config {
+pub(in crate::cluster) fn watch_config() -> watcher::Config {
     watcher::Config::default()
         .timeout(WATCH_SECONDS)
         .page_size(500)
@@ -39,7 +39,7 @@ pub(super) fn watch_config() -> watcher::Config {
 /// kube's watcher over `api` (a list, then a watch from its resourceVersion; a watch the
 /// server ends is reopened from the last version seen, a 410 Gone relists; its default
 /// backoff between failures), each object made into `T`.
-pub(super) fn follow<K, T>(
+pub(in crate::cluster) fn follow<K, T>(
     api: Api<K>,
     config: watcher::Config,
     make: fn(K) -> T,

@@ -1,8 +1,9 @@
-//! One pod as `why` reads it: its node, each container's image, pull policy and state, and the
-//! kubelet's events about it; a Deployment's newest pod whose containers do not all run.
+//! One pod as `why` reads it: its node, each container's image, pull policy and state (the
+//! kubelet's events about it are `events`'); a Deployment's newest pod whose containers do not
+//! all run.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
 use super::{Cluster, Lookup};
@@ -44,7 +45,7 @@ pub struct PodFacts {
 }
 
 impl PodFacts {
-    pub(super) fn of(pod: Pod) -> Self {
+    pub(in crate::cluster) fn of(pod: Pod) -> Self {
         let spec = pod.spec.unwrap_or_default();
         let status = pod.status.unwrap_or_default();
         let unscheduled = status
@@ -171,33 +172,5 @@ impl Cluster {
             Some(at) => Some(pods.swap_remove(at)),
             None => pods.into_iter().next(),
         }))
-    }
-
-    /// The events about pod `name`, oldest first, as `Reason: message`; empty when RBAC
-    /// forbids reading them.
-    pub async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<String>> {
-        let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
-        let params = ListParams::default()
-            .fields(&format!(
-                "involvedObject.kind=Pod,involvedObject.name={name}"
-            ))
-            .limit(500);
-        let lookup = self.lookup(api.list(&params).await, || {
-            format!("listing the events of pod {namespace}/{name}")
-        })?;
-        Ok(match lookup {
-            Lookup::Found(events) => events
-                .items
-                .into_iter()
-                .map(|event| {
-                    format!(
-                        "{}: {}",
-                        event.reason.unwrap_or_default(),
-                        event.message.unwrap_or_default().trim()
-                    )
-                })
-                .collect(),
-            Lookup::NotFound | Lookup::Forbidden => Vec::new(),
-        })
     }
 }

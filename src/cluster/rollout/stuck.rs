@@ -3,8 +3,9 @@
 //! image, the latest readiness or startup probe failure the kubelet recorded, or nothing
 //! recorded) and each old pod a finalizer keeps. Only what the pod's status and events show.
 
+use super::api::RolloutPod;
 use super::wait::{Target, is_new};
-use crate::cluster::client::{Cluster, ContainerState, PULL_FAILURES, PodEvent, RolloutPod};
+use crate::cluster::client::{Cluster, ContainerState, PULL_FAILURES, PodEvent};
 use crate::plumbing::error::Result;
 
 /// New pods whose events are read at most (each one request).

@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use futures_util::stream::{BoxStream, StreamExt};
 
+use super::api::{Crash, RolloutApi, RolloutPod};
 use super::replaced::{Replaced, replaced};
 use super::rules::{Status, status};
 use super::workload::{Workload, WorkloadKind};
-use crate::cluster::client::{Change, Cluster, Crash, Lookup, PodFacts, RolloutPod};
+use crate::cluster::client::{Change, Cluster, Lookup, PodFacts};
 use crate::plumbing::error::Result;
 
 /// Between two reads where watch is not allowed.
@@ -97,9 +98,10 @@ pub async fn wait(
 ) -> Result<Ended> {
     let deadline = tokio::time::Instant::now() + follow.timeout;
     let (mut workloads, mut pods): (BoxStream<'_, _>, BoxStream<'_, _>) = if follow.watch {
+        let api = RolloutApi::new(cluster, target.namespace);
         (
-            cluster.follow_workload(target.kind, target.namespace, target.name),
-            cluster.follow_pods(target.namespace, target.selector),
+            api.follow_workload(target.kind, target.name),
+            api.follow_pods(target.selector),
         )
     } else {
         (poll_workload(cluster, target), poll_pods(cluster, target))
@@ -172,8 +174,8 @@ pub async fn wait(
             }
             if let Some(crash) = pod.crashing.first() {
                 let name = pod.facts.name.clone();
-                let log = cluster
-                    .previous_log(target.namespace, &name, &crash.container, LOG_LINES)
+                let log = RolloutApi::new(cluster, target.namespace)
+                    .previous_log(&name, &crash.container, LOG_LINES)
                     .await?;
                 return Ok(Ended::CrashLoop {
                     pod: name,
@@ -261,8 +263,8 @@ fn poll_workload<'a>(
         if !first {
             tokio::time::sleep(POLL).await;
         }
-        let change = match cluster
-            .workload(target.kind, target.namespace, target.name)
+        let change = match RolloutApi::new(cluster, target.namespace)
+            .workload(target.kind, target.name)
             .await
         {
             Ok(Lookup::Found(found)) => Change::Applied(found),
@@ -289,8 +291,8 @@ fn poll_pods<'a>(
         if !first {
             tokio::time::sleep(POLL).await;
         }
-        let change = match cluster
-            .rollout_pods(target.namespace, target.selector)
+        let change = match RolloutApi::new(cluster, target.namespace)
+            .rollout_pods(target.selector)
             .await
         {
             Ok(Lookup::Found(pods)) => Change::All(pods),

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::cli::RegistryAccessArgs;
 use crate::cluster::client::{Cluster, Lookup};
 use crate::cluster::discovery::Discovered;
-use crate::cluster::rollout::{Workload, WorkloadKind};
+use crate::cluster::rollout::{RolloutApi, Workload, WorkloadKind};
 use crate::cluster::session::Session;
 use crate::delivery::push::{Landing, PushReport};
 use crate::diagnosis;
@@ -122,18 +122,19 @@ impl<'a> Rollouts<'a> {
         Ok(rollouts)
     }
 
-    fn cluster(&self) -> Result<&Cluster> {
-        Ok(&self.cluster)
+    fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// The workloads' objects in the namespace.
+    fn api(&self) -> RolloutApi<'_> {
+        RolloutApi::new(&self.cluster, &self.namespace)
     }
 
     async fn read_one(&self, wanted: &Wanted) -> Result<Workload> {
         let namespace = &self.namespace;
         let what = format!("{} {namespace}/{}", wanted.kind.singular(), wanted.name);
-        match self
-            .cluster()?
-            .workload(wanted.kind, namespace, &wanted.name)
-            .await?
-        {
+        match self.api().workload(wanted.kind, &wanted.name).await? {
             Lookup::Found(facts) => Ok(facts),
             Lookup::NotFound => Err(Error::new(
                 ExitCode::Cluster,
@@ -153,7 +154,7 @@ impl<'a> Rollouts<'a> {
     /// watch and patch on each workload's kind, get, list and watch on pods, get on pods/log.
     /// True when watches are allowed too; without them the wait reads once a second.
     async fn check_permissions(&self) -> Result<bool> {
-        let cluster = self.cluster()?;
+        let cluster = self.cluster();
         let mut kinds: Vec<WorkloadKind> = self.workloads.iter().map(|(w, _)| w.kind).collect();
         kinds.dedup();
         let mut needed: Vec<(&str, &str, &str)> = Vec::new();
@@ -267,9 +268,9 @@ impl<'a> Rollouts<'a> {
         patch: &[(String, String, bool)],
         dry_run: bool,
     ) -> Result<Workload> {
-        let cluster = self.cluster()?;
-        match cluster
-            .set_images(wanted.kind, &self.namespace, &wanted.name, patch, dry_run)
+        match self
+            .api()
+            .set_images(wanted.kind, &wanted.name, patch, dry_run)
             .await?
         {
             Lookup::Found(stored) => Ok(stored),

@@ -7,8 +7,8 @@
 use std::time::Instant;
 
 use super::{Ended, Outcome, Rollouts, Wanted};
-use crate::cluster::client::{Crash, Lookup, PodFacts, RolloutPod};
-use crate::cluster::rollout::{self, Follow, Seen, Target, Workload};
+use crate::cluster::client::{Lookup, PodFacts};
+use crate::cluster::rollout::{self, Crash, Follow, RolloutPod, Seen, Target, Workload};
 use crate::diagnosis;
 use crate::plumbing::error::{Context, Error, ExitCode};
 use crate::plumbing::limits::seconds_text;
@@ -69,10 +69,7 @@ impl Settle<'_> {
             timeout: self.rollouts.setting.timeout,
             watch: self.rollouts.watch,
         };
-        let cluster = match self.rollouts.cluster() {
-            Ok(cluster) => cluster,
-            Err(error) => return self.failed(Ended::Failed, error, started),
-        };
+        let cluster = self.rollouts.cluster();
         let said = |seen: Seen<'_>| match seen {
             Seen::Status(line) => printer.note(&format!("{label}: {line}")),
             Seen::Unscheduled { pod, message } => {
@@ -196,21 +193,16 @@ impl Settle<'_> {
         let rollouts = self.rollouts;
         let setting = &rollouts.setting;
         let name = pod.name.clone();
-        let report = match rollouts.cluster() {
-            Ok(cluster) => {
-                diagnosis::examine(
-                    rollouts.session,
-                    rollouts.discovered,
-                    cluster,
-                    pod,
-                    &setting.access.into(),
-                    setting.settings,
-                    setting.printer,
-                )
-                .await
-            }
-            Err(err) => Err(err),
-        };
+        let report = diagnosis::examine(
+            rollouts.session,
+            rollouts.discovered,
+            rollouts.cluster(),
+            pod,
+            &setting.access.into(),
+            setting.settings,
+            setting.printer,
+        )
+        .await;
         let explained = report.and_then(|report| {
             let json = serde_json::to_value(&report)
                 .context(ExitCode::Failure, || "writing why's report as JSON")?;
@@ -307,11 +299,7 @@ impl Settle<'_> {
         pods: &[RolloutPod],
     ) -> Vec<diagnosis::NotReady> {
         let printer = self.rollouts.setting.printer;
-        let found = match self.rollouts.cluster() {
-            Ok(cluster) => rollout::stuck(cluster, target, pods).await,
-            Err(error) => Err(error),
-        };
-        match found {
+        match rollout::stuck(self.rollouts.cluster(), target, pods).await {
             Ok(stuck) => stuck.iter().map(diagnosis::NotReady::from).collect(),
             Err(error) => {
                 printer.debug(&format!(

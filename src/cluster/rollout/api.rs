@@ -1,7 +1,8 @@
-//! A workload's rollout as `kubectl set image` and `kubectl rollout status` read and write it:
-//! the typed workload, a strategic-merge patch of its containers' images (server-side dry run
-//! first when asked) answered with the object it made, the pods its selector matches, those
-//! two followed by list-then-watch (`follow`), a container's previous log.
+//! A workload's rollout as `kubectl set image` and `kubectl rollout status` read and write it,
+//! through kube's `Api<K>` in one namespace: the typed workload, a strategic-merge patch of its
+//! containers' images (server-side dry run first when asked) answered with the object it made,
+//! the pods its selector matches, those two followed by list-then-watch (`follow`), a
+//! container's previous log.
 
 use futures_util::stream::BoxStream;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
@@ -10,10 +11,8 @@ use kube::Resource;
 use kube::api::{Api, ListParams, LogParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::follow::{Change, follow, watch_config};
-use super::pod_status::PodFacts;
-use super::{Cluster, Lookup};
-use crate::cluster::rollout::workload::{Workload, WorkloadKind};
+use super::workload::{Workload, WorkloadKind};
+use crate::cluster::client::{Change, Cluster, Lookup, PodFacts, follow, watch_config};
 use crate::plumbing::error::Result;
 
 /// The manager our image patches are recorded under in the workload's managedFields.
@@ -39,34 +38,43 @@ pub struct Crash {
     pub exit_code: i32,
 }
 
-impl Cluster {
+/// A rollout's objects in one namespace: its workload, the workload's pods, their logs.
+pub struct RolloutApi<'a> {
+    cluster: &'a Cluster,
+    namespace: &'a str,
+}
+
+impl<'a> RolloutApi<'a> {
+    pub fn new(cluster: &'a Cluster, namespace: &'a str) -> Self {
+        Self { cluster, namespace }
+    }
+
     /// The workload, or why it cannot be read.
-    pub async fn workload(
-        &self,
-        kind: WorkloadKind,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Lookup<Workload>> {
+    pub async fn workload(&self, kind: WorkloadKind, name: &str) -> Result<Lookup<Workload>> {
+        let namespace = self.namespace;
         let doing = || format!("reading {} {namespace}/{name}", kind.singular());
         Ok(match kind {
             WorkloadKind::Deployment => self
-                .lookup(self.api::<Deployment>(namespace).get(name).await, doing)?
+                .cluster
+                .lookup(self.api::<Deployment>().get(name).await, doing)?
                 .map(Workload::Deployment),
             WorkloadKind::StatefulSet => self
-                .lookup(self.api::<StatefulSet>(namespace).get(name).await, doing)?
+                .cluster
+                .lookup(self.api::<StatefulSet>().get(name).await, doing)?
                 .map(Workload::StatefulSet),
             WorkloadKind::DaemonSet => self
-                .lookup(self.api::<DaemonSet>(namespace).get(name).await, doing)?
+                .cluster
+                .lookup(self.api::<DaemonSet>().get(name).await, doing)?
                 .map(Workload::DaemonSet),
         })
     }
 
-    fn api<K>(&self, namespace: &str) -> Api<K>
+    fn api<K>(&self) -> Api<K>
     where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
         <K as Resource>::DynamicType: Default,
     {
-        Api::namespaced(self.client.clone(), namespace)
+        Api::namespaced(self.cluster.client.clone(), self.namespace)
     }
 
     /// Sets each `(container, image, init)` as `kubectl set image` does: a strategic-merge patch
@@ -76,11 +84,11 @@ impl Cluster {
     pub async fn set_images(
         &self,
         kind: WorkloadKind,
-        namespace: &str,
         name: &str,
         images: &[(String, String, bool)],
         dry_run: bool,
     ) -> Result<Lookup<Workload>> {
+        let namespace = self.namespace;
         let params = PatchParams {
             dry_run,
             field_manager: Some(FIELD_MANAGER.to_string()),
@@ -90,43 +98,37 @@ impl Cluster {
         let doing = || format!("patching {} {namespace}/{name}", kind.singular());
         Ok(match kind {
             WorkloadKind::Deployment => self
+                .cluster
                 .lookup(
-                    self.api::<Deployment>(namespace)
-                        .patch(name, &params, &patch)
-                        .await,
+                    self.api::<Deployment>().patch(name, &params, &patch).await,
                     doing,
                 )?
                 .map(Workload::Deployment),
             WorkloadKind::StatefulSet => self
+                .cluster
                 .lookup(
-                    self.api::<StatefulSet>(namespace)
-                        .patch(name, &params, &patch)
-                        .await,
+                    self.api::<StatefulSet>().patch(name, &params, &patch).await,
                     doing,
                 )?
                 .map(Workload::StatefulSet),
             WorkloadKind::DaemonSet => self
+                .cluster
                 .lookup(
-                    self.api::<DaemonSet>(namespace)
-                        .patch(name, &params, &patch)
-                        .await,
+                    self.api::<DaemonSet>().patch(name, &params, &patch).await,
                     doing,
                 )?
                 .map(Workload::DaemonSet),
         })
     }
 
-    /// The pods `selector` matches in `namespace`.
-    pub async fn rollout_pods(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> Result<Lookup<Vec<RolloutPod>>> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let listed = api
+    /// The pods `selector` matches.
+    pub async fn rollout_pods(&self, selector: &str) -> Result<Lookup<Vec<RolloutPod>>> {
+        let namespace = self.namespace;
+        let listed = self
+            .api::<Pod>()
             .list(&ListParams::default().labels(selector).limit(500))
             .await;
-        let lookup = self.lookup(listed, || {
+        let lookup = self.cluster.lookup(listed, || {
             format!("listing the pods {selector} in {namespace}")
         })?;
         Ok(match lookup {
@@ -140,56 +142,42 @@ impl Cluster {
     pub fn follow_workload(
         &self,
         kind: WorkloadKind,
-        namespace: &str,
         name: &str,
     ) -> BoxStream<'static, Change<Workload>> {
         let config = watch_config().fields(&format!("metadata.name={name}"));
         match kind {
-            WorkloadKind::Deployment => follow(
-                self.api::<Deployment>(namespace),
-                config,
-                Workload::Deployment,
-            ),
-            WorkloadKind::StatefulSet => follow(
-                self.api::<StatefulSet>(namespace),
-                config,
-                Workload::StatefulSet,
-            ),
-            WorkloadKind::DaemonSet => follow(
-                self.api::<DaemonSet>(namespace),
-                config,
-                Workload::DaemonSet,
-            ),
+            WorkloadKind::Deployment => {
+                follow(self.api::<Deployment>(), config, Workload::Deployment)
+            }
+            WorkloadKind::StatefulSet => {
+                follow(self.api::<StatefulSet>(), config, Workload::StatefulSet)
+            }
+            WorkloadKind::DaemonSet => follow(self.api::<DaemonSet>(), config, Workload::DaemonSet),
         }
     }
 
-    /// The pods `selector` matches in `namespace`, listed then watched.
-    pub fn follow_pods(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> BoxStream<'static, Change<RolloutPod>> {
+    /// The pods `selector` matches, listed then watched.
+    pub fn follow_pods(&self, selector: &str) -> BoxStream<'static, Change<RolloutPod>> {
         let config = watch_config().labels(selector);
-        follow(self.api::<Pod>(namespace), config, rollout_pod)
+        follow(self.api::<Pod>(), config, rollout_pod)
     }
 
     /// The last `lines` lines of the previous run of `container` in pod `name`.
     pub async fn previous_log(
         &self,
-        namespace: &str,
         name: &str,
         container: &str,
         lines: i64,
     ) -> Result<Lookup<String>> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let namespace = self.namespace;
         let params = LogParams {
             container: Some(container.to_string()),
             previous: true,
             tail_lines: Some(lines),
             ..LogParams::default()
         };
-        let answer = api.logs(name, &params).await;
-        self.lookup(answer, || {
+        let answer = self.api::<Pod>().logs(name, &params).await;
+        self.cluster.lookup(answer, || {
             format!("reading the log of pod {namespace}/{name}")
         })
     }

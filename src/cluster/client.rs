@@ -8,10 +8,9 @@ mod events;
 mod follow;
 mod health;
 mod hosting_write;
+mod minikube_addon;
 mod pod_status;
 mod pods;
-mod portforward;
-mod services;
 mod workloads;
 
 use std::collections::BTreeMap;
@@ -41,8 +40,6 @@ pub use hosting_write::{HostingWrites, Written};
 pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
 pub(crate) use pods::PULL_FAILURES;
 pub use pods::{ProbePod, ProbePods, PullState};
-pub use portforward::Forwarder;
-pub use services::Backend;
 pub use workloads::{ImageUse, ImageUses, usage_forbidden};
 
 /// An unreachable API server fails in seconds, never hangs.
@@ -112,8 +109,8 @@ pub struct Cluster {
     /// The bearer token we present to the API server, when it is a plain token (OpenShift's
     /// registry accepts the same one).
     bearer_token: Option<SecretString>,
-    target: Target,
-    printer: Printer,
+    pub(in crate::cluster) target: Target,
+    pub(in crate::cluster) printer: Printer,
     nodes: OnceCell<Vec<NodeFacts>>,
 }
 
@@ -400,7 +397,7 @@ impl Cluster {
 
 /// Which API server we talk to, and how, for messages.
 #[derive(Clone)]
-struct Target {
+pub(in crate::cluster) struct Target {
     context: Option<String>,
     server: String,
     /// From the kubeconfig's proxy-url or HTTPS_PROXY (unless NO_PROXY matches).
@@ -409,7 +406,7 @@ struct Target {
 
 impl Target {
     /// `context "kind-dev" (https://127.0.0.1:6443)`, naming the proxy when there is one.
-    fn describe(&self) -> String {
+    pub(in crate::cluster) fn describe(&self) -> String {
         let how = match &self.proxy {
             Some(proxy) => format!("{} through proxy {proxy}", self.server),
             None => self.server.clone(),

@@ -5,10 +5,13 @@
 //! replaced (a rollout, a drain), the Service is resolved again to a ready pod, and the pod
 //! change is counted so that the push checks its blobs again before the manifest. The registry
 //! is spoken to by the Service's DNS name over TLS first, with the cluster's service CA trusted
-//! where it publishes one (`TunnelEndpoint`).
+//! where it publishes one (`TunnelEndpoint`). `services`: the Service resolved to a ready pod,
+//! and its service CA; `forward`: one port-forward stream to that pod, and whether RBAC allows it.
 
 mod bridge;
+mod forward;
 mod frames;
+mod services;
 
 #[cfg(fuzzing)]
 pub(crate) use frames::{Frame, Reader, kubelet_words};
@@ -19,7 +22,11 @@ use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::cluster::client::{Cluster, Forwarder};
+use forward::Forwarder;
+pub use forward::may_port_forward;
+use services::Services;
+
+use crate::cluster::client::Cluster;
 use crate::cluster::hosting::{LocalRegistry, ServiceRef};
 use crate::image::reference::RegistryHost;
 use crate::image::registry::TunnelEndpoint;
@@ -75,12 +82,13 @@ impl Tunnel {
         printer: &Printer,
     ) -> Result<Self> {
         let dns_name = &service.dns_name(registry.host_from_cluster_network.as_ref());
+        let services = Services::new(cluster);
         let (backend, service_ca) = tokio::join!(
-            cluster.service_backend(service),
-            cluster.service_ca(&service.namespace)
+            services.backend(service),
+            services.service_ca(&service.namespace)
         );
         let backend = backend?;
-        let forwarder = cluster.forwarder(&backend);
+        let forwarder = Forwarder::new(cluster, &backend);
         // The first stream shows at once what would fail every one: RBAC, the protocol.
         drop(forwarder.open().await?);
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.context(
@@ -208,14 +216,14 @@ impl Route {
         if fresh && !stale {
             return Ok(current.forwarder.clone());
         }
-        let backend = self.cluster.service_backend(&self.service).await?;
+        let backend = Services::new(&self.cluster).backend(&self.service).await?;
         if backend != current.forwarder.backend {
             self.printer.debug(&format!(
                 "tunnel: {} now goes to pod {}/{} port {}",
                 self.service, backend.namespace, backend.pod, backend.port
             ));
             self.moves.fetch_add(1, Ordering::Relaxed);
-            current.forwarder = self.cluster.forwarder(&backend);
+            current.forwarder = Forwarder::new(&self.cluster, &backend);
             *locked(&self.described) = current.forwarder.describe();
         }
         current.at = Some(Instant::now());

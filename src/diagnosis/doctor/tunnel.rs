@@ -7,7 +7,7 @@ use crate::cluster::client::Cluster;
 use crate::cluster::discovery::Discovered;
 use crate::cluster::hosting::LocalRegistry;
 use crate::cluster::reach::{self, Decided};
-use crate::cluster::tunnel::Tunnel;
+use crate::cluster::tunnel::{Tunnel, may_port_forward};
 use crate::plumbing::error::ExitCode;
 use crate::plumbing::output::Printer;
 
@@ -47,7 +47,7 @@ async fn opened(
     printer: &Printer,
 ) -> Result<(Tunnel, String), Check> {
     let namespace = &service.namespace;
-    let allowed = match cluster.may_port_forward(namespace).await {
+    let allowed = match may_port_forward(cluster, namespace).await {
         Ok(true) => format!("allowed to create pods/portforward in {namespace}"),
         Ok(false) => {
             return Err(Check::failed(

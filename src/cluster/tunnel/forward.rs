@@ -6,45 +6,46 @@ use std::time::Duration;
 
 use kube::client::Connection;
 
-use super::Cluster;
 use super::services::{Backend, forbidden};
+use crate::cluster::client::Cluster;
 use crate::plumbing::error::{Error, ExitCode};
 use crate::plumbing::limits::seconds_text;
 
 /// How long opening one stream may take (the upgrade's answer).
-pub(super) const OPEN_TIMEOUT: Duration = Duration::from_secs(15);
+const OPEN_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Opens streams to one pod port; cheap to clone, one per connection bridged.
 #[derive(Clone)]
-pub struct Forwarder {
+pub(super) struct Forwarder {
     client: kube::Client,
-    pub backend: Backend,
+    pub(super) backend: Backend,
     server: String,
 }
 
-impl Cluster {
-    /// A forwarder to `backend`'s pod and port.
-    pub fn forwarder(&self, backend: &Backend) -> Forwarder {
-        Forwarder {
-            client: self.client.clone(),
-            backend: backend.clone(),
-            server: self.target.describe(),
-        }
-    }
-}
-
-impl Cluster {
-    /// Whether RBAC lets us create `pods/portforward` in `namespace`: a SelfSubjectAccessReview,
-    /// as `kubectl auth can-i create pods/portforward` asks.
-    pub async fn may_port_forward(&self, namespace: &str) -> crate::plumbing::error::Result<bool> {
-        self.may("create", "", "pods/portforward", namespace).await
-    }
+/// Whether RBAC lets us create `pods/portforward` in `namespace`: a SelfSubjectAccessReview,
+/// as `kubectl auth can-i create pods/portforward` asks.
+pub async fn may_port_forward(
+    cluster: &Cluster,
+    namespace: &str,
+) -> crate::plumbing::error::Result<bool> {
+    cluster
+        .may("create", "", "pods/portforward", namespace)
+        .await
 }
 
 impl Forwarder {
+    /// A forwarder to `backend`'s pod and port.
+    pub(super) fn new(cluster: &Cluster, backend: &Backend) -> Self {
+        Self {
+            client: cluster.client.clone(),
+            backend: backend.clone(),
+            server: cluster.target.describe(),
+        }
+    }
+
     /// One new stream, opened within [`OPEN_TIMEOUT`]: the upgraded WebSocket, whose frames
     /// are the caller's to speak.
-    pub async fn open(&self) -> Result<Connection, Error> {
+    pub(super) async fn open(&self) -> Result<Connection, Error> {
         let Backend {
             namespace,
             pod,
@@ -66,7 +67,7 @@ impl Forwarder {
     }
 
     /// `a port-forward to pod kube-system/registry-x port 5000`.
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         let Backend {
             namespace,
             pod,

@@ -1,17 +1,13 @@
-//! Registries that are Services: minikube's registry addon as the addon installs it, a
-//! Service resolved to one ready pod and the port its registry listens on (for a tunnel), and
-//! the service CA a cluster publishes for the certificates of its Services (OpenShift).
+//! The registry's Service as the tunnel reads it, through kube's `Api<K>`: the Service resolved
+//! to one ready pod and the port its registry listens on, and the service CA a cluster
+//! publishes for the certificates of its Services (OpenShift).
 
-use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, ListParams};
 
-use super::{Cluster, Lookup};
-use crate::cluster::hosting::{
-    MINIKUBE_ADDON_LABEL, MINIKUBE_NAMESPACE, MINIKUBE_PROXY_DAEMONSET, MINIKUBE_SERVICE,
-    MinikubeAddon, ServiceRef,
-};
+use crate::cluster::client::{Cluster, Lookup};
+use crate::cluster::hosting::ServiceRef;
 use crate::plumbing::error::{Error, ExitCode, Result};
 
 /// Pods listed per request when looking for a Service's ready pod.
@@ -19,53 +15,31 @@ const POD_PAGE: u32 = 100;
 
 /// One ready pod behind a Service, and the container port the Service sends to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Backend {
-    pub namespace: String,
-    pub pod: String,
-    pub port: u16,
+pub(super) struct Backend {
+    pub(super) namespace: String,
+    pub(super) pod: String,
+    pub(super) port: u16,
 }
 
-impl Cluster {
-    /// minikube's registry addon: Service `kube-system/registry` labelled
-    /// `kubernetes.io/minikube-addons: registry`, and whether its `registry-proxy` DaemonSet is there.
-    pub async fn minikube_registry_addon(&self) -> Result<Lookup<MinikubeAddon>> {
-        let services: Api<Service> = Api::namespaced(self.client.clone(), MINIKUBE_NAMESPACE);
-        let what = || format!("reading Service {MINIKUBE_NAMESPACE}/{MINIKUBE_SERVICE}");
-        let service = match self.lookup(services.get(MINIKUBE_SERVICE).await, what)? {
-            Lookup::Found(service) => service,
-            Lookup::NotFound => return Ok(Lookup::NotFound),
-            Lookup::Forbidden => return Ok(Lookup::Forbidden),
-        };
-        let (key, value) = MINIKUBE_ADDON_LABEL;
-        let labelled = service
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|labels| labels.get(key))
-            .is_some_and(|label| label == value);
-        let spec = service.spec.unwrap_or_default();
-        let port = spec.ports.as_deref().and_then(<[ServicePort]>::first);
-        let (true, Some(port)) = (labelled, port) else {
-            return Ok(Lookup::NotFound);
-        };
-        let daemonsets: Api<DaemonSet> = Api::namespaced(self.client.clone(), MINIKUBE_NAMESPACE);
-        let what = || format!("reading DaemonSet {MINIKUBE_NAMESPACE}/{MINIKUBE_PROXY_DAEMONSET}");
-        let proxy = matches!(
-            self.lookup(daemonsets.get(MINIKUBE_PROXY_DAEMONSET).await, what)?,
-            Lookup::Found(_)
-        );
-        Ok(Lookup::Found(MinikubeAddon {
-            service_port: u16::try_from(port.port).unwrap_or(80),
-            cluster_ip: spec.cluster_ip.filter(|ip| !ip.is_empty() && ip != "None"),
-            proxy,
-        }))
+/// The Services a tunnel goes to, read through `Api<Service>`, `Api<Pod>` and `Api<ConfigMap>`.
+pub(super) struct Services<'a> {
+    cluster: &'a Cluster,
+}
+
+impl<'a> Services<'a> {
+    pub(super) fn new(cluster: &'a Cluster) -> Self {
+        Self { cluster }
     }
 
     /// A ready pod of `service` (by its selector) and the target port of the port named.
-    pub async fn service_backend(&self, service: &ServiceRef) -> Result<Backend> {
-        let services: Api<Service> = Api::namespaced(self.client.clone(), &service.namespace);
+    pub(super) async fn backend(&self, service: &ServiceRef) -> Result<Backend> {
+        let services: Api<Service> =
+            Api::namespaced(self.cluster.client.clone(), &service.namespace);
         let what = || format!("reading {service}");
-        let found = match self.lookup(services.get(&service.name).await, what)? {
+        let found = match self
+            .cluster
+            .lookup(services.get(&service.name).await, what)?
+        {
             Lookup::Found(found) => found,
             Lookup::NotFound => {
                 return Err(Error::new(
@@ -89,9 +63,9 @@ impl Cluster {
         if selector.is_empty() {
             return Err(no_ready_pod(service, "it has no selector"));
         }
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &service.namespace);
+        let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), &service.namespace);
         let params = ListParams::default().labels(&selector_text).limit(POD_PAGE);
-        let listed = match self.lookup(pods.list(&params).await, || {
+        let listed = match self.cluster.lookup(pods.list(&params).await, || {
             format!("listing the pods of {service}")
         })? {
             Lookup::Found(list) => list.items,
@@ -123,13 +97,16 @@ impl Cluster {
 const SERVICE_CA_CONFIGMAP: &str = "openshift-service-ca.crt";
 const SERVICE_CA_KEY: &str = "service-ca.crt";
 
-impl Cluster {
+impl Services<'_> {
     /// The cluster's service CA (PEM) as published in `namespace`, when it publishes one; a
     /// ConfigMap we may not read, or cannot, is the same as none (said with -v).
-    pub async fn service_ca(&self, namespace: &str) -> Option<String> {
-        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), namespace);
+    pub(super) async fn service_ca(&self, namespace: &str) -> Option<String> {
+        let api: Api<ConfigMap> = Api::namespaced(self.cluster.client.clone(), namespace);
         let what = || format!("reading ConfigMap {namespace}/{SERVICE_CA_CONFIGMAP}");
-        let said = match self.lookup(api.get(SERVICE_CA_CONFIGMAP).await, what) {
+        let said = match self
+            .cluster
+            .lookup(api.get(SERVICE_CA_CONFIGMAP).await, what)
+        {
             Ok(Lookup::Found(configmap)) => {
                 let pem = configmap
                     .data
@@ -144,7 +121,7 @@ impl Cluster {
             Ok(Lookup::Forbidden) => "we may not read it".to_string(),
             Err(error) => error.message().to_string(),
         };
-        self.printer.debug(&format!(
+        self.cluster.printer.debug(&format!(
             "no service CA from ConfigMap {namespace}/{SERVICE_CA_CONFIGMAP}: {said}"
         ));
         None
@@ -222,7 +199,7 @@ fn no_ready_pod(service: &ServiceRef, why: &str) -> Error {
 }
 
 /// RBAC refused what the tunnel needs: exit 3, the verb and resource, and the way around it.
-pub(crate) fn forbidden(verb: &str, resource: &str, namespace: &str) -> Error {
+pub(super) fn forbidden(verb: &str, resource: &str, namespace: &str) -> Error {
     Error::new(
         ExitCode::Cluster,
         format!(

@@ -20,23 +20,15 @@
 //! ```
 
 mod assembled;
-mod blob;
 pub mod changes;
 mod config;
-mod dir;
-mod docker;
 mod error;
+mod formats;
 mod image;
+mod input;
 mod layer;
 mod manifest;
-mod members;
-mod oci;
-mod one_pass;
-mod open;
-mod positioned;
 mod select;
-mod spool;
-mod tar_index;
 mod verify;
 mod write;
 
@@ -45,7 +37,6 @@ use std::path::PathBuf;
 
 pub use crate::image::oci::Platform;
 pub use assembled::AssembledLayer;
-pub use blob::{BlobLocation, BlobReader, OpenBlob};
 pub(crate) use config::ConfigFacts;
 pub use error::{ArchiveError, archive_error_in};
 pub(crate) use image::oci_manifest;
@@ -53,11 +44,12 @@ pub use image::{
     AbsentPlatform, Attachment, Compression, DropReason, Dropped, Image, Layer, OtherEntry,
     OtherKind, PlatformImage, RawBlob, oci_layer_type,
 };
-pub use one_pass::{LargeMember, MemberSink, StreamedArchive};
+pub use input::blob::{BlobLocation, BlobReader, OpenBlob};
+pub use input::one_pass::{LargeMember, MemberSink, StreamedArchive};
 pub use verify::{VerifyingReader, is_verification_failure};
 pub use write::containerd_name;
 
-use members::Container;
+use input::members::Container;
 
 /// Where an archive comes from: a file or directory, or standard input (`-`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! concurrent uploads. Every error names the operation and `host/repo` and carries the cluster's guide.
 
 mod auth;
-mod below_http;
+mod connection;
 mod credentials;
 mod engine_side;
 mod errors;
@@ -10,10 +10,7 @@ mod listing;
 mod manifest;
 mod manifest_check;
 mod open_uploads;
-mod proxy;
 mod request;
-mod transport;
-mod tunnelled;
 mod upload;
 mod watchdog;
 
@@ -21,23 +18,23 @@ use std::sync::Arc;
 
 use reqwest::{Method, Response, Url};
 
-pub use self::credentials::{ClusterLogin, CredentialSources};
-pub use self::errors::{RegistryResponse, is_retryable};
-pub use self::listing::{Catalog, FetchedManifest};
-pub use self::manifest_check::{Deletion, Removal};
-pub use self::open_uploads::cancel_all as cancel_open_uploads;
-pub use self::proxy::Proxies;
-pub use self::transport::TransportOptions;
-pub use self::tunnelled::TunnelEndpoint;
-pub use self::watchdog::{Stalled, Watchdog};
+pub use connection::proxy::Proxies;
+pub use connection::transport::TransportOptions;
+pub use connection::tunnelled::TunnelEndpoint;
+pub use credentials::{ClusterLogin, CredentialSources};
+pub use errors::{RegistryResponse, is_retryable};
+pub use listing::{Catalog, FetchedManifest};
+pub use manifest_check::{Deletion, Removal};
+pub use open_uploads::cancel_all as cancel_open_uploads;
+pub use watchdog::{Stalled, Watchdog};
 
 use self::auth::{Auth, Scope};
-use self::below_http::ConnectFailure;
 use self::errors::{is_plain_http_to_tls_answer, plain_http_to_tls_error, unexpected_answer};
 use self::request::{Request, failure_in, retry_delay, send};
-use self::transport::{Scheme, Transport};
 use crate::image::reference::RegistryHost;
 use crate::plumbing::error::{Error, ExitCode, Result};
+use connection::below_http::ConnectFailure;
+use connection::transport::{Scheme, Transport};
 
 /// What the fuzz targets reach (`fuzz/`, `crate::fuzz_entry`): the readers of registries' answers
 /// and of docker's credentials.

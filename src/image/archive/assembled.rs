@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use super::blob::{BlobFile, BlobLocation, OpenBlob};
 use super::config::ConfigFacts;
-use super::members::{Container, Members};
+use super::input::blob::{BlobFile, BlobLocation, OpenBlob};
+use super::input::members::{Container, Members};
 use super::{
     Archive, ArchiveError, Compression, Format, Image, Layer, PlatformImage, RawBlob, Wrapping,
 };

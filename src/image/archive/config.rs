@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use super::error::ArchiveError;
-use super::members::Container;
+use super::input::members::Container;
 use crate::image::digest::Digest;
 use crate::image::go_json::null_as_empty;
 use crate::image::oci::Platform;

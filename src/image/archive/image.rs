@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::blob::BlobLocation;
+use super::input::blob::BlobLocation;
 use crate::image::digest::Digest;
 use crate::image::oci::{Descriptor, MediaType, Platform};
 

@@ -1,10 +1,10 @@
 //! Assembling a `Layer` from where its bytes are: the compression is read from its magic bytes,
 //! never from its name or media type.
 
-use super::blob::BlobLocation;
 use super::error::ArchiveError;
 use super::image::{Compression, Layer};
-use super::spool::{Magic, sniff};
+use super::input::blob::BlobLocation;
+use super::input::spool::{Magic, sniff};
 use crate::image::digest::Digest;
 
 /// Builds a layer, sniffing its compression. `digest` is the stored bytes' digest when the

@@ -3,8 +3,8 @@
 
 use super::Archive;
 use super::error::ArchiveError;
+use super::formats::oci;
 use super::image::{DropReason, Dropped, Image, OtherEntry, OtherKind};
-use super::oci;
 use crate::image::digest::Digest;
 use crate::image::oci::Platform;
 use crate::image::reference::selects;

@@ -8,9 +8,9 @@ use std::io::{self, Read, Write};
 use sha2::{Digest as _, Sha256};
 
 use super::Archive;
-use super::blob::{BlobLocation, BlobReader};
 use super::error::{ArchiveError, archive_error_in};
 use super::image::{Compression, Layer};
+use super::input::blob::{BlobLocation, BlobReader};
 use crate::image::digest::Digest;
 
 /// Reads `inner` (exactly the location's `len` bytes), checking what passes against the

@@ -10,9 +10,10 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::error::{ArchiveError, unwrap_io};
+use super::formats::oci::{IMAGE_NAME, REF_NAME};
+use super::formats::{docker, oci};
 use super::image::{PlatformImage, RawBlob};
-use super::oci::{IMAGE_NAME, REF_NAME};
-use super::{Archive, Format, docker, oci};
+use super::{Archive, Format};
 use crate::image::digest::Digest;
 use crate::image::oci::MediaType;
 use crate::image::reference::{ImageName, same_image};

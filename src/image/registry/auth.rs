@@ -11,13 +11,13 @@ use reqwest::{StatusCode, Url};
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 
-use super::credentials::{self, ClusterLogin, CredentialSources, Credentials, Secret};
+use super::connection::transport::{Transport, explain_send_error, same_authority, stalled_error};
+use super::credentials;
+use super::credentials::{ClusterLogin, CredentialSources, Credentials, Secret};
 use super::errors::RegistryResponse;
-use super::transport::{Transport, explain_send_error, same_authority, stalled_error};
 use super::watchdog::Stalled;
 use crate::image::http_body::{TOKEN_BODY_LIMIT, read_capped};
-use crate::image::reference::RegistryHost;
-use crate::image::reference::is_loopback_url;
+use crate::image::reference::{RegistryHost, is_loopback_url};
 use crate::plumbing::error::{Error, ExitCode, Result};
 use crate::plumbing::limits::{REQUEST_TIMEOUT_ENV, seconds_text};
 use crate::plumbing::output::shown_bare;

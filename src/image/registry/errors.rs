@@ -254,7 +254,9 @@ pub(super) fn is_plain_http_to_tls_answer(status: reqwest::StatusCode, body: &[u
 }
 
 /// The cause to show when we spoke plain HTTP to a TLS port and may not switch.
-pub(super) fn plain_http_to_tls_error(transport: &super::transport::Transport) -> Error {
+pub(super) fn plain_http_to_tls_error(
+    transport: &super::connection::transport::Transport,
+) -> Error {
     let host = transport.known_as();
     Error::new(
         ExitCode::Registry,

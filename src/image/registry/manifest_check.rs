@@ -80,8 +80,8 @@ impl RegistryClient {
     /// `https` or `http`: what `ping` settled on.
     pub fn scheme_name(&self) -> &'static str {
         match self.transport().scheme() {
-            super::transport::Scheme::Http => "http",
-            super::transport::Scheme::Https => "https",
+            super::connection::transport::Scheme::Http => "http",
+            super::connection::transport::Scheme::Https => "https",
         }
     }
 }

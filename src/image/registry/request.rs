@@ -11,11 +11,11 @@ use reqwest::{Method, Response, StatusCode, Url};
 use super::auth::{
     Auth, Scope, TokenRefusal, refusal_said, unspoken_scheme, unspoken_scheme_error,
 };
-use super::below_http::{ConnectFailure, connect_failure};
+use super::connection::below_http::{ConnectFailure, connect_failure};
+use super::connection::transport::{SendFailure, Transport, explain_send_error, stalled_error};
 use super::errors::{
     RegistryResponse, Retryable, is_retryable, is_transient_status, retry_after, unexpected_answer,
 };
-use super::transport::{SendFailure, Transport, explain_send_error, stalled_error};
 use super::watchdog::Watchdog;
 use crate::plumbing::error::{Error, ExitCode, Result};
 use crate::plumbing::limits::{Limits, MAX_RETRY_DELAY};

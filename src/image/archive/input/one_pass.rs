@@ -12,12 +12,12 @@ use std::io::{self, Read, Seek, SeekFrom};
 use sha2::{Digest as _, Sha256};
 use tar::{EntryType, Header};
 
-use super::docker::digest_in_blob_path;
-use super::error::ArchiveError;
-use super::image::{Compression, Layer};
 use super::spool::{Magic, sniff};
 use super::tar_index::clean_path;
-use super::{Archive, Wrapping};
+use crate::image::archive::error::ArchiveError;
+use crate::image::archive::formats::docker::digest_in_blob_path;
+use crate::image::archive::image::{Compression, Layer};
+use crate::image::archive::{Archive, Wrapping};
 use crate::image::digest::Digest;
 
 /// Members up to this size are kept whole: every config, manifest and metadata file, and layers

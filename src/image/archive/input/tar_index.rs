@@ -6,8 +6,8 @@ use std::fs::File;
 
 use tar::EntryType;
 
-use super::error::ArchiveError;
 use super::positioned;
+use crate::image::archive::error::ArchiveError;
 
 /// Links followed before a member is declared a loop.
 const MAX_LINK_DEPTH: usize = 16;

@@ -4,12 +4,12 @@
 
 use serde::Deserialize;
 
-use super::config::ConfigFacts;
-use super::error::ArchiveError;
-use super::image::{Image, PlatformImage, RawBlob};
-use super::layer::layer_at;
-use super::members::Container;
-use super::tar_index::clean_path;
+use crate::image::archive::config::ConfigFacts;
+use crate::image::archive::error::ArchiveError;
+use crate::image::archive::image::{Image, PlatformImage, RawBlob};
+use crate::image::archive::input::members::Container;
+use crate::image::archive::input::tar_index::clean_path;
+use crate::image::archive::layer::layer_at;
 use crate::image::digest::Digest;
 use crate::image::oci::MediaType;
 

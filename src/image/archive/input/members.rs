@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 
 use super::blob::{BlobFile, BlobLocation};
-use super::error::ArchiveError;
 use super::tar_index::{TarIndex, clean_path};
+use crate::image::archive::error::ArchiveError;
 
 /// Largest metadata member (manifest, config, index) read into memory.
 pub(crate) const METADATA_LIMIT: u64 = 16 << 20;

@@ -3,15 +3,16 @@
 //! artifacts beside images. Each entry is read on its own: one that is an artifact or cannot be
 //! read never stops the others, and its problem is told only when it is the entry asked for.
 
-use super::config::ConfigFacts;
-use super::docker::{self, digest_in_blob_path};
-use super::error::ArchiveError;
-use super::image::{
+use super::docker;
+use super::docker::digest_in_blob_path;
+use crate::image::archive::config::ConfigFacts;
+use crate::image::archive::error::ArchiveError;
+use crate::image::archive::image::{
     AbsentPlatform, Attachment, DropReason, Dropped, Image, OtherEntry, OtherKind, PlatformImage,
     RawBlob,
 };
-use super::layer::layer_at;
-use super::members::Container;
+use crate::image::archive::input::members::Container;
+use crate::image::archive::layer::layer_at;
 use crate::image::digest::Digest;
 use crate::image::oci::{self as shapes, Descriptor, ManifestOrIndex, MediaType, is_image_config};
 use crate::image::reference::{ref_name_is_reference, same_image};

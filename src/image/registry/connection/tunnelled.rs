@@ -68,7 +68,7 @@ impl TunnelEndpoint {
         self
     }
 
-    pub(super) fn login_names(&self) -> &[RegistryHost] {
+    pub(crate) fn login_names(&self) -> &[RegistryHost] {
         &self.login_names
     }
 
@@ -82,18 +82,18 @@ impl TunnelEndpoint {
         self.service_ca.is_some()
     }
 
-    pub(super) fn service(&self) -> &str {
+    pub(crate) fn service(&self) -> &str {
         &self.service
     }
 
     /// `https://` URLs name the Service; plain HTTP stays on `127.0.0.1:PORT` (loopback, as
     /// before: never proxied, and a token realm there may be given credentials).
-    pub(super) fn authority(&self, https: bool) -> Option<&RegistryHost> {
+    pub(crate) fn authority(&self, https: bool) -> Option<&RegistryHost> {
         https.then_some(&self.authority)
     }
 
     /// Whether an earlier client through this tunnel settled on HTTPS (or plain HTTP).
-    pub(super) fn settled_https(&self) -> Option<bool> {
+    pub(crate) fn settled_https(&self) -> Option<bool> {
         match self.shared.settled.load(Ordering::Relaxed) {
             1 => Some(false),
             2 => Some(true),
@@ -101,19 +101,19 @@ impl TunnelEndpoint {
         }
     }
 
-    pub(super) fn settle(&self, https: bool) {
+    pub(crate) fn settle(&self, https: bool) {
         let value = if https { 2 } else { 1 };
         self.shared.settled.store(value, Ordering::Relaxed);
     }
 
     /// Every connection to the Service's name goes to the tunnel.
-    pub(super) fn route(&self, builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    pub(crate) fn route(&self, builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
         builder.resolve(&self.dns_name, self.local)
     }
 
     /// The service CA's certificates, to trust besides the system's and `--ca-file`'s. One that
     /// does not read is left out, said once.
-    pub(super) fn service_ca(&self) -> Vec<Certificate> {
+    pub(crate) fn service_ca(&self) -> Vec<Certificate> {
         let Some(pem) = &self.service_ca else {
             return Vec::new();
         };
@@ -131,7 +131,7 @@ impl TunnelEndpoint {
     }
 
     /// `--insecure` over TLS through the tunnel: said once.
-    pub(super) fn say_unchecked(&self) {
+    pub(crate) fn say_unchecked(&self) {
         if !self.shared.said_unchecked.swap(true, Ordering::Relaxed) {
             self.printer.warn(&format!(
                 "--insecure: the TLS certificate of the registry behind {} is not checked",
@@ -141,7 +141,7 @@ impl TunnelEndpoint {
     }
 
     /// Said with -v once the scheme is settled.
-    pub(super) fn say_settled(&self, https: bool, insecure: bool) {
+    pub(crate) fn say_settled(&self, https: bool, insecure: bool) {
         let how = match (https, insecure) {
             (true, true) => "over TLS, its certificate not checked (--insecure)",
             (true, false) => "over TLS, its certificate checked for the Service's name",

@@ -7,13 +7,15 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::error::ArchiveError;
-use super::image::Image;
 use super::members::{Container, Members};
-use super::oci::Layout;
-use super::spool::{self, Magic};
+use super::spool::Magic;
 use super::tar_index::TarIndex;
-use super::{Archive, Format, Source, Wrapping, dir, docker, oci, positioned};
+use super::{positioned, spool};
+use crate::image::archive::error::ArchiveError;
+use crate::image::archive::formats::oci::Layout;
+use crate::image::archive::formats::{dir, docker, oci};
+use crate::image::archive::image::Image;
+use crate::image::archive::{Archive, Format, Source, Wrapping};
 
 impl Archive {
     /// Opens a path (tar, compressed tar, or OCI layout directory) or standard input.

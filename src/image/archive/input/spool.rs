@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 use std::rc::Rc;
 
-use super::error::ArchiveError;
+use crate::image::archive::error::ArchiveError;
 
 /// How many leading bytes `sniff` needs: one tar header.
 pub(crate) const SNIFF_LEN: usize = 512;

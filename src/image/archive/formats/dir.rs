@@ -4,10 +4,11 @@
 //! `version` file. It records no image name.
 
 use super::docker::MANIFEST_JSON;
-use super::error::ArchiveError;
-use super::image::{Image, RawBlob};
-use super::members::Container;
-use super::oci::{self, BlobNaming, Blobs, Entry};
+use super::oci;
+use super::oci::{BlobNaming, Blobs, Entry};
+use crate::image::archive::error::ArchiveError;
+use crate::image::archive::image::{Image, RawBlob};
+use crate::image::archive::input::members::Container;
 use crate::image::oci::Descriptor;
 
 /// Whether `manifest.json` holds a manifest object (this transport) rather than docker

@@ -36,7 +36,7 @@ impl Proxies {
 
     /// The proxy rule for our HTTP clients; `spared` (a tunnel's Service name, resolved to
     /// loopback) is never proxied either.
-    pub(super) fn to_reqwest(&self, spared: Option<&str>) -> Proxy {
+    pub(crate) fn to_reqwest(&self, spared: Option<&str>) -> Proxy {
         let Self {
             https, http, all, ..
         } = self.clone();

@@ -8,7 +8,7 @@ use crate::image::reference::RegistryHost;
 
 /// What went wrong below HTTP, as far as we can tell from the error chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ConnectFailure {
+pub(crate) enum ConnectFailure {
     /// Nothing listens, the name does not resolve, or the network drops us.
     Unreachable,
     /// We spoke TLS and the server answered in plain HTTP.
@@ -28,7 +28,7 @@ pub(super) enum ConnectFailure {
 }
 
 /// Reads a reqwest error's chain for the reason underneath.
-pub(super) fn connect_failure(err: &reqwest::Error) -> Option<ConnectFailure> {
+pub(crate) fn connect_failure(err: &reqwest::Error) -> Option<ConnectFailure> {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
     let mut found = None;
     while let Some(current) = next {
@@ -81,7 +81,7 @@ pub(super) fn connect_failure(err: &reqwest::Error) -> Option<ConnectFailure> {
 }
 
 /// rustls errors travel inside (nested) `io::Error`s, whose `source()` skips the wrapped error itself.
-pub(super) fn as_rustls_error<'a>(
+pub(crate) fn as_rustls_error<'a>(
     err: &'a (dyn std::error::Error + 'static),
 ) -> Option<&'a rustls::Error> {
     if let Some(tls) = err.downcast_ref::<rustls::Error>() {
@@ -96,7 +96,7 @@ const NAMES_SHOWN: usize = 8;
 
 /// The names a certificate presented when it did not name the host we asked for, as rustls
 /// (webpki) reported them: `DnsName("a.example")` and `IpAddress(127.0.0.1)` made plain.
-pub(super) fn presented_names(err: &reqwest::Error) -> Option<Vec<String>> {
+pub(crate) fn presented_names(err: &reqwest::Error) -> Option<Vec<String>> {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(current) = next {
         if let Some(rustls::Error::InvalidCertificate(
@@ -136,7 +136,7 @@ fn listed(names: &[String]) -> String {
 }
 
 /// The certificate does not name the host we reached: what it names, and what to do.
-pub(super) fn wrong_name(
+pub(crate) fn wrong_name(
     host: &RegistryHost,
     tunnel: Option<&TunnelEndpoint>,
     presented: Option<&[String]>,
@@ -172,7 +172,7 @@ pub(super) fn wrong_name(
 }
 
 /// `2020-01-02 00:00:00 UTC` for seconds since the Unix epoch (proleptic Gregorian calendar).
-pub(super) fn utc_text(seconds: u64) -> String {
+pub(crate) fn utc_text(seconds: u64) -> String {
     let days = seconds / 86_400;
     let rest = seconds % 86_400;
     // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).

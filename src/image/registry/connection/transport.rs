@@ -8,11 +8,11 @@ use std::time::Duration;
 use reqwest::{Certificate, Client, Url, redirect};
 
 use super::below_http::{ConnectFailure, connect_failure};
-use super::credentials::{ClusterLogin, CredentialSources};
 use super::proxy::Proxies;
 use super::tunnelled::TunnelEndpoint;
-use super::watchdog::Stalled;
 use crate::image::reference::RegistryHost;
+use crate::image::registry::credentials::{ClusterLogin, CredentialSources};
+use crate::image::registry::watchdog::Stalled;
 use crate::plumbing::error::{Context, Error, ExitCode, Result};
 use crate::plumbing::limits::{Limits, REQUEST_TIMEOUT_ENV, STALL_TIMEOUT_ENV, seconds_text};
 
@@ -39,20 +39,20 @@ pub struct TransportOptions {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Scheme {
+pub(crate) enum Scheme {
     Http,
     Https,
 }
 
 impl Scheme {
-    pub(super) fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Scheme::Http => "http",
             Scheme::Https => "https",
         }
     }
 
-    pub(super) fn default_port(self) -> u16 {
+    pub(crate) fn default_port(self) -> u16 {
         match self {
             Scheme::Http => 80,
             Scheme::Https => 443,
@@ -68,7 +68,7 @@ const MAX_REDIRECTS: usize = 10;
 /// The HTTP client and the scheme for one registry host. The scheme may change once, when `ping`
 /// finds the server speaks the other one and the rules allow it.
 #[derive(Debug)]
-pub(super) struct Transport {
+pub(crate) struct Transport {
     pub http: Client,
     pub host: RegistryHost,
     pub insecure: bool,
@@ -80,7 +80,7 @@ pub(super) struct Transport {
 }
 
 impl Transport {
-    pub(super) fn new(host: &RegistryHost, options: &TransportOptions) -> Result<Self> {
+    pub(crate) fn new(host: &RegistryHost, options: &TransportOptions) -> Result<Self> {
         let scheme = initial_scheme(host, options);
         let http = build_client(options, scheme)?;
         Ok(Self {
@@ -98,7 +98,7 @@ impl Transport {
     /// The names credentials are looked up under: through a tunnel, those the cluster
     /// advertises the registry by (its loopback port means nothing to `docker login`); else the
     /// host.
-    pub(super) fn login_names(&self) -> Vec<&RegistryHost> {
+    pub(crate) fn login_names(&self) -> Vec<&RegistryHost> {
         match &self.tunnel {
             Some(tunnel) if !tunnel.login_names().is_empty() => {
                 tunnel.login_names().iter().collect()
@@ -109,7 +109,7 @@ impl Transport {
 
     /// The registry as messages name it: through a tunnel, the name the cluster gives it
     /// (never the tunnel's loopback port, which the user never typed), else its host.
-    pub(super) fn known_as(&self) -> &RegistryHost {
+    pub(crate) fn known_as(&self) -> &RegistryHost {
         self.login_names()[0]
     }
 
@@ -122,7 +122,7 @@ impl Transport {
         }
     }
 
-    pub(super) fn scheme(&self) -> Scheme {
+    pub(crate) fn scheme(&self) -> Scheme {
         if self.https.load(Ordering::Relaxed) {
             Scheme::Https
         } else {
@@ -130,14 +130,14 @@ impl Transport {
         }
     }
 
-    pub(super) fn set_scheme(&self, scheme: Scheme) {
+    pub(crate) fn set_scheme(&self, scheme: Scheme) {
         self.https.store(scheme == Scheme::Https, Ordering::Relaxed);
     }
 
     /// The registry answered over the scheme we speak now: through a tunnel, that is the
     /// scheme of every client through it from now on (said with -v, and `--insecure` over TLS
     /// said once).
-    pub(super) fn answered(&self) {
+    pub(crate) fn answered(&self) {
         let Some(tunnel) = &self.tunnel else {
             return;
         };
@@ -153,7 +153,7 @@ impl Transport {
 
     /// Who a TLS failure is of: the host, or through a tunnel the registry behind the Service
     /// and the name it was spoken to as.
-    pub(super) fn tls_peer(&self) -> String {
+    pub(crate) fn tls_peer(&self) -> String {
         match &self.tunnel {
             Some(tunnel) => format!(
                 "the registry behind {} (as {})",
@@ -166,7 +166,7 @@ impl Transport {
 
     /// The host and port URLs name: through a tunnel over TLS the Service's name (resolved to
     /// the tunnel), else the host.
-    pub(super) fn authority(&self) -> &RegistryHost {
+    pub(crate) fn authority(&self) -> &RegistryHost {
         self.tunnel
             .as_ref()
             .and_then(|tunnel| tunnel.authority(self.scheme() == Scheme::Https))
@@ -174,7 +174,7 @@ impl Transport {
     }
 
     /// Whether the rules let us switch to `scheme` after the server showed it speaks that one.
-    pub(super) fn may_switch_to(&self, scheme: Scheme) -> bool {
+    pub(crate) fn may_switch_to(&self, scheme: Scheme) -> bool {
         match scheme {
             // Plain HTTP needs consent, except on loopback where nothing crosses a network.
             Scheme::Http => self.insecure || self.host.is_loopback(),
@@ -184,12 +184,12 @@ impl Transport {
 
     /// Whether `url` is the registry itself, over the scheme we settled on: the only place
     /// our credentials may go.
-    pub(super) fn is_origin(&self, url: &Url) -> bool {
+    pub(crate) fn is_origin(&self, url: &Url) -> bool {
         url.scheme() == self.scheme().as_str() && same_authority(url, self.authority())
     }
 
     /// Refuses a URL the registry sent us to (an upload `Location`) that would leave HTTPS.
-    pub(super) fn check_no_downgrade(&self, url: &Url) -> Result<()> {
+    pub(crate) fn check_no_downgrade(&self, url: &Url) -> Result<()> {
         if self.scheme() == Scheme::Https && url.scheme() != "https" {
             return Err(Error::new(
                 ExitCode::Registry,
@@ -204,7 +204,7 @@ impl Transport {
     }
 
     /// `scheme://host/v2/<path>`.
-    pub(super) fn url(&self, path: &str) -> Result<Url> {
+    pub(crate) fn url(&self, path: &str) -> Result<Url> {
         let text = format!(
             "{}://{}/v2/{path}",
             self.scheme().as_str(),
@@ -344,7 +344,7 @@ fn read_ca_file(path: &std::path::Path) -> Result<Vec<Certificate>> {
 }
 
 /// The cause to show for a request that never got an answer.
-pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> Error {
+pub(crate) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> Error {
     let host = transport.known_as();
     let failure = connect_failure(&err);
     let (message, hint): (String, Option<String>) = match failure {
@@ -434,7 +434,7 @@ pub(super) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
 }
 
 /// The cause to show when an operation made no progress for its whole allowance.
-pub(super) fn stalled_error(transport: &Transport, stalled: Stalled) -> Error {
+pub(crate) fn stalled_error(transport: &Transport, stalled: Stalled) -> Error {
     let host = transport.known_as();
     Error::new(
         ExitCode::Registry,
@@ -451,7 +451,7 @@ pub(super) fn stalled_error(transport: &Transport, stalled: Stalled) -> Error {
 /// A request that got no answer. Shows only the innermost reason ("Connection refused (os error
 /// 111)"): reqwest's layers above it ("client error (Connect)", ...) say nothing to a user.
 #[derive(Debug)]
-pub(super) struct SendFailure {
+pub(crate) struct SendFailure {
     pub failure: Option<ConnectFailure>,
     pub error: reqwest::Error,
 }

@@ -345,83 +345,13 @@ fn read_ca_file(path: &std::path::Path) -> Result<Vec<Certificate>> {
 
 /// The cause to show for a request that never got an answer.
 pub(crate) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> Error {
-    let host = transport.known_as();
     let failure = connect_failure(&err);
-    let (message, hint): (String, Option<String>) = match failure {
-        Some(ConnectFailure::Unreachable) => (
-            format!("the registry at {host} is down or not reachable from here"),
-            Some(format!(
-                "check that the registry runs and that {host} is reachable from this machine"
-            )),
-        ),
-        Some(ConnectFailure::ServerSpeaksHttp) => (
-            format!("{host} answered in plain HTTP, not HTTPS"),
-            Some(if transport.has_ca_file {
-                format!(
-                    "drop --ca-file: {host} does not use TLS (pass --insecure to allow plain HTTP to it)"
-                )
-            } else {
-                format!("pass --insecure to allow plain HTTP to {host}")
-            }),
-        ),
-        Some(ConnectFailure::UntrustedCertificate) => (
-            format!(
-                "the TLS certificate of {} is not trusted",
-                transport.tls_peer()
-            ),
-            Some(format!(
-                "pass --ca-file with the CA that signed the registry's certificate, or --insecure to skip the check{}",
-                match &transport.tunnel {
-                    Some(tunnel) if tunnel.has_service_ca() =>
-                        "; the cluster's service CA (ConfigMap openshift-service-ca.crt) did not sign it",
-                    Some(_) =>
-                        "; the cluster publishes no service CA (ConfigMap openshift-service-ca.crt) in the Service's namespace",
-                    None => "",
-                }
-            )),
-        ),
-        Some(ConnectFailure::WrongName) => {
-            let presented = super::below_http::presented_names(&err);
-            let (message, hint) = super::below_http::wrong_name(
-                host,
-                transport.tunnel.as_ref(),
-                presented.as_deref(),
-            );
-            (message, Some(hint))
-        }
-        Some(ConnectFailure::ExpiredCertificate(not_after)) => (
-            match not_after {
-                Some(seconds) => format!(
-                    "the TLS certificate of {} expired on {}",
-                    transport.tls_peer(),
-                    super::below_http::utc_text(seconds)
-                ),
-                None => format!(
-                    "the TLS certificate of {} has expired",
-                    transport.tls_peer()
-                ),
-            },
-            Some(format!(
-                "renew the registry's certificate (whoever runs {} can); \
-                 check this machine's clock too{}",
-                transport.run_by(),
-                if transport.has_ca_file {
-                    ": the --ca-file given is not the problem"
-                } else {
-                    ""
-                }
-            )),
-        ),
-        Some(ConnectFailure::Tls) => (
-            format!("the TLS handshake with {} failed", transport.tls_peer()),
-            Some("pass --ca-file with the registry's CA, or --insecure".to_string()),
-        ),
-        Some(ConnectFailure::Dropped) => (format!("the connection to {host} broke off"), None),
-        Some(ConnectFailure::TimedOut) => (
-            format!("the registry at {host} did not answer in time"),
+    let (message, hint) = match &failure {
+        Some(failure) => what_broke(transport, failure, &err),
+        None => (
+            format!("the request to {} failed", transport.known_as()),
             None,
         ),
-        None => (format!("the request to {host} failed"), None),
     };
     let error = Error::new(ExitCode::Registry, message).with_source(SendFailure {
         failure,
@@ -431,6 +361,98 @@ pub(crate) fn explain_send_error(transport: &Transport, err: reqwest::Error) -> 
         Some(hint) => error.with_hint(hint),
         None => error,
     }
+}
+
+/// What broke below HTTP, said of the registry as the user knows it, and what to do about it.
+fn what_broke(
+    transport: &Transport,
+    failure: &ConnectFailure,
+    err: &reqwest::Error,
+) -> (String, Option<String>) {
+    let host = transport.known_as();
+    match failure {
+        ConnectFailure::Unreachable => (
+            format!("the registry at {host} is down or not reachable from here"),
+            Some(format!(
+                "check that the registry runs and that {host} is reachable from this machine"
+            )),
+        ),
+        ConnectFailure::ServerSpeaksHttp => (
+            format!("{host} answered in plain HTTP, not HTTPS"),
+            Some(if transport.has_ca_file {
+                format!(
+                    "drop --ca-file: {host} does not use TLS (pass --insecure to allow plain HTTP to it)"
+                )
+            } else {
+                format!("pass --insecure to allow plain HTTP to {host}")
+            }),
+        ),
+        ConnectFailure::UntrustedCertificate => untrusted_certificate(transport),
+        ConnectFailure::WrongName => {
+            let presented = super::below_http::presented_names(err);
+            let (message, hint) = super::below_http::wrong_name(
+                host,
+                transport.tunnel.as_ref(),
+                presented.as_deref(),
+            );
+            (message, Some(hint))
+        }
+        ConnectFailure::ExpiredCertificate(not_after) => expired_certificate(transport, *not_after),
+        ConnectFailure::Tls => (
+            format!("the TLS handshake with {} failed", transport.tls_peer()),
+            Some("pass --ca-file with the registry's CA, or --insecure".to_string()),
+        ),
+        ConnectFailure::Dropped => (format!("the connection to {host} broke off"), None),
+        ConnectFailure::TimedOut => (
+            format!("the registry at {host} did not answer in time"),
+            None,
+        ),
+    }
+}
+
+fn untrusted_certificate(transport: &Transport) -> (String, Option<String>) {
+    let service_ca = match &transport.tunnel {
+        Some(tunnel) if tunnel.has_service_ca() => {
+            "; the cluster's service CA (ConfigMap openshift-service-ca.crt) did not sign it"
+        }
+        Some(_) => {
+            "; the cluster publishes no service CA (ConfigMap openshift-service-ca.crt) in the Service's namespace"
+        }
+        None => "",
+    };
+    (
+        format!(
+            "the TLS certificate of {} is not trusted",
+            transport.tls_peer()
+        ),
+        Some(format!(
+            "pass --ca-file with the CA that signed the registry's certificate, or --insecure to skip the check{service_ca}"
+        )),
+    )
+}
+
+fn expired_certificate(transport: &Transport, not_after: Option<u64>) -> (String, Option<String>) {
+    let message = match not_after {
+        Some(seconds) => format!(
+            "the TLS certificate of {} expired on {}",
+            transport.tls_peer(),
+            super::below_http::utc_text(seconds)
+        ),
+        None => format!(
+            "the TLS certificate of {} has expired",
+            transport.tls_peer()
+        ),
+    };
+    let ca_file = if transport.has_ca_file {
+        ": the --ca-file given is not the problem"
+    } else {
+        ""
+    };
+    let hint = format!(
+        "renew the registry's certificate (whoever runs {} can); check this machine's clock too{ca_file}",
+        transport.run_by()
+    );
+    (message, Some(hint))
 }
 
 /// The cause to show when an operation made no progress for its whole allowance.

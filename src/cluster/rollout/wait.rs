@@ -97,101 +97,169 @@ pub async fn wait(
     mut seen: impl FnMut(Seen<'_>),
 ) -> Result<Ended> {
     let deadline = tokio::time::Instant::now() + follow.timeout;
-    let (mut workloads, mut pods): (BoxStream<'_, _>, BoxStream<'_, _>) = if follow.watch {
-        let api = RolloutApi::new(cluster, target.namespace);
-        (
-            api.follow_workload(target.kind, target.name),
-            api.follow_pods(target.selector),
-        )
+    let (mut workloads, mut pods) = if follow.watch {
+        followed(cluster, target)
     } else {
         (poll_workload(cluster, target), poll_pods(cluster, target))
     };
-    let mut workload: Option<Workload> = None;
-    let mut listed: BTreeMap<String, RolloutPod> = BTreeMap::new();
-    let mut said = String::new();
-    let mut unscheduled: Option<(String, String)> = None;
+    let mut known = Known::default();
     // Both streams are endless (the watcher reopens and relists; a poll reads again): the
     // deadline is what ends the loop when nothing else does.
     loop {
-        tokio::select! {
-            change = workloads.next() => match change {
-                Some(Change::All(list)) => match list.into_iter().next() {
-                    Some(found) => workload = Some(found),
-                    None => return Ok(Ended::Gone),
-                },
-                Some(Change::Applied(found)) => workload = Some(found),
-                Some(Change::Deleted(_)) => return Ok(Ended::Gone),
-                Some(Change::Trouble(trouble)) => {
-                    seen(Seen::Trouble(&trouble));
-                    continue;
-                }
-                Some(Change::Forbidden(refused)) => {
-                    (workloads, pods) = polled(cluster, target, &refused, &mut seen);
-                    continue;
-                }
-                None => {}
-            },
-            change = pods.next() => match change {
-                Some(Change::All(list)) => {
-                    listed = list.into_iter().map(|pod| (pod.facts.name.clone(), pod)).collect();
-                }
-                Some(Change::Applied(pod)) => {
-                    listed.insert(pod.facts.name.clone(), pod);
-                }
-                Some(Change::Deleted(pod)) => {
-                    listed.remove(&pod.facts.name);
-                }
-                Some(Change::Trouble(trouble)) => {
-                    seen(Seen::Trouble(&trouble));
-                    continue;
-                }
-                Some(Change::Forbidden(refused)) => {
-                    (workloads, pods) = polled(cluster, target, &refused, &mut seen);
-                    continue;
-                }
-                None => {}
-            },
-            () = tokio::time::sleep_until(deadline) => {
-                let pods = listed.into_values().collect();
-                return Ok(Ended::TimedOut { said, unscheduled, pods });
+        let news = tokio::select! {
+            change = workloads.next() => known.workload_changed(change),
+            change = pods.next() => known.pods_changed(change),
+            () = tokio::time::sleep_until(deadline) => return Ok(known.timed_out()),
+        };
+        match news {
+            News::Changed => {}
+            News::Ended(ended) => return Ok(ended),
+            News::Trouble(trouble) => {
+                seen(Seen::Trouble(&trouble));
+                continue;
+            }
+            News::Forbidden(refused) => {
+                (workloads, pods) = polled(cluster, target, &refused, &mut seen);
+                continue;
             }
         }
-        if let Some(ended) = workload
-            .as_ref()
-            .and_then(|workload| judge(workload, target, &mut said, &mut seen))
-        {
-            return Ok(match ended {
-                Ended::Failed { said, .. } => Ended::Failed {
-                    said,
-                    pods: listed.into_values().collect(),
-                },
-                ended => ended,
-            });
+        if let Some(ended) = known.judged(target, &mut seen) {
+            return Ok(ended);
         }
-        for pod in listed.values().filter(|pod| is_new(pod, target)) {
+        if let Some(ended) = known.new_pods(cluster, target, &mut seen).await? {
+            return Ok(ended);
+        }
+    }
+}
+
+/// The workload and its pods, listed then watched.
+fn followed<'a>(
+    cluster: &Cluster,
+    target: &Target<'_>,
+) -> (
+    BoxStream<'a, Change<Workload>>,
+    BoxStream<'a, Change<RolloutPod>>,
+) {
+    let api = RolloutApi::new(cluster, target.namespace);
+    (
+        api.follow_workload(target.kind, target.name),
+        api.follow_pods(target.selector),
+    )
+}
+
+/// What one change of a stream means for the wait.
+enum News {
+    /// What the wait knows changed: judge again.
+    Changed,
+    /// The workload is gone.
+    Ended(Ended),
+    /// A watch or read failed and is tried again.
+    Trouble(String),
+    /// The API server refused the watch: read once a second instead.
+    Forbidden(String),
+}
+
+/// What the wait knows so far: the workload and its pods as last seen, kubectl's last words of
+/// what it waits for, and the first new pod no node took.
+#[derive(Default)]
+struct Known {
+    workload: Option<Workload>,
+    listed: BTreeMap<String, RolloutPod>,
+    said: String,
+    unscheduled: Option<(String, String)>,
+}
+
+impl Known {
+    fn workload_changed(&mut self, change: Option<Change<Workload>>) -> News {
+        match change {
+            Some(Change::All(list)) => match list.into_iter().next() {
+                Some(found) => self.workload = Some(found),
+                None => return News::Ended(Ended::Gone),
+            },
+            Some(Change::Applied(found)) => self.workload = Some(found),
+            Some(Change::Deleted(_)) => return News::Ended(Ended::Gone),
+            Some(Change::Trouble(trouble)) => return News::Trouble(trouble),
+            Some(Change::Forbidden(refused)) => return News::Forbidden(refused),
+            None => {}
+        }
+        News::Changed
+    }
+
+    fn pods_changed(&mut self, change: Option<Change<RolloutPod>>) -> News {
+        match change {
+            Some(Change::All(list)) => {
+                self.listed = list
+                    .into_iter()
+                    .map(|pod| (pod.facts.name.clone(), pod))
+                    .collect();
+            }
+            Some(Change::Applied(pod)) => {
+                self.listed.insert(pod.facts.name.clone(), pod);
+            }
+            Some(Change::Deleted(pod)) => {
+                self.listed.remove(&pod.facts.name);
+            }
+            Some(Change::Trouble(trouble)) => return News::Trouble(trouble),
+            Some(Change::Forbidden(refused)) => return News::Forbidden(refused),
+            None => {}
+        }
+        News::Changed
+    }
+
+    /// kubectl's rules on the workload as last seen; a failure carries the pods as last seen.
+    fn judged(&mut self, target: &Target<'_>, seen: &mut impl FnMut(Seen<'_>)) -> Option<Ended> {
+        let ended = judge(self.workload.as_ref()?, target, &mut self.said, seen)?;
+        Some(match ended {
+            Ended::Failed { said, .. } => Ended::Failed {
+                said,
+                pods: std::mem::take(&mut self.listed).into_values().collect(),
+            },
+            ended => ended,
+        })
+    }
+
+    /// The new pods looked at: a failed pull or a crash loop ends the wait (with the crashed
+    /// container's previous log); the first new pod no node takes is said once.
+    async fn new_pods(
+        &mut self,
+        cluster: &Cluster,
+        target: &Target<'_>,
+        seen: &mut impl FnMut(Seen<'_>),
+    ) -> Result<Option<Ended>> {
+        for pod in self.listed.values().filter(|pod| is_new(pod, target)) {
             if pod.facts.failing() {
-                return Ok(Ended::PullFailed(pod.facts.clone()));
+                return Ok(Some(Ended::PullFailed(pod.facts.clone())));
             }
             if let Some(crash) = pod.crashing.first() {
                 let name = pod.facts.name.clone();
                 let log = RolloutApi::new(cluster, target.namespace)
                     .previous_log(&name, &crash.container, LOG_LINES)
                     .await?;
-                return Ok(Ended::CrashLoop {
+                return Ok(Some(Ended::CrashLoop {
                     pod: name,
                     crash: crash.clone(),
                     log,
-                });
+                }));
             }
             if let Some(message) = &pod.facts.unscheduled
-                && unscheduled.is_none()
+                && self.unscheduled.is_none()
             {
                 seen(Seen::Unscheduled {
                     pod: &pod.facts.name,
                     message,
                 });
-                unscheduled = Some((pod.facts.name.clone(), message.clone()));
+                self.unscheduled = Some((pod.facts.name.clone(), message.clone()));
             }
+        }
+        Ok(None)
+    }
+
+    /// kubectl's last words, the new pod no node took, and the pods as last seen.
+    fn timed_out(self) -> Ended {
+        Ended::TimedOut {
+            said: self.said,
+            unscheduled: self.unscheduled,
+            pods: self.listed.into_values().collect(),
         }
     }
 }

@@ -36,40 +36,67 @@ impl Settle<'_> {
     /// `stored` is the workload as the patch left it; `None` when nothing needed patching.
     pub(super) async fn run(self, stored: Option<&Workload>) -> Outcome {
         let started = Instant::now();
-        let printer = self.rollouts.setting.printer;
-        let label = self.wanted.label();
         let Some(stored) = stored else {
-            let message = format!(
-                "{label} already runs {} ({}); nothing patched",
-                self.reference,
-                self.containers.join(", ")
-            );
-            printer.note(&message);
-            return self.outcome(Ended::Unchanged, message, Found::default(), started, false);
+            return self.unchanged(started);
         };
+        self.say_set();
+        if stored.paused() {
+            return self.paused(started);
+        }
+        let target = self.target(stored.generation());
+        match self.wait(&target).await {
+            Ok(ended) => self.told(ended, &target, started).await,
+            Err(error) => self.failed(Ended::Failed, error, started),
+        }
+    }
+
+    /// Nothing to patch: the workload already runs the ref.
+    fn unchanged(&self, started: Instant) -> Outcome {
+        let message = format!(
+            "{} already runs {} ({}); nothing patched",
+            self.wanted.label(),
+            self.reference,
+            self.containers.join(", ")
+        );
+        self.rollouts.setting.printer.note(&message);
+        self.outcome(Ended::Unchanged, message, Found::default(), started, false)
+    }
+
+    /// `deployment/web: set web=REF`.
+    fn say_set(&self) {
         let set: Vec<String> = self
             .containers
             .iter()
             .map(|c| format!("{c}={}", self.reference))
             .collect();
-        printer.note(&format!("{label}: set {}", set.join(" ")));
-        if stored.paused() {
-            return self.paused(started);
-        }
-        let target = Target {
+        self.rollouts.setting.printer.note(&format!(
+            "{}: set {}",
+            self.wanted.label(),
+            set.join(" ")
+        ));
+    }
+
+    /// The workload waited for, at the generation the patch answered.
+    fn target(&self, generation: i64) -> Target<'_> {
+        Target {
             kind: self.wanted.kind,
             namespace: &self.rollouts.namespace,
             name: &self.wanted.name,
             selector: &self.selector,
             containers: &self.containers,
             reference: self.reference,
-            generation: stored.generation(),
-        };
+            generation,
+        }
+    }
+
+    /// The wait in the Kubernetes layer, what it sees said as it goes.
+    async fn wait(&self, target: &Target<'_>) -> crate::plumbing::error::Result<rollout::Ended> {
+        let printer = self.rollouts.setting.printer;
+        let label = self.wanted.label();
         let follow = Follow {
             timeout: self.rollouts.setting.timeout,
             watch: self.rollouts.watch,
         };
-        let cluster = self.rollouts.cluster();
         let said = |seen: Seen<'_>| match seen {
             Seen::Status(line) => printer.note(&format!("{label}: {line}")),
             Seen::Unscheduled { pod, message } => {
@@ -77,13 +104,15 @@ impl Settle<'_> {
             }
             Seen::Trouble(trouble) => printer.debug(&format!("{label}: {trouble}")),
         };
-        let ended = match rollout::wait(cluster, &target, follow, said).await {
-            Ok(ended) => ended,
-            Err(error) => return self.failed(Ended::Failed, error, started),
-        };
+        rollout::wait(self.rollouts.cluster(), target, follow, said).await
+    }
+
+    /// How the wait ended, told: the outcome, and what is said on stderr.
+    async fn told(&self, ended: rollout::Ended, target: &Target<'_>, started: Instant) -> Outcome {
+        let label = self.wanted.label();
         match ended {
             rollout::Ended::Done(done) => {
-                printer.note(&format!(
+                self.rollouts.setting.printer.note(&format!(
                     "{label}: {done} in {:.1}s",
                     started.elapsed().as_secs_f64()
                 ));
@@ -91,37 +120,15 @@ impl Settle<'_> {
             }
             rollout::Ended::Failed { said, pods } => {
                 let error = Error::new(ExitCode::Failure, format!("{label}: {said}"));
-                let not_ready = self.not_ready(&target, &pods).await;
+                let not_ready = self.not_ready(target, &pods).await;
                 let (error, not_ready) = with_reasons(error, not_ready);
                 let mut outcome = self.failed(Ended::Failed, error, started);
                 outcome.not_ready = not_ready;
                 outcome
             }
             rollout::Ended::Paused(_) => self.paused(started),
-            rollout::Ended::Gone => {
-                let error = Error::new(
-                    ExitCode::Cluster,
-                    format!(
-                        "{} {}/{} was deleted during its rollout",
-                        self.wanted.kind.singular(),
-                        self.rollouts.namespace,
-                        self.wanted.name
-                    ),
-                );
-                self.failed(Ended::Failed, error, started)
-            }
-            rollout::Ended::Replaced(replaced) => {
-                let label = self.wanted.label();
-                let namespace = &self.rollouts.namespace;
-                let found = Found {
-                    replaced_by: replaced.first().map(diagnosis::ReplacedBy::from),
-                    error: Some(diagnosis::replaced_error(&label, namespace, &replaced)),
-                    ..Found::default()
-                };
-                let message = found.error.as_ref().map(|e| e.message().to_string());
-                let message = message.unwrap_or_default();
-                self.outcome(Ended::Replaced, message, found, started, true)
-            }
+            rollout::Ended::Gone => self.gone(started),
+            rollout::Ended::Replaced(replaced) => self.replaced(&replaced, started),
             rollout::Ended::PullFailed(pod) => self.pull_failed(pod, started).await,
             rollout::Ended::CrashLoop { pod, crash, log } => {
                 self.crashed(&pod, &crash, log, started)
@@ -131,10 +138,38 @@ impl Settle<'_> {
                 unscheduled,
                 pods,
             } => {
-                let not_ready = self.not_ready(&target, &pods).await;
+                let not_ready = self.not_ready(target, &pods).await;
                 self.timed_out(&said, unscheduled, not_ready, started)
             }
         }
+    }
+
+    /// The workload was deleted while we waited.
+    fn gone(&self, started: Instant) -> Outcome {
+        let error = Error::new(
+            ExitCode::Cluster,
+            format!(
+                "{} {}/{} was deleted during its rollout",
+                self.wanted.kind.singular(),
+                self.rollouts.namespace,
+                self.wanted.name
+            ),
+        );
+        self.failed(Ended::Failed, error, started)
+    }
+
+    /// Another writer set its own image: who, and what to do.
+    fn replaced(&self, replaced: &[rollout::Replaced], started: Instant) -> Outcome {
+        let label = self.wanted.label();
+        let namespace = &self.rollouts.namespace;
+        let found = Found {
+            replaced_by: replaced.first().map(diagnosis::ReplacedBy::from),
+            error: Some(diagnosis::replaced_error(&label, namespace, replaced)),
+            ..Found::default()
+        };
+        let message = found.error.as_ref().map(|e| e.message().to_string());
+        let message = message.unwrap_or_default();
+        self.outcome(Ended::Replaced, message, found, started, true)
     }
 
     fn outcome(

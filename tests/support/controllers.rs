@@ -5,7 +5,9 @@
 //! the kubelet pulls each new pod's images with the test's real containerd, then the container
 //! runs, crash-loops or waits with the runtime's pull error); every write versioned and
 //! watchable from a resourceVersion (controllers/watch.rs: watches end after timeoutSeconds,
-//! a compacted version is answered 410); the pods' logs, and SelfSubjectAccessReviews
+//! a compacted version is answered 410); pods deleted gracefully, kept while finalizers hold
+//! them (controllers/terminating.rs) and written by the test's kubectl (pod_writes.rs); the
+//! pods' logs, and SelfSubjectAccessReviews
 //! answered from what the test forbids. Served ahead of the rest of the stand-in by one hook.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,10 +16,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod kinds;
 mod managed;
+mod pod_writes;
 mod serve;
 mod state;
 mod steps;
+mod terminating;
 mod watch;
 mod wire;
 
@@ -200,6 +205,13 @@ impl Controllers {
                 .collect();
             done(&pods)
         })
+    }
+
+    /// Waits (bounded) until pod `name` (in `default`) is terminating: deleted, a finalizer
+    /// keeping it.
+    pub(crate) fn wait_for_terminating(&self, name: &str) -> bool {
+        let key = ("default".to_string(), name.to_string());
+        self.wait_until(|state| state.pods.get(&key).is_some_and(terminating::terminating))
     }
 
     /// Waits (bounded) until `count` patches were stored; false when none came in time.

@@ -1,5 +1,6 @@
 //! The stand-in controllers' API: discovery of `apps/v1`, workloads read, listed, watched and
 //! patched in any namespace, their pods listed, watched and read with their logs and events,
+//! patched, replaced and deleted (pod_writes.rs),
 //! SelfSubjectAccessReviews answered from what the test forbids, 403 for what it forbids.
 
 use std::io::Write;
@@ -7,6 +8,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use super::pod_writes::PodWrite;
 use super::state::Key;
 use super::wire::{
     is_workload, kind_names, named_in, query_value, respond_json, respond_text, status,
@@ -114,6 +116,27 @@ impl Controllers {
                     200,
                     state.pods[&(namespace.to_string(), name.to_string())].clone(),
                 )
+            }
+            ("PATCH" | "PUT" | "DELETE", ["api", "v1", "namespaces", namespace, "pods", name])
+                if self.has_pod(namespace, name) =>
+            {
+                let verb = method.to_ascii_lowercase();
+                let content_type = headers
+                    .iter()
+                    .find(|(key, _)| key.eq_ignore_ascii_case("content-type"))
+                    .map_or("", |(_, value)| {
+                        value.split(';').next().unwrap_or("").trim()
+                    });
+                self.refused(&verb, "pods").unwrap_or_else(|| {
+                    self.write_pod(&PodWrite {
+                        method,
+                        namespace,
+                        name,
+                        query,
+                        content_type,
+                        body,
+                    })
+                })
             }
             _ => return self.serve_pods(method, &segments, query, stream),
         };

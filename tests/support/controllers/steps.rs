@@ -5,13 +5,15 @@
 //! (Progressing reason DeploymentPaused) and marks one stuck past progressDeadlineSeconds
 //! (ProgressDeadlineExceeded); the StatefulSet controller replaces pods from the highest
 //! ordinal down to the partition, one at a time once all are Ready; the DaemonSet controller
-//! node by node. The kubelet pulls a new pod's images (the test's real containerd), then runs it.
+//! node by node (per kind: controllers/kinds.rs, a terminating pod counted as they count it). The kubelet pulls a new pod's images (the test's real containerd), then runs it.
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::kinds::Look;
 use super::state::{Key, State, ready, waiting_for_kubelet};
+use super::terminating::terminating;
 use super::{Shared, Timing};
 
 impl Timing {
@@ -92,7 +94,7 @@ fn take_due<K: Ord + Clone>(
 }
 
 /// `stand-in/owner` of a pod: its workload's key.
-fn owner_of(pod: &Value) -> Option<Key> {
+pub(super) fn owner_of(pod: &Value) -> Option<Key> {
     let owner = pod["metadata"]["annotations"]["stand-in/owner"].as_str()?;
     let (resource, name) = owner.split_once('/')?;
     let namespace = pod["metadata"]["namespace"].as_str()?;
@@ -107,12 +109,12 @@ pub(super) fn revision(key: &Key, generation: i64) -> String {
     }
 }
 
-fn int(value: &Value, or: i64) -> i64 {
+pub(super) fn int(value: &Value, or: i64) -> i64 {
     value.as_i64().unwrap_or(or)
 }
 
 /// `25%` of `of`, rounded up or down, or a plain count.
-fn scaled(value: &Value, of: i64, default: &str, up: bool) -> i64 {
+pub(super) fn scaled(value: &Value, of: i64, default: &str, up: bool) -> i64 {
     let text = match value {
         Value::Number(n) => return n.as_i64().unwrap_or(0),
         Value::String(s) => s.clone(),
@@ -170,100 +172,16 @@ fn step(
         return true;
     }
     let current = revision(key, generation);
-    let pods = state.pods_of(key);
-    let label = if key.1 == "deployments" {
-        "pod-template-hash"
-    } else {
-        "controller-revision-hash"
+    let look = Look {
+        key,
+        current: &current,
+        node: node(unschedulable),
     };
-    let is_new = |pod: &Value| pod["metadata"]["labels"][label] == current.as_str();
-    let mut acted = false;
-    let mut created: Option<String> = None;
-    match key.1.as_str() {
-        "deployments" => {
-            let replicas = int(&object["spec"]["replicas"], 1);
-            let (new, old): (Vec<_>, Vec<_>) = pods.iter().partition(|(_, pod)| is_new(pod));
-            let new_pod = |state: &mut State| {
-                let node = node(unschedulable);
-                state.create_pod(key, None, &current, node.as_deref().map_err(|e| e.as_str()))
-            };
-            let available = pods.iter().filter(|(_, pod)| ready(pod)).count() as i64;
-            let strategy = &object["spec"]["strategy"];
-            let total = pods.len() as i64;
-            if strategy["type"] == "Recreate" {
-                if !old.is_empty() {
-                    for (name, _) in &old {
-                        state.delete_pod(&key.0, name);
-                    }
-                    acted = true;
-                } else if (new.len() as i64) < replicas {
-                    created = Some(new_pod(state));
-                    acted = true;
-                }
-            } else {
-                let rolling = &strategy["rollingUpdate"];
-                let surge = scaled(&rolling["maxSurge"], replicas, "25%", true);
-                let mut unavailable = scaled(&rolling["maxUnavailable"], replicas, "25%", false);
-                if surge == 0 && unavailable == 0 {
-                    unavailable = 1;
-                }
-                if (new.len() as i64) < replicas && total < replicas + surge {
-                    created = Some(new_pod(state));
-                    acted = true;
-                } else if let Some((name, pod)) = old
-                    .iter()
-                    .find(|(_, pod)| !ready(pod))
-                    .or_else(|| old.first())
-                {
-                    let after = available - i64::from(ready(pod));
-                    if after >= replicas - unavailable {
-                        state.delete_pod(&key.0, name);
-                        acted = true;
-                    }
-                }
-            }
-        }
-        "statefulsets" => {
-            let replicas = int(&object["spec"]["replicas"], 1);
-            let strategy = &object["spec"]["updateStrategy"];
-            let partition = int(&strategy["rollingUpdate"]["partition"], 0);
-            let all_ready = pods.iter().all(|(_, pod)| ready(pod));
-            if strategy["type"] != "OnDelete" && all_ready {
-                // From the highest ordinal down to the partition, one at a time.
-                for ordinal in (partition..replicas).rev() {
-                    let name = format!("{}-{ordinal}", key.2);
-                    let stale = pods
-                        .iter()
-                        .find(|(n, _)| *n == name)
-                        .is_some_and(|(_, pod)| !is_new(pod));
-                    if stale {
-                        state.delete_pod(&key.0, &name);
-                        created = Some(state.create_pod(
-                            key,
-                            Some(name),
-                            &current,
-                            node(unschedulable).as_deref().map_err(|e| e.as_str()),
-                        ));
-                        acted = true;
-                        break;
-                    }
-                }
-            }
-        }
-        _ => {
-            let all_ready = pods.iter().all(|(_, pod)| ready(pod));
-            // Node by node: the next node's old pod once every pod is Ready.
-            if all_ready && let Some((name, pod)) = pods.iter().find(|(_, pod)| !is_new(pod)) {
-                let node = pod["spec"]["nodeName"]
-                    .as_str()
-                    .unwrap_or("stand-in-node")
-                    .to_string();
-                state.delete_pod(&key.0, name);
-                created = Some(state.create_pod(key, None, &current, Ok(&node)));
-                acted = true;
-            }
-        }
-    }
+    let (acted, created) = match key.1.as_str() {
+        "deployments" => look.deployment(state, &object),
+        "statefulsets" => look.statefulset(state, &object),
+        _ => look.daemonset(state),
+    };
     if let Some(pod) = created {
         let pod_key = (key.0.clone(), pod);
         if state.pods.get(&pod_key).is_some_and(waiting_for_kubelet) {
@@ -282,7 +200,14 @@ fn step(
 
 /// The status the pods make now; (rolled out, counts moved).
 fn write_status(state: &mut State, key: &Key, current: &str, observed: bool) -> (bool, bool) {
-    let pods = state.pods_of(key);
+    // A ReplicaSet and a DaemonSet count no terminating pod; a StatefulSet counts each created
+    // one in its replicas, and no terminating one as current or updated.
+    let all = state.pods_of(key);
+    let held = all.iter().filter(|(_, pod)| terminating(pod)).count() as i64;
+    let pods: Vec<(String, Value)> = all
+        .into_iter()
+        .filter(|(_, pod)| !terminating(pod))
+        .collect();
     let nodes = state.node_names().len() as i64;
     let mut object = state.workloads[key].clone();
     let before = object["status"].clone();
@@ -318,7 +243,7 @@ fn write_status(state: &mut State, key: &Key, current: &str, observed: bool) -> 
         "statefulsets" => {
             let replicas = int(&object["spec"]["replicas"], 1);
             let status = &mut object["status"];
-            status["replicas"] = json!(count);
+            status["replicas"] = json!(count + held);
             status["readyReplicas"] = json!(ready_count);
             status["availableReplicas"] = json!(ready_count);
             status["updatedReplicas"] = json!(new);

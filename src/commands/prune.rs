@@ -82,14 +82,24 @@ pub async fn run(
     report.print(args.output.output, printer)
 }
 
-/// Deletes each manifest in turn, unless a tag pushed since the listing names it now (kept
-/// then, said so). A registry that refuses deletes refuses the first: nothing is changed then,
+/// Deletes each manifest in turn, unless a tag pushed or moved since the listing names it now
+/// (kept then, said so). A registry that refuses deletes refuses the first: nothing is changed then,
 /// and the error says how to enable them.
 async fn delete(client: &RegistryClient, plan: &mut Plan, printer: &Printer) -> Result<()> {
     let (mut at, mut done) = (0, 0);
+    let mut said_unchecked = std::collections::BTreeSet::new();
     while let Some(manifest) = plan.deletions.get(at) {
-        let planned = plan.tags_of(&manifest.repository);
-        let naming = meanwhile::tagged_meanwhile(client, manifest, &planned).await?;
+        let planned = plan.digests_of(&manifest.repository);
+        let found = meanwhile::tagged_meanwhile(client, manifest, &planned).await?;
+        if found.unchecked > 0 && said_unchecked.insert(manifest.repository.clone()) {
+            printer.note(&format!(
+                "{}: {} tags more than the {} read again before each delete; a tag among them moved onto a deleted manifest goes with it",
+                manifest.repository,
+                found.unchecked,
+                meanwhile::MOST_CHECKED
+            ));
+        }
+        let naming = found.naming;
         if !naming.is_empty() {
             printer.note(&format!(
                 "kept {}@{}: tagged {} since the registry was read",

@@ -73,32 +73,25 @@ pub(crate) struct Doomed {
     pub tags: Vec<String>,
     /// Config and layers of the image (as `ls` counts them).
     pub size: u64,
+    /// The blobs (and an index's platform manifests) its tags reference, by size.
+    #[serde(skip)]
+    pub blobs: BTreeMap<Digest, u64>,
 }
 
 impl Plan {
-    /// Every tag of `repository` the plan saw, kept or deleted.
-    pub(crate) fn tags_of(&self, repository: &str) -> std::collections::BTreeSet<String> {
-        let kept = self.kept.iter().filter(|k| k.repository == repository);
-        let doomed = self.deletions.iter().filter(|d| d.repository == repository);
-        kept.map(|k| k.tag.clone())
-            .chain(doomed.flat_map(|d| d.tags.iter().cloned()))
-            .collect()
-    }
-
-    /// The deletion at `index` kept after all, its own tags with it: `tags` now name it too.
-    pub(crate) fn keep_after_all(&mut self, index: usize, tags: Vec<String>) {
-        let doomed = self.deletions.remove(index);
-        for tag in doomed.tags.iter().cloned().chain(tags) {
-            self.kept.push(Kept {
-                repository: doomed.repository.clone(),
-                tag,
-                digest: doomed.digest.clone(),
-                reason: Why::TaggedMeanwhile,
-                in_use_by: Vec::new(),
-            });
-        }
-        self.kept
-            .sort_by(|a, b| (&a.repository, &a.tag).cmp(&(&b.repository, &b.tag)));
+    /// What only the deleted manifests reference, the kept ones aside: `unreferenced_bytes`,
+    /// counted again (after a deletion is kept after all).
+    pub(crate) fn count_unreferenced(&mut self) {
+        let doomed: BTreeMap<&Digest, u64> = self
+            .deletions
+            .iter()
+            .flat_map(|d| d.blobs.iter().map(|(digest, size)| (digest, *size)))
+            .collect();
+        self.unreferenced_bytes = doomed
+            .iter()
+            .filter(|(digest, _)| !self.kept_blobs.contains(*digest))
+            .map(|(_, size)| size)
+            .sum();
     }
 }
 
@@ -109,6 +102,8 @@ pub(crate) struct Plan {
     /// Blobs (and an index's platform manifests) that only the deleted manifests reference,
     /// among the repositories read: what the registry's garbage-collect can free.
     pub unreferenced_bytes: u64,
+    /// The blobs (and platform manifests) the kept tags reference.
+    pub kept_blobs: BTreeSet<Digest>,
 }
 
 /// Decides, repository by repository. `usage: None` (with `--ignore-usage`): nothing is known
@@ -121,30 +116,17 @@ pub(crate) fn plan(entries: &[TagEntry], usage: Option<&Usage>, keep: usize) -> 
             .or_default()
             .push(entry);
     }
-    let mut blobs = Blobs::default();
     let mut plan = Plan::default();
     for (repository, tags) in by_repository {
         let (attached, images): (Vec<&TagEntry>, Vec<&TagEntry>) =
             tags.into_iter().partition(|tag| tag.attached.is_some());
-        let fate = plan_images(repository, &images, usage, keep, &mut plan, &mut blobs);
-        plan_attached(repository, &attached, usage, &fate, &mut plan, &mut blobs);
+        let fate = plan_images(repository, &images, usage, keep, &mut plan);
+        plan_attached(repository, &attached, usage, &fate, &mut plan);
     }
     plan.kept
         .sort_by(|a, b| (&a.repository, &a.tag).cmp(&(&b.repository, &b.tag)));
-    plan.unreferenced_bytes = blobs
-        .doomed
-        .iter()
-        .filter(|(digest, _)| !blobs.kept.contains(*digest))
-        .map(|(_, size)| size)
-        .sum();
+    plan.count_unreferenced();
     plan
-}
-
-/// The blobs kept and deleted tags reference, across repositories.
-#[derive(Default)]
-struct Blobs<'a> {
-    kept: BTreeSet<&'a Digest>,
-    doomed: BTreeMap<&'a Digest, u64>,
 }
 
 /// What became of one repository's images: the manifests (and an index's platforms) kept and
@@ -173,7 +155,6 @@ fn plan_images<'a>(
     usage: Option<&Usage>,
     keep: usize,
     plan: &mut Plan,
-    blobs: &mut Blobs<'a>,
 ) -> Fate<'a> {
     let newest = newest_threshold(tags, keep);
     let mut fate = Fate::default();
@@ -196,15 +177,12 @@ fn plan_images<'a>(
         });
         if let Some((why, users)) = reason {
             plan.kept.push(kept(tag, why, users));
-            blobs.kept.extend(tag.blobs.keys());
+            plan.kept_blobs.extend(tag.blobs.keys().cloned());
             continue;
         }
         fate.doomed.insert(&tag.digest);
         fate.doomed.extend(tag.children.iter());
         doom(&mut doomed, repository, tag);
-        blobs
-            .doomed
-            .extend(tag.blobs.iter().map(|(digest, size)| (digest, *size)));
     }
     plan.deletions.extend(doomed.into_values().map(sorted_tags));
     fate
@@ -219,7 +197,6 @@ fn plan_attached<'a>(
     usage: Option<&Usage>,
     fate: &Fate<'a>,
     plan: &mut Plan,
-    blobs: &mut Blobs<'a>,
 ) {
     let subject_of: HashMap<&Digest, &Digest> = tags
         .iter()
@@ -244,14 +221,11 @@ fn plan_attached<'a>(
         };
         if let Some(why) = why {
             plan.kept.push(kept(tag, why, users));
-            blobs.kept.extend(tag.blobs.keys());
+            plan.kept_blobs.extend(tag.blobs.keys().cloned());
             continue;
         }
         doom(&mut doomed, repository, tag);
         listed.extend(attached.listed.iter());
-        blobs
-            .doomed
-            .extend(tag.blobs.iter().map(|(digest, size)| (digest, *size)));
     }
     // The referrers a deleted referrers index lists (pushed by digest) go with it.
     for digest in listed {
@@ -263,6 +237,7 @@ fn plan_attached<'a>(
                     digest: digest.clone(),
                     tags: Vec::new(),
                     size: 0,
+                    blobs: BTreeMap::new(),
                 },
             );
         }
@@ -271,16 +246,19 @@ fn plan_attached<'a>(
 }
 
 fn doom<'a>(doomed: &mut BTreeMap<&'a Digest, Doomed>, repository: &str, tag: &'a TagEntry) {
-    doomed
-        .entry(&tag.digest)
-        .or_insert_with(|| Doomed {
-            repository: repository.to_string(),
-            digest: tag.digest.clone(),
-            tags: Vec::new(),
-            size: tag.size,
-        })
-        .tags
-        .push(tag.tag.clone());
+    let doomed = doomed.entry(&tag.digest).or_insert_with(|| Doomed {
+        repository: repository.to_string(),
+        digest: tag.digest.clone(),
+        tags: Vec::new(),
+        size: tag.size,
+        blobs: BTreeMap::new(),
+    });
+    doomed.tags.push(tag.tag.clone());
+    doomed.blobs.extend(
+        tag.blobs
+            .iter()
+            .map(|(digest, size)| (digest.clone(), *size)),
+    );
 }
 
 fn sorted_tags(mut doomed: Doomed) -> Doomed {

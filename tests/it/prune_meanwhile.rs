@@ -1,6 +1,7 @@
 //! `prune` when a push tags the content it is about to delete: deleting a manifest by digest
 //! removes every tag on it, so right before each delete the repository's tags are read again
-//! and a digest that a tag pushed meanwhile names is kept, and said so. The push lands through
+//! and a digest that a tag pushed meanwhile names (a new tag, or one prune saw moved onto it)
+//! is kept, said so, and left out of the totals. The push lands through
 //! the real registry while prune runs (a hook in the fault proxy, just before prune's re-read).
 
 use std::sync::Arc;
@@ -12,54 +13,77 @@ use snapbox::str;
 use crate::support::cluster_scene::{RegistryScene, deleted_digests, kept_reasons};
 use crate::support::fault_proxy::{Action, FaultProxy, Rule};
 use crate::support::fixtures::Image;
+use crate::support::push::blob_sizes;
 use crate::support::registry::TestRegistry;
+use kubectl_registry::plumbing::output::human_size;
 
 fn image(seed: u64, created: &str) -> Image {
     Image::with_layers(seed, "linux/amd64", &[40 << 10, 20 << 10]).created(Some(created))
 }
 
-#[test]
-fn a_digest_tagged_while_prune_runs_is_kept_and_said_so() {
+/// app:v1, v2 and v3, a month apart (v3 the newest), their digests and the manifest of each,
+/// as skopeo reads them.
+struct Staged {
+    registry: TestRegistry,
+    digests: Vec<String>,
+    manifests: Vec<Vec<u8>>,
+}
+
+fn staged() -> Staged {
     let staging = RegistryScene::new(TestRegistry::start(), |api, _| api);
     let mut digests = Vec::new();
+    let mut manifests = Vec::new();
     for (seed, tag, created) in [
         (31, "v1", "2024-01-01T00:00:00Z"),
         (32, "v2", "2024-02-01T00:00:00Z"),
         (33, "v3", "2024-03-01T00:00:00Z"),
     ] {
         digests.push(staging.put(&image(seed, created), "app", tag));
+        manifests.push(staging.registry.skopeo_raw_manifest(&format!("app:{tag}")));
     }
-    let v1 = staging.registry.skopeo_raw_manifest("app:v1");
-    let media_type = serde_json::from_slice::<Value>(&v1).unwrap()["mediaType"]
-        .as_str()
-        .unwrap()
-        .to_string();
     let registry = staging.into_registry();
-    // The second read of app's tags is prune's, right before its first delete: a push of
-    // v1's manifest as `hotfix` lands just before it.
-    let write = registry.writer();
-    let reads = AtomicUsize::new(0);
-    let push_hotfix = move || {
-        if reads.fetch_add(1, Ordering::SeqCst) == 1 {
-            let status = write(
-                "PUT",
-                "/v2/app/manifests/hotfix",
-                &[("Content-Type", &media_type)],
-                &v1,
-            );
-            assert_eq!(status, 201, "hotfix pushed");
-        }
-    };
-    let proxy = FaultProxy::start(
-        &registry.host(),
-        vec![Rule::new(
-            "GET",
-            "/tags/list",
-            100,
-            Action::Before(Arc::new(push_hotfix)),
-        )],
-    );
-    let lab = RegistryScene::advertising(registry, &proxy.host(), |api, _| api);
+    Staged {
+        registry,
+        digests,
+        manifests,
+    }
+}
+
+impl Staged {
+    /// A cluster advertising the registry through a proxy where v1's manifest is pushed as
+    /// `tag` just before prune's first re-read of app's tags (the second read of them).
+    fn pushing_v1_as(self, tag: &str) -> (RegistryScene, FaultProxy, Vec<String>) {
+        let v1 = self.manifests[0].clone();
+        let media_type = serde_json::from_slice::<Value>(&v1).unwrap()["mediaType"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let write = self.registry.writer();
+        let reads = AtomicUsize::new(0);
+        let path = format!("/v2/app/manifests/{tag}");
+        let push = move || {
+            if reads.fetch_add(1, Ordering::SeqCst) == 1 {
+                let status = write("PUT", &path, &[("Content-Type", &media_type)], &v1);
+                assert_eq!(status, 201, "{path} pushed");
+            }
+        };
+        let proxy = FaultProxy::start(
+            &self.registry.host(),
+            vec![Rule::new(
+                "GET",
+                "/tags/list",
+                100,
+                Action::Before(Arc::new(push)),
+            )],
+        );
+        let lab = RegistryScene::advertising(self.registry, &proxy.host(), |api, _| api);
+        (lab, proxy, self.digests)
+    }
+}
+
+#[test]
+fn a_digest_tagged_while_prune_runs_is_kept_and_said_so() {
+    let (lab, _proxy, digests) = staged().pushing_v1_as("hotfix");
     let out = lab.run(&["prune", "--keep", "1", "-o", "json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     out.assert_stderr(str![[r#"
@@ -80,4 +104,73 @@ kept app@sha256:[DIGEST]: tagged hotfix since the registry was read
     );
     assert_eq!(lab.tags("app"), ["hotfix", "v1", "v3"]);
     assert_eq!(lab.digest("app", "hotfix"), digests[0]);
+}
+
+/// The bytes only v2's manifest references (its config and layers: no other image shares them).
+fn v2_bytes(staged: &Staged) -> u64 {
+    let manifest: Value = serde_json::from_slice(&staged.manifests[1]).unwrap();
+    blob_sizes(&manifest).iter().sum()
+}
+
+#[test]
+fn a_tag_prune_saw_moved_onto_a_doomed_manifest_keeps_it_and_the_totals_say_so() {
+    // The newest tag, v3, is pushed again with v1's manifest after prune read the registry.
+    let staged = staged();
+    let only_v2 = v2_bytes(&staged);
+    let (lab, _proxy, digests) = staged.pushing_v1_as("v3");
+    let out = lab.run(&["prune", "--keep", "1", "-o", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.assert_stderr(str![[r#"
+kept app@sha256:[DIGEST]: tagged v3 since the registry was read
+
+"#]]);
+    assert!(out.stderr.contains(&digests[0]), "{}", out.stderr);
+    let report = out.json();
+    assert_eq!(
+        deleted_digests(&report),
+        [digests[1].as_str()],
+        "only v2 went"
+    );
+    assert_eq!(
+        kept_reasons(&report),
+        [("v1", "tagged-meanwhile"), ("v3", "tagged-meanwhile")]
+            .map(|(t, r)| (t.to_string(), r.to_string()))
+    );
+    assert_eq!(
+        report["unreferencedBytes"], only_v2,
+        "v1's bytes are not freed"
+    );
+    assert_eq!(lab.tags("app"), ["v1", "v3"]);
+    assert_eq!(lab.digest("app", "v3"), digests[0]);
+}
+
+#[test]
+fn the_text_report_counts_what_was_really_deleted_after_such_a_keep() {
+    let staged = staged();
+    let only_v2 = v2_bytes(&staged);
+    let (lab, _proxy, _) = staged.pushing_v1_as("v3");
+    let out = lab.run(&["prune", "--keep", "1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let summary = out
+        .stdout
+        .lines()
+        .rev()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        summary,
+        format!(
+            "deleted 1 manifests, kept 2 tags (0 in use); {} no longer referenced",
+            human_size(only_v2)
+        ),
+        "{}",
+        out.stdout
+    );
+    out.assert_stdout(str![[r#"
+deleted app:v2 (sha256:[DIGEST], [..])
+deleted 1 manifests, kept 2 tags (0 in use); [..] no longer referenced
+[..]
+
+"#]]);
 }

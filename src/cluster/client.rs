@@ -1,5 +1,9 @@
-//! The only Kubernetes I/O: kubeconfig, the hosting ConfigMap, OpenShift's image config, nodes,
-//! services -> plain facts.
+//! The connected client (kubeconfig or in-cluster), its failures told as the cluster names
+//! them, and the reads discovery, `info`, `ls` and `why` share (the hosting ConfigMap, OpenShift's
+//! image config, nodes, pods, events, who uses which image) -> plain facts. Small typed modules
+//! over kube's `Api<K>` sit near their callers on its client: `HostingWrites` (advertise) and
+//! `ProbePods` (doctor) here, `rollout::RolloutApi` beside the wait, the tunnel's Service reads
+//! and port-forward in `tunnel`.
 
 mod access;
 mod answers;

@@ -100,7 +100,9 @@ impl Tunnel {
             .context(ExitCode::Failure, || "reading the tunnel's loopback port")?
             .port();
         let local = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-        let host = RegistryHost::parse(&local.to_string()).expect("a loopback host");
+        let host = RegistryHost::parse(&local.to_string()).context(ExitCode::Failure, || {
+            format!("naming the tunnel's loopback address {local} as a registry host")
+        })?;
         if service_ca.is_some() {
             printer.debug(&format!(
                 "tunnel: trusting the cluster's service CA of namespace {} for the registry",

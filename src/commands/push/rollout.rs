@@ -1,8 +1,8 @@
-//! `push --rollout KIND/NAME[=CONTAINER]`: before the push, each workload read, the containers
-//! to set chosen and the permissions asked (a refusal stops the push with nothing sent); after
-//! it, the ref set as `kubectl set image` sets it (every workload's patch tried as a dry run
-//! first, so none is patched half-way) and each rollout waited for in the Kubernetes layer
-//! (`cluster::rollout::wait`), what it found said here (`settle`).
+//! `push --rollout KIND/NAME[=CONTAINER]`: before the push, each workload read, the containers to
+//! set chosen and the permissions asked (`cluster::rollout::access`; a refusal stops the push with
+//! nothing sent); after it, the ref set as `kubectl set image` sets it (every workload's patch
+//! tried as a dry run first, so none is patched half-way) and each rollout waited for in the
+//! Kubernetes layer (`cluster::rollout::wait`), what it found said here (`settle`).
 
 mod choose;
 mod settle;
@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::cli::RegistryAccessArgs;
 use crate::cluster::client::{Cluster, Lookup};
 use crate::cluster::discovery::Discovered;
-use crate::cluster::rollout::{RolloutApi, Workload, WorkloadKind};
+use crate::cluster::rollout::{self, Access, RolloutApi, Workload, WorkloadKind};
 use crate::cluster::session::Session;
 use crate::delivery::push::{Landing, PushReport};
 use crate::diagnosis;
@@ -150,53 +150,23 @@ impl<'a> Rollouts<'a> {
         }
     }
 
-    /// Every permission the rollout needs, asked before the push (all at once): get, list,
-    /// watch and patch on each workload's kind, get, list and watch on pods, get on pods/log.
-    /// True when watches are allowed too; without them the wait reads once a second.
+    /// Every permission the rollouts need, asked before the push (`cluster::rollout::access`):
+    /// a refusal stops the push. True when watches are allowed too; without them the wait
+    /// reads once a second.
     async fn check_permissions(&self) -> Result<bool> {
-        let cluster = self.cluster();
-        let mut kinds: Vec<WorkloadKind> = self.workloads.iter().map(|(w, _)| w.kind).collect();
-        kinds.dedup();
-        let mut needed: Vec<(&str, &str, &str)> = Vec::new();
-        for kind in &kinds {
-            for verb in ["get", "list", "patch"] {
-                needed.push((verb, "apps", kind.plural()));
+        let kinds: Vec<WorkloadKind> = self.workloads.iter().map(|(w, _)| w.kind).collect();
+        match rollout::access(self.cluster(), &self.namespace, &kinds).await? {
+            Access::Refused { verb, resource } => Err(self.not_allowed(verb, &resource)),
+            Access::Allowed { watch } => {
+                if !watch {
+                    self.setting.printer.debug(&format!(
+                        "watching the workloads and their pods is not allowed in {}; the rollout is read once a second instead",
+                        self.namespace
+                    ));
+                }
+                Ok(watch)
             }
         }
-        needed.extend([
-            ("get", "", "pods"),
-            ("list", "", "pods"),
-            ("get", "", "pods/log"),
-        ]);
-        let mut watched: Vec<(&str, &str, &str)> = kinds
-            .iter()
-            .map(|kind| ("watch", "apps", kind.plural()))
-            .collect();
-        watched.push(("watch", "", "pods"));
-        let asks = needed
-            .iter()
-            .chain(&watched)
-            .map(|(verb, group, resource)| cluster.may(verb, group, resource, &self.namespace));
-        let answers = futures_util::future::try_join_all(asks).await?;
-        let (must, may_watch) = answers.split_at(needed.len());
-        if let Some(((verb, group, resource), _)) =
-            needed.iter().zip(must).find(|(_, allowed)| !**allowed)
-        {
-            let named = if group.is_empty() {
-                resource.to_string()
-            } else {
-                format!("{resource}.{group}")
-            };
-            return Err(self.not_allowed(verb, &named));
-        }
-        let watch = may_watch.iter().all(|allowed| *allowed);
-        if !watch {
-            self.setting.printer.debug(&format!(
-                "watching the workloads and their pods is not allowed in {}; the rollout is read once a second instead",
-                self.namespace
-            ));
-        }
-        Ok(watch)
     }
 
     fn not_allowed(&self, verb: &str, resource: &str) -> Error {

@@ -21,7 +21,8 @@ pub(crate) struct NotReady {
     pub reason: String,
     /// The kubelet's or the scheduler's message, shortened.
     pub message: String,
-    /// How many times the kubelet recorded it (a probe failure).
+    /// How many readiness or startup probe failures of the container the kubelet recorded
+    /// (its `Unhealthy` events' `count` or `series.count`, summed over their messages).
     pub count: Option<i32>,
 }
 

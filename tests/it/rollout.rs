@@ -178,6 +178,15 @@ pub(crate) fn web(controllers: Controllers) -> Controllers {
     controllers.workload("Deployment", "web", &[Container("web", OLD, false)], 2)
 }
 
+/// deployment/web of one pod whose two containers, web and worker, run the old image.
+pub(crate) fn web_and_worker(controllers: Controllers) -> Controllers {
+    let containers = [
+        Container("web", OLD, false),
+        Container("worker", OLD, false),
+    ];
+    controllers.workload("Deployment", "web", &containers, 1)
+}
+
 /// [`web`], its spec changed by `edit`.
 pub(crate) fn web_with(controllers: Controllers, edit: impl FnOnce(&mut Value)) -> Controllers {
     let containers = [Container("web", OLD, false)];

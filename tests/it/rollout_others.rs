@@ -2,14 +2,17 @@
 //! during the wait (the real `kubectl set image`, a server-side apply as Flux's
 //! kustomize-controller makes one), before or after the controller started rolling ours; and
 //! writes to anything but the image (an annotation, the replicas), which leave the wait to
-//! kubectl's rules. The stand-in keeps managedFields as kube-apiserver does.
+//! kubectl's rules. Each container replaced is named (`-o json`: `replacements`), and under
+//! `--watch` the next round pushes and rolls out again. The stand-in keeps managedFields as
+//! kube-apiserver does.
 
 use serde_json::Value;
 
-use crate::rollout::{Node, RolloutBench, web};
+use crate::rollout::{Node, RolloutBench, web, web_and_worker};
 use crate::support::controllers::Runs;
-use crate::support::fixtures::Image;
+use crate::support::fixtures::{Format, Image};
 use crate::support::run::finished;
+use crate::watch::Watching;
 use snapbox::str;
 
 const OTHER: &str = "kind-registry:5000/myimg:other";
@@ -164,4 +167,81 @@ deployment/web: deployment "web" successfully rolled out in [ELAPSED]s
             .all(|(name, ready)| *ready && !old.iter().any(|(o, _)| o == name))
     );
     assert_eq!(image_owner(&bench, "web"), ["kubectl-registry Update"]);
+}
+
+#[test]
+fn each_container_another_writer_replaced_is_named_and_listed_in_json() {
+    let bench = RolloutBench::new(Node::Mapped, |c| web_and_worker(c).hold());
+    let archive = bench.archive(&Image::sample(464));
+    let push = bench.spawn_push(
+        &archive,
+        &["--rollout", "deploy/web", "-o", "json", "--timeout", "20s"],
+    );
+    assert!(bench.controllers.wait_for_patches(1), "our patch came");
+    let worker = "kind-registry:5000/myimg:worker";
+    let set = bench.kubectl(&[
+        "set",
+        "image",
+        "deploy/web",
+        &format!("web={OTHER}"),
+        &format!("worker={worker}"),
+    ]);
+    assert_eq!(set.code, 0, "{set:?}");
+    bench.controllers.release();
+    let run = finished(push);
+    assert_eq!(run.code, 1, "{run:?}");
+    run.assert_stderr(str![[r#"
+deployment/web: set web=kind-registry:5000/myimg:dev@sha256:[DIGEST] worker=kind-registry:5000/myimg:dev@sha256:[DIGEST]
+...
+error: deployment/web: the pushed ref did not roll out: container web now runs kind-registry:5000/myimg:other, set by kubectl-set (Update) at [..]; container worker now runs kind-registry:5000/myimg:worker, set by kubectl-set (Update) at [..]
+hint: someone changed deployment/web's image with kubectl (kubectl-set) after our patch: push again to set ours, or agree with them who sets it
+
+"#]]);
+    let by = |container: &str, image: &str| {
+        serde_json::json!({"container": container, "image": image, "manager": "kubectl-set",
+                           "operation": "Update", "time": "[TIME]"})
+    };
+    assert_eq!(replaced_by(&run), by("web", OTHER), "the first, as before");
+    let each: Vec<Value> = run.json()["rollout"][0]["replacements"]
+        .as_array()
+        .expect("a replacements list")
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            assert!(r["time"].is_string(), "{r}");
+            r["time"] = Value::from("[TIME]");
+            r
+        })
+        .collect();
+    assert_eq!(each, [by("web", OTHER), by("worker", worker)]);
+}
+
+#[test]
+fn under_watch_the_round_after_a_replacement_pushes_and_rolls_out_again() {
+    let bench = RolloutBench::new(Node::Mapped, |c| web(c).hold());
+    let archive = bench.archive(&Image::sample(465));
+    let command = bench
+        .cmd()
+        .args(["push", archive.to_str().unwrap()])
+        .args(["--watch", "--rollout", "deploy/web", "--timeout", "20s"])
+        .command();
+    let mut watching = Watching::start(command);
+    let first = watching.next_ref();
+    assert!(bench.controllers.wait_for_patches(1), "our patch came");
+    let set = bench.kubectl(&["set", "image", "deploy/web", &format!("web={OTHER}")]);
+    assert_eq!(set.code, 0, "{set:?}");
+    bench.controllers.release();
+    watching.until_said(
+        "the pushed ref did not roll out: container web now runs kind-registry:5000/myimg:other",
+    );
+    // The next round: a new archive in its place.
+    let next = bench.dir.path().join("img.next.tar");
+    Image::sample(466).write(Format::DockerLegacy, &next, &["myimg:dev"]);
+    std::fs::rename(&next, &archive).unwrap();
+    let second = watching.next_ref();
+    assert_ne!(second, first);
+    watching.until_said("successfully rolled out");
+    assert_eq!(bench.controllers.images("deployment", "web")["web"], second);
+    assert_eq!(image_owner(&bench, "web"), ["kubectl-registry Update"]);
+    assert_eq!(watching.interrupt().0, 130);
 }

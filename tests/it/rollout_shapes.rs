@@ -6,7 +6,7 @@
 use snapbox::str;
 use std::io::BufRead;
 
-use crate::rollout::{Node, OLD, RolloutBench, rollout_outcomes, web};
+use crate::rollout::{Node, OLD, RolloutBench, rollout_outcomes, web, web_and_worker};
 use crate::support::controllers::Container;
 use crate::support::fixtures::Image;
 
@@ -106,17 +106,7 @@ fn the_repository_only_in_an_init_container_is_set_and_rolled() {
 
 #[test]
 fn two_containers_on_the_same_image_are_both_set_in_one_patch() {
-    let bench = RolloutBench::new(Node::Mapped, |c| {
-        c.workload(
-            "Deployment",
-            "web",
-            &[
-                Container("web", OLD, false),
-                Container("worker", OLD, false),
-            ],
-            1,
-        )
-    });
+    let bench = RolloutBench::new(Node::Mapped, web_and_worker);
     let run = bench.push(
         &bench.archive(&Image::sample(355)),
         &["--rollout", "deploy/web"],

@@ -2,7 +2,8 @@
 //! one line per pod in the kubelet's and the scheduler's words (and in `-o json`'s
 //! `notReady`): a readiness probe that fails (the kubelet's `Unhealthy` event), a container
 //! waiting on a missing Secret key (CreateContainerConfigError), a pod no node takes because
-//! its claim is unbound (kube-scheduler's event, written through events.k8s.io).
+//! its claim is unbound (kube-scheduler's event, written through events.k8s.io); the probe
+//! failures the kubelet counted (its Unhealthy event's `count`, going up each probe period).
 
 use serde_json::{Value, json};
 use snapbox::str;
@@ -122,5 +123,28 @@ hint: the new pod web-5f02-09aab was never scheduled: Unschedulable: 0/1 nodes a
                 "message": "Unschedulable: 0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
                 "count": null})
         ]
+    );
+}
+
+#[test]
+fn the_probe_failures_the_kubelet_counted_are_said_with_the_cause() {
+    let bench = RolloutBench::new(Node::Mapped, |c| {
+        web(c)
+            .runs(ours(Runs::NeverReady))
+            .probes_every(std::time::Duration::from_millis(300))
+    });
+    let run = bench.push(
+        &bench.archive(&Image::sample(477)),
+        &["--rollout", "deploy/web", "--timeout", "4s", "-o", "json"],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    let stuck = not_ready(&run.json());
+    let count = stuck[0]["count"].as_i64().expect("a count");
+    assert!(count > 3, "the kubelet probed every 300 ms: {stuck:?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "hint: the new pod web-5f02-09aab is not ready: container web: Readiness probe failed: HTTP probe failed with statuscode: 503 ({count} times)\n"
+        )),
+        "{run:?}"
     );
 }

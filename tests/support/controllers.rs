@@ -134,6 +134,13 @@ impl Controllers {
         self
     }
 
+    /// The kubelet probes readiness every `period` (not 10 s): a pod that is never ready has
+    /// its Unhealthy event's count go up that often.
+    pub(crate) fn probes_every(self, period: Duration) -> Self {
+        self.0.state.lock().unwrap().probe_period = Some(period);
+        self
+    }
+
     /// The controller does not notice patches until [`Controllers::release`].
     pub(crate) fn hold(self) -> Self {
         self.notices_after(Duration::from_secs(3600))

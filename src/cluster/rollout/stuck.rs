@@ -33,7 +33,8 @@ pub enum Holds {
         reason: String,
         message: String,
     },
-    /// A container runs, and its readiness or startup probe fails: the latest `Unhealthy` event.
+    /// A container runs, and its readiness or startup probe fails: the latest `Unhealthy` event,
+    /// and how many failures the kubelet recorded.
     Probe {
         container: String,
         message: String,
@@ -114,23 +115,35 @@ pub fn holds(pod: &RolloutPod, events: &[PodEvent]) -> Option<Holds> {
         })
 }
 
-/// The latest readiness or startup probe failure of `container` (liveness failures restart a
-/// container; they do not keep it from ready).
+/// What the kubelet's event correlator puts before the message of an event that stands for
+/// several similar ones (same reason, other messages).
+const COMBINED: &str = "(combined from similar events): ";
+
+/// The latest readiness or startup probe failure of `container`, and how many the kubelet
+/// recorded (each `Unhealthy` event's count summed: one event per distinct message, combined
+/// ones too); liveness failures restart a container, they do not keep it from ready.
 pub fn probe_failure(container: &str, events: &[PodEvent]) -> Option<Holds> {
-    events
+    let failures: Vec<(&str, i32)> = events
         .iter()
-        .rev()
         .filter(|event| event.reason == "Unhealthy")
         .filter(|event| event.container.as_deref().is_none_or(|c| c == container))
-        .find(|event| {
-            event.message.starts_with("Readiness probe")
-                || event.message.starts_with("Startup probe")
+        .map(|event| {
+            let message = event.message.as_str();
+            (
+                message.strip_prefix(COMBINED).unwrap_or(message),
+                event.count,
+            )
         })
-        .map(|event| Holds::Probe {
-            container: container.to_string(),
-            message: event.message.clone(),
-            count: event.count,
+        .filter(|(message, _)| {
+            message.starts_with("Readiness probe") || message.starts_with("Startup probe")
         })
+        .collect();
+    let (latest, _) = failures.last()?;
+    Some(Holds::Probe {
+        container: container.to_string(),
+        message: (*latest).to_string(),
+        count: failures.iter().map(|(_, count)| count).sum(),
+    })
 }
 
 #[cfg(test)]
@@ -203,13 +216,41 @@ mod tests {
             Some(Holds::Probe {
                 container: "web".into(),
                 message: "Readiness probe failed: HTTP probe failed with statuscode: 503".into(),
-                count: 3,
+                count: 6,
             })
         );
         assert_eq!(
             holds(&pod(ContainerState::Started, false), &events[2..]),
             Some(Holds::NotReady {
                 container: "web".into()
+            })
+        );
+    }
+
+    #[test]
+    fn the_kubelets_combined_events_count_and_say_their_own_message() {
+        // As `kubectl describe` shows a calico-node that never gets ready: one event per
+        // message, the correlator's combined one last.
+        let mut distinct = event(
+            "Unhealthy",
+            "Readiness probe failed: Error reaching apiserver: <nil> with http status code: 500",
+            Some("web"),
+            "1",
+        );
+        distinct.count = 63;
+        let mut combined = event(
+            "Unhealthy",
+            "(combined from similar events): Readiness probe failed: Failed to read status file /status/status.json: unexpected end of JSON input",
+            Some("web"),
+            "2",
+        );
+        combined.count = 48;
+        assert_eq!(
+            probe_failure("web", &[distinct, combined]),
+            Some(Holds::Probe {
+                container: "web".into(),
+                message: "Readiness probe failed: Failed to read status file /status/status.json: unexpected end of JSON input".into(),
+                count: 111,
             })
         );
     }

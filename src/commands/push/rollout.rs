@@ -69,6 +69,8 @@ pub(crate) struct Outcome {
     pub not_ready: Vec<diagnosis::NotReady>,
     /// Another writer's image in a container we set: what, who, when (the first one).
     pub replaced_by: Option<diagnosis::ReplacedBy>,
+    /// Each container we set that now runs another writer's image (`replaced_by` is the first).
+    pub replacements: Vec<diagnosis::ReplacedBy>,
     pub seconds: f64,
     #[serde(skip)]
     pub error: Option<Error>,

@@ -43,6 +43,10 @@ pub(super) struct State {
     /// When the controller next looks at a workload, and the kubelet at a pod.
     pub due_workloads: BTreeMap<Key, Instant>,
     pub due_pods: BTreeMap<(String, String), Instant>,
+    /// When the kubelet next probes a running pod whose readiness probe fails.
+    pub due_probes: BTreeMap<(String, String), Instant>,
+    /// The readiness probe's period (periodSeconds: 10 unless the test says otherwise).
+    pub probe_period: Option<std::time::Duration>,
     /// A Deployment's last progress (for progressDeadlineSeconds).
     pub progress: BTreeMap<Key, Instant>,
     pub serial: u64,
@@ -112,6 +116,7 @@ impl State {
             return;
         };
         self.due_pods.remove(&key);
+        self.due_probes.remove(&key);
         let version = self.bump();
         pod["metadata"]["resourceVersion"] = json!(version.to_string());
         self.history.push(Written {
@@ -227,6 +232,9 @@ impl State {
                     ready = false;
                     let probe = "Readiness probe failed: HTTP probe failed with statuscode: 503";
                     self.kubelet_event(namespace, name, container, "Unhealthy", probe);
+                    let period = self.probe_period.unwrap_or(std::time::Duration::from_secs(10));
+                    let key = (namespace.to_string(), name.to_string());
+                    self.due_probes.insert(key, Instant::now() + period);
                     json!({"name": container, "image": image, "imageID": "", "ready": false, "started": true,
                            "restartCount": 0, "state": {"running": {"startedAt": "2025-01-01T00:00:01Z"}}})
                 }

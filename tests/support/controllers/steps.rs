@@ -58,6 +58,8 @@ pub(super) fn run(shared: std::sync::Weak<Shared>) {
                 let delay = shared.timing.lock().unwrap().next();
                 state.due_workloads.entry(key).or_insert(now + delay);
             }
+        } else if let Some((namespace, name)) = take_due(&mut state.due_probes, now) {
+            state.probe_again(&namespace, &name, now);
         } else if let Some(key) = take_due(&mut state.due_workloads, now) {
             let unschedulable = shared.unschedulable.lock().unwrap().clone();
             let mut timing = shared.timing.lock().unwrap();
@@ -69,6 +71,7 @@ pub(super) fn run(shared: std::sync::Weak<Shared>) {
                 .due_pods
                 .values()
                 .chain(state.due_workloads.values())
+                .chain(state.due_probes.values())
                 .min()
                 .copied();
             let wait = next.map_or(Duration::from_millis(50), |next| {

@@ -2,7 +2,8 @@
 //! `deletionTimestamp` (now + the grace period) and `deletionGracePeriodSeconds` (a MODIFIED
 //! write), the kubelet stops the containers (terminated, not ready, phase Succeeded) and
 //! confirms with a grace period of 0; the pod is gone then (DELETED) unless finalizers hold
-//! it: kept, terminating, until a write empties `metadata.finalizers`.
+//! it: kept, terminating, until a write empties `metadata.finalizers`. Also the kubelet's
+//! probes of a running pod that is never ready, each folded into its Unhealthy event.
 
 use serde_json::{Value, json};
 
@@ -31,6 +32,30 @@ fn in_seconds(seconds: i64) -> String {
 }
 
 impl State {
+    /// The kubelet probes a running pod again and it fails as before: its recorder folds the
+    /// same event into the one it wrote (`count` + 1, `lastTimestamp` now), as client-go's
+    /// event correlator does for an identical event; the next probe a period later.
+    pub(super) fn probe_again(&mut self, namespace: &str, name: &str, now: std::time::Instant) {
+        let key = (namespace.to_string(), name.to_string());
+        if self.pods.get(&key).is_none_or(terminating) {
+            return;
+        }
+        let time = super::managed::now();
+        for event in self.events.iter_mut().filter(|e| {
+            e["involvedObject"]["name"] == name
+                && e["metadata"]["namespace"] == namespace
+                && e["reason"] == "Unhealthy"
+        }) {
+            let count = event["count"].as_i64().unwrap_or(1) + 1;
+            event["count"] = json!(count);
+            event["lastTimestamp"] = json!(time);
+        }
+        let period = self
+            .probe_period
+            .unwrap_or(std::time::Duration::from_secs(10));
+        self.due_probes.insert(key, now + period);
+    }
+
     /// A graceful delete of `namespace/name` with `grace` seconds (the pod's
     /// `terminationGracePeriodSeconds` when `None`), the kubelet's part at once; true when the
     /// pod is gone, false when finalizers keep it (or it was never there).

@@ -28,6 +28,7 @@ struct Found {
     why: Option<serde_json::Value>,
     log: Vec<String>,
     replaced_by: Option<diagnosis::ReplacedBy>,
+    replacements: Vec<diagnosis::ReplacedBy>,
     not_ready: Vec<diagnosis::NotReady>,
     error: Option<Error>,
 }
@@ -164,6 +165,7 @@ impl Settle<'_> {
         let namespace = &self.rollouts.namespace;
         let found = Found {
             replaced_by: replaced.first().map(diagnosis::ReplacedBy::from),
+            replacements: replaced.iter().map(diagnosis::ReplacedBy::from).collect(),
             error: Some(diagnosis::replaced_error(&label, namespace, replaced)),
             ..Found::default()
         };
@@ -191,6 +193,7 @@ impl Settle<'_> {
             why: found.why,
             log: found.log,
             replaced_by: found.replaced_by,
+            replacements: found.replacements,
             not_ready: found.not_ready,
             seconds: started.elapsed().as_secs_f64(),
             error: found.error,

@@ -74,9 +74,27 @@ fn the_stand_in_keeps_a_pod_its_finalizers_hold_as_kubectl_sees_it() {
             .contains("no new finalizers can be added if the object is being deleted"),
         "{added:?}"
     );
-    // Emptied by a JSON patch: gone, and the StatefulSet makes db-0 again (a new uid).
-    let remove = r#"[{"op":"remove","path":"/metadata/finalizers"}]"#;
-    patch_pod(&bench, "db-0", &["--type=json", "-p", remove]);
+    // Emptied by a replace (a PUT) of the pod as read: gone, and the StatefulSet makes db-0
+    // again (a new uid); a replace of an older version is refused as a conflict.
+    let mut emptied = held.clone();
+    emptied["metadata"]["finalizers"] = json!([]);
+    let file = bench.dir.path().join("db-0.json");
+    let mut stale = emptied.clone();
+    stale["metadata"]["resourceVersion"] = json!("1");
+    std::fs::write(&file, stale.to_string()).unwrap();
+    let refused = bench.kubectl(&["replace", "--validate=false", "-f", file.to_str().unwrap()]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("the object has been modified"),
+        "{refused:?}"
+    );
+    std::fs::write(&file, emptied.to_string()).unwrap();
+    let replaced = bench.kubectl(&["replace", "--validate=false", "-f", file.to_str().unwrap()]);
+    assert_eq!(
+        (replaced.code, replaced.stdout.as_str()),
+        (0, "pod/db-0 replaced\n"),
+        "{replaced:?}"
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let again = loop {
         match pod(&bench, "db-0") {
@@ -155,8 +173,9 @@ statefulset/db: statefulset rolling update complete 1 pods at revision db-2 in [
 fn a_deployments_old_pods_held_by_finalizers_do_not_hold_its_rollout() {
     let bench = RolloutBench::new(Node::Mapped, web);
     let old: Vec<String> = bench.controllers.pods().into_iter().map(|p| p.0).collect();
+    let add = r#"[{"op":"add","path":"/metadata/finalizers","value":["example.com/hold"]}]"#;
     for name in &old {
-        patch_pod(&bench, name, &["--type=merge", "-p", HOLD]);
+        patch_pod(&bench, name, &["--type=json", "-p", add]);
     }
     let run = bench.push(
         &bench.archive(&Image::sample(476)),

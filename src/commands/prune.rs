@@ -100,6 +100,15 @@ async fn delete(client: &RegistryClient, plan: &mut Plan, printer: &Printer) -> 
             ));
         }
         let naming = found.naming;
+        if naming.is_empty() && found.still.len() < manifest.tags.len() {
+            // Its own tags moved or deleted meanwhile do not go with it.
+            let doomed = &mut plan.deletions[at];
+            doomed.untagged_meanwhile |= found.still.is_empty();
+            doomed.tags.retain(|tag| found.still.contains(tag));
+        }
+        let Some(manifest) = plan.deletions.get(at) else {
+            break;
+        };
         if !naming.is_empty() {
             printer.note(&format!(
                 "kept {}@{}: tagged {} since the registry was read",

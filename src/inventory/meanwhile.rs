@@ -1,8 +1,9 @@
 //! What a prune finds right before each delete: deleting a manifest by digest removes every tag
 //! on it, and a push may have tagged that same content since the registry was read (a new tag,
-//! or one the plan saw moved onto it). The repository's tags are read again and each tag but
-//! those the plan deletes with that manifest resolved (at most [`MOST_CHECKED`], the new ones
-//! first): those that now name the doomed digest keep it, and the plan is told so.
+//! or one the plan saw moved onto it). The repository's tags are read again and each resolved
+//! (its own first, then at most [`MOST_CHECKED`] others, the new ones first): others that now
+//! name the doomed digest keep it, and the plan is told so; its own that no longer name it are
+//! not deleted with it, and the plan is told that too.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +25,9 @@ const AT_ONCE: usize = 8;
 pub(crate) struct Found {
     /// The tags that now name the doomed digest, though the plan did not delete them with it.
     pub naming: Vec<String>,
+    /// The tags the plan deletes with it that still name it (the others were moved or deleted
+    /// meanwhile: its delete does not remove them).
+    pub still: Vec<String>,
     /// Tags left unresolved past [`MOST_CHECKED`].
     pub unchecked: usize,
 }
@@ -39,7 +43,9 @@ pub(crate) async fn tagged_meanwhile(
     let Some(now) = client.tags(&doomed.repository).await? else {
         return Ok(Found::default());
     };
-    let (checked, unchecked) = to_check(&now, planned, &doomed.digest);
+    let own: Vec<&String> = doomed.tags.iter().filter(|t| now.contains(t)).collect();
+    let (others, unchecked) = to_check(&now, planned, &doomed.digest);
+    let checked = own.iter().copied().chain(others);
     let resolved: Vec<(&String, bool)> = stream::iter(checked)
         .map(|tag| async move {
             let found = client.manifest(&doomed.repository, tag).await?;
@@ -51,12 +57,16 @@ pub(crate) async fn tagged_meanwhile(
         .buffered(AT_ONCE)
         .try_collect()
         .await?;
-    let naming = resolved
+    let (still, naming): (Vec<String>, Vec<String>) = resolved
         .into_iter()
         .filter(|(_, names)| *names)
         .map(|(tag, _)| tag.clone())
-        .collect();
-    Ok(Found { naming, unchecked })
+        .partition(|tag| doomed.tags.contains(tag));
+    Ok(Found {
+        naming,
+        still,
+        unchecked,
+    })
 }
 
 /// The tags of `now` to resolve before deleting `digest`: every one but those the plan saw
@@ -90,14 +100,19 @@ impl Plan {
     /// The deletion at `index` kept after all, its own tags with it: `tags` now name it too
     /// (taken from where the plan had them); what only deleted manifests reference is counted
     /// again.
+    ///
+    /// A doomed manifest left with no tag that way is still deleted: untagged meanwhile.
     pub(crate) fn keep_after_all(&mut self, index: usize, tags: Vec<String>) {
+        // (a tag that moved from another doomed manifest no longer goes with it)
         let doomed = self.deletions.remove(index);
         let repository = doomed.repository.clone();
         self.kept
             .retain(|k| k.repository != repository || !tags.contains(&k.tag));
         for other in self.deletions.iter_mut() {
             if other.repository == repository {
+                let before = other.tags.len();
                 other.tags.retain(|tag| !tags.contains(tag));
+                other.untagged_meanwhile |= before > 0 && other.tags.is_empty();
             }
         }
         for tag in doomed.tags.iter().cloned().chain(tags) {
@@ -131,7 +146,11 @@ mod tests {
             .into();
         let now: Vec<String> = ["v1", "v2", "hotfix", "v3"].map(String::from).into();
         let (checked, left) = to_check(&now, &planned, &digest(1));
-        assert_eq!(checked, ["hotfix", "v2", "v3"]);
+        assert_eq!(
+            checked,
+            ["hotfix", "v2", "v3"],
+            "its own, v1, is resolved apart"
+        );
         assert_eq!(left, 0);
         let many: Vec<String> = (0..130).map(|n| format!("t{n}")).collect();
         let (checked, left) = to_check(&many, &planned, &digest(1));
@@ -146,6 +165,7 @@ mod tests {
             tags: vec![tag.into()],
             size: 10,
             blobs: [(digest(blob), 100)].into(),
+            untagged_meanwhile: false,
         };
         let mut plan = Plan {
             kept: vec![Kept {
@@ -175,5 +195,11 @@ mod tests {
         );
         assert_eq!(plan.unreferenced_bytes, 100);
         assert_eq!(plan.digests_of("app")["v3"], digest(1));
+        // v2 pushed again onto v3's (now v1's) digest too: v2's manifest goes untagged.
+        plan.deletions.push(doomed("v9", 9, 19));
+        plan.keep_after_all(1, vec!["v2".into()]);
+        assert_eq!(plan.deletions[0].tags, Vec::<String>::new());
+        assert!(plan.deletions[0].untagged_meanwhile);
+        assert_eq!(plan.deletions.len(), 1, "v9 is kept, with v2");
     }
 }

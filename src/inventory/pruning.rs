@@ -76,6 +76,9 @@ pub(crate) struct Doomed {
     /// The blobs (and an index's platform manifests) its tags reference, by size.
     #[serde(skip)]
     pub blobs: BTreeMap<Digest, u64>,
+    /// Each of its tags was moved or deleted since the registry was read: none goes with it.
+    #[serde(skip)]
+    pub untagged_meanwhile: bool,
 }
 
 impl Plan {
@@ -238,6 +241,7 @@ fn plan_attached<'a>(
                     tags: Vec::new(),
                     size: 0,
                     blobs: BTreeMap::new(),
+                    untagged_meanwhile: false,
                 },
             );
         }
@@ -252,6 +256,7 @@ fn doom<'a>(doomed: &mut BTreeMap<&'a Digest, Doomed>, repository: &str, tag: &'
         tags: Vec::new(),
         size: tag.size,
         blobs: BTreeMap::new(),
+        untagged_meanwhile: false,
     });
     doomed.tags.push(tag.tag.clone());
     doomed.blobs.extend(

@@ -53,7 +53,12 @@ impl Staged {
     /// A cluster advertising the registry through a proxy where v1's manifest is pushed as
     /// `tag` just before prune's first re-read of app's tags (the second read of them).
     fn pushing_v1_as(self, tag: &str) -> (RegistryScene, FaultProxy, Vec<String>) {
-        let v1 = self.manifests[0].clone();
+        self.pushing(0, tag)
+    }
+
+    /// The same with the manifest of `v{from + 1}`.
+    fn pushing(self, from: usize, tag: &str) -> (RegistryScene, FaultProxy, Vec<String>) {
+        let v1 = self.manifests[from].clone();
         let media_type = serde_json::from_slice::<Value>(&v1).unwrap()["mediaType"]
             .as_str()
             .unwrap()
@@ -170,6 +175,70 @@ fn the_text_report_counts_what_was_really_deleted_after_such_a_keep() {
     out.assert_stdout(str![[r#"
 deleted app:v2 (sha256:[DIGEST], [..])
 deleted 1 manifests, kept 2 tags (0 in use); [..] no longer referenced
+[..]
+
+"#]]);
+}
+
+#[test]
+fn a_doomed_tag_pushed_onto_another_manifest_meanwhile_is_not_said_deleted() {
+    // v2, due to go, is pushed again with v1's manifest (also due to go) after prune read.
+    let (lab, _proxy, digests) = staged().pushing_v1_as("v2");
+    let out = lab.run(&["prune", "--keep", "1", "-o", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.assert_stderr(str![[r#"
+kept app@sha256:[DIGEST]: tagged v2 since the registry was read
+
+"#]]);
+    let report = out.json();
+    assert_eq!(
+        deleted_digests(&report),
+        [digests[1].as_str()],
+        "v2's old manifest"
+    );
+    assert_eq!(
+        report["deleted"][0]["tags"],
+        serde_json::json!([]),
+        "v2 was not deleted"
+    );
+    assert_eq!(
+        kept_reasons(&report),
+        [
+            ("v1", "tagged-meanwhile"),
+            ("v2", "tagged-meanwhile"),
+            ("v3", "newest")
+        ]
+        .map(|(t, r)| (t.to_string(), r.to_string()))
+    );
+    assert_eq!(lab.tags("app"), ["v1", "v2", "v3"]);
+    assert_eq!(lab.digest("app", "v2"), digests[0]);
+    // v2 pushed with the kept v3's manifest instead: nothing is kept after all, and v2 is not
+    // said deleted with its old manifest.
+    let (lab, _proxy, digests) = staged().pushing(2, "v2");
+    let out = lab.run(&["prune", "--keep", "1", "-o", "json"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{out:?}");
+    let report = out.json();
+    let deleted: Vec<(&str, &Value)> = report["deleted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["digest"].as_str().unwrap(), &d["tags"]))
+        .collect();
+    let (v1_tags, none) = (serde_json::json!(["v1"]), serde_json::json!([]));
+    let mut expected = vec![
+        (digests[0].as_str(), &v1_tags),
+        (digests[1].as_str(), &none),
+    ];
+    expected.sort_by_key(|(digest, _)| *digest);
+    assert_eq!(deleted, expected, "v2 was not deleted");
+    assert_eq!(lab.tags("app"), ["v2", "v3"]);
+    assert_eq!(lab.digest("app", "v2"), digests[2]);
+    let (lab, _proxy, _) = staged().pushing_v1_as("v2");
+    let text = lab.run(&["prune", "--keep", "1"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    text.assert_stdout(str![[r#"
+deleted app@sha256:[DIGEST] (its tags were moved or deleted since the registry was read)
+deleted 1 manifests, kept 3 tags (0 in use); [..] no longer referenced
 [..]
 
 "#]]);

@@ -67,6 +67,10 @@ impl Report {
             .deletions
             .iter()
             .map(|doomed| match doomed.tags.as_slice() {
+                [] if doomed.untagged_meanwhile => format!(
+                    "{verb} {}@{} (its tags were moved or deleted since the registry was read)",
+                    doomed.repository, doomed.digest
+                ),
                 // A referrer listed by a deleted referrers index, pushed by digest alone.
                 [] => format!(
                     "{verb} {}@{} (a referrer of a deleted image)",

@@ -11,12 +11,15 @@ pods, SelfSubjectAccessReview). Side by side, each rebuild:
   script: `ref=$(kubectl registry push benchapp:dev); kubectl set image deploy/app app=$ref;
            kubectl rollout status deploy/app`
 
-The time is from `docker build` returning to the stand-in marking the new pod Ready.
+The time is from `docker build` returning to the stand-in marking the new pod Ready, and itemised: to the
+ref printed (ours: noticing the build and the push; the script: the push), to the PATCH at the API server,
+to the new pod Ready (the controller, the pull, ready); inside the push, the laps `-v` says (`push round:`).
 """
 
 import http.server
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -30,6 +33,7 @@ class Cluster:
         self.version = 1
         self.pull_argv = pull_argv
         self.ready_at = {}  # image -> time.monotonic() when its pod became Ready
+        self.patched_at = {}  # image -> time.monotonic() when the template's PATCH set it
         self.deployment = {
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "app", "namespace": "default", "generation": 1, "resourceVersion": "1",
@@ -70,6 +74,7 @@ class Cluster:
             meta["resourceVersion"] = self.bump()
             generation = meta["generation"]
             image = self.deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+            self.patched_at[image] = time.monotonic()
             self.lock.notify_all()
         threading.Thread(target=self.roll, args=(generation, image), daemon=True).start()
         return self.deployment
@@ -211,7 +216,10 @@ class Cluster:
                             except OSError:
                                 return
                         cluster.lock.wait(max(0.0, min(1.0, deadline - time.monotonic())))
-                self.wfile.write(b"0\r\n\r\n")
+                try:
+                    self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    pass  # the client went first (a watch it no longer needs)
 
             def do_PATCH(self):
                 if "dryRun" in self.path:
@@ -248,10 +256,10 @@ def rollout_section(args, work, ours, registry, containerd, dockerd_class, runti
             containerd.start(registry.host)
             cluster = Cluster(work, registry.host, runtime_host, containerd.pull_argv)
             env = dict(dockerd.env, KUBECONFIG=cluster.kubeconfig)
-            watcher = None
+            watcher, watcher_lines = None, None
 
             def round_(run):
-                """A rebuild adding one 8 MB layer; its ref and the seconds to the new pod Ready."""
+                """A rebuild adding one 8 MB layer: its ref and where the time went from the build's end."""
                 layer = os.path.join(work, f"rollout-{who}-{run}.bin")
                 with open(layer, "wb") as f:
                     f.write(os.urandom(8 << 20))
@@ -259,21 +267,31 @@ def rollout_section(args, work, ours, registry, containerd, dockerd_class, runti
                 built = time.monotonic()
                 if who == "ours":
                     ref = watcher.stdout.readline().strip()
+                    ref_at = time.monotonic()
+                    round_laps = laps_of([watcher_lines.next("push round: ")])
                 else:
-                    ref = subprocess.run([ours, "push", "benchapp:dev"], env=env, check=True,
-                                         capture_output=True, text=True).stdout.strip()
+                    push = subprocess.run([ours, "push", "benchapp:dev", "-v"], env=env, check=True,
+                                          capture_output=True, text=True)
+                    ref, ref_at = push.stdout.strip(), time.monotonic()
+                    round_laps = laps_of(push.stderr.splitlines())
                     subprocess.run(["kubectl", "set", "image", "deploy/app", f"app={ref}"], env=env,
                                    check=True, capture_output=True)
                     subprocess.run(["kubectl", "rollout", "status", "deploy/app", "--timeout=120s"], env=env,
                                    check=True, capture_output=True)
-                return cluster.wait_ready(ref) - built
+                ready = cluster.wait_ready(ref)
+                return {"total": ready - built, "ref": ref_at - built,
+                        "patch": cluster.patched_at[ref] - ref_at, "ready": ready - cluster.patched_at[ref],
+                        "laps": round_laps}
 
             try:
                 if who == "ours":
                     dockerd.build("benchapp:base", base, "benchapp:dev")
-                    watcher = subprocess.Popen([ours, "push", "benchapp:dev", "--watch", "--rollout", "deploy/app"],
-                                               env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                    watcher = subprocess.Popen([ours, "push", "benchapp:dev", "--watch", "--rollout", "deploy/app",
+                                                "-v"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                               text=True)
+                    watcher_lines = Lines(watcher.stderr)
                     cluster.wait_ready(watcher.stdout.readline().strip())
+                    watcher_lines.next("push round: ")  # the first push's, not a rebuild's
                 else:
                     round_(0)  # the first push: not a rebuild's loop
                 for run in range(1, args.runs + 1):
@@ -286,3 +304,43 @@ def rollout_section(args, work, ours, registry, containerd, dockerd_class, runti
     finally:
         dockerd.stop()
     return results
+
+
+class Lines:
+    """A process's stderr read on a thread of its own (so it never fills its pipe), line by line."""
+
+    def __init__(self, stream):
+        self.lock = threading.Condition()
+        self.lines = []
+        self.taken = 0
+        threading.Thread(target=self.read, args=(stream,), daemon=True).start()
+
+    def read(self, stream):
+        for line in stream:
+            with self.lock:
+                self.lines.append(line.rstrip("\n"))
+                self.lock.notify_all()
+
+    def next(self, prefix, timeout=30):
+        """The next line (after the last one taken) that starts with `prefix`; waited for."""
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while time.monotonic() < deadline:
+                while self.taken < len(self.lines):
+                    self.taken += 1
+                    if self.lines[self.taken - 1].startswith(prefix):
+                        return self.lines[self.taken - 1]
+                self.lock.wait(max(0.0, deadline - time.monotonic()))
+            raise SystemExit(f"bench: no `{prefix}` line from push --watch -v in {timeout}s")
+
+
+LAP = re.compile(r"([a-z][a-z ]*?) (\d+) ms")
+
+
+def laps_of(lines):
+    """`push round: inspect 3 ms, open and discover 2 ms, ...` (the first such line: up to the push's end)
+    as {name: ms}."""
+    for line in lines:
+        if line.startswith("push round: "):
+            return {name: int(ms) for name, ms in LAP.findall(line[len("push round: "):]) if name != "in all"}
+    return {}

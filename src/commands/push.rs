@@ -5,7 +5,6 @@ mod rollout;
 mod watch;
 
 use std::path::Path;
-use std::time::Instant;
 
 use crate::cli::PushArgs;
 use crate::cluster::ClusterOptions;
@@ -15,6 +14,7 @@ use crate::image::engine::{self, Source};
 use crate::nodes::{ARCHIVE_PLACEHOLDER, LoadPlan};
 use crate::plumbing::error::{Context, ExitCode, Result};
 use crate::plumbing::interrupt;
+use crate::plumbing::laps::Laps;
 use crate::plumbing::output::OutputFormat;
 use crate::plumbing::output::Printer;
 use crate::settings::Settings;
@@ -29,19 +29,20 @@ pub async fn run(
     if args.watch {
         return watch::run(args, &session, settings, printer).await;
     }
-    round(args, &session, settings, printer, None).await
+    round(args, &session, settings, printer, None, Laps::start()).await
 }
 
 /// One push (and its rollouts): the whole command, or one round of `--watch` (the cluster kept
-/// in the session; the engine's image as the watch found it, not asked again).
+/// in the session; the engine's image as the watch found it, not asked again). `laps` started
+/// when the round's change was noticed: `-v` says where the round's time went.
 async fn round(
     args: &PushArgs,
     session: &Session<'_>,
     settings: &Settings,
     printer: &Printer,
     found: Option<engine::Found>,
+    mut laps: Laps,
 ) -> Result<()> {
-    let started = Instant::now();
     if let Some(template) = &args.load_command {
         // A bad flag fails before any work, whether or not the load would have been needed.
         LoadPlan::from_template(template, Path::new(ARCHIVE_PLACEHOLDER))?;
@@ -66,6 +67,7 @@ async fn round(
         }
     };
     let (opened, discovered) = tokio::try_join!(opened, session.discover())?;
+    laps.lap("open and discover");
     let rollouts = match args.rollout.is_empty() {
         true => None,
         false => {
@@ -75,18 +77,24 @@ async fn round(
                 printer,
                 timeout: args.timeout,
             };
-            Some(rollout::Rollouts::read(&args.rollout, session, &discovered, setting).await?)
+            let rollouts = rollout::Rollouts::read(&args.rollout, session, &discovered, setting);
+            let rollouts = rollouts.await?;
+            laps.lap("read the rollouts");
+            Some(rollouts)
         }
     };
     let plan = push::plan(&run, opened, &discovered, session).await?;
     if let Some(rollouts) = &rollouts {
         rollouts.check(plan.landing())?;
     }
+    laps.lap("plan");
     let report = push::carry_out(&run, plan).await?;
-    let seconds = started.elapsed().as_secs_f64();
+    laps.lap("carry out");
+    printer.debug(&format!("push round: {laps}"));
+    let seconds = laps.total().as_secs_f64();
     match &rollouts {
         None => report.print(args.output.output, printer, seconds),
-        Some(rollouts) => roll(rollouts, &report, args.output.output, printer, seconds).await,
+        Some(rollouts) => roll(rollouts, &report, args.output.output, printer, laps).await,
     }
 }
 
@@ -96,16 +104,18 @@ async fn roll(
     report: &PushReport,
     format: OutputFormat,
     printer: &Printer,
-    seconds: f64,
+    mut laps: Laps,
 ) -> Result<()> {
     if format == OutputFormat::Text {
-        report.print(format, printer, seconds)?;
+        report.print(format, printer, laps.total().as_secs_f64())?;
     }
     interrupt::doing(
         format!("rolling out {}", report.reference),
         "the image is pushed; a workload may be patched and rolling out",
     );
     let outcomes = rollouts.apply(report).await?;
+    laps.lap("roll out");
+    printer.debug(&format!("push round and its rollouts: {laps}"));
     if format == OutputFormat::Json {
         let mut json = serde_json::to_value(report)
             .context(ExitCode::Failure, || "writing the report as JSON")?;

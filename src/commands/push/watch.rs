@@ -14,6 +14,7 @@ use crate::image::archive::changes::{FileWatch, Identity, identity};
 use crate::image::engine::{self, Source};
 use crate::plumbing::error::{Error, ExitCode, Result};
 use crate::plumbing::interrupt;
+use crate::plumbing::laps::Laps;
 use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 
@@ -24,8 +25,8 @@ pub(super) async fn run(
     printer: &Printer,
 ) -> Result<()> {
     // Every round through the session's cluster client and tunnels.
-    let round = |found: Option<engine::Found>| async move {
-        let round = super::round(args, session, settings, printer, found).await;
+    let round = |found: Option<engine::Found>, laps: Laps| async move {
+        let round = super::round(args, session, settings, printer, found, laps).await;
         interrupt::idle();
         match round {
             Ok(()) => printer.debug("push --watch: waiting for the next change"),
@@ -54,21 +55,25 @@ pub(super) async fn run(
             let mut pushed = None;
             let mut first = true;
             loop {
+                let mut laps = Laps::start();
                 let mut now = identity(path);
                 if !first {
                     now = settled(path, now).await;
+                    laps.lap("settle");
                 }
                 first = false;
                 if now.is_some() && now != pushed {
                     pushed = now;
-                    round(None).await;
+                    round(None, laps).await;
                 }
                 watch.changed().await;
             }
         }
         Source::EngineImage(image) => {
             let lookup = settings.engine_lookup();
+            let mut laps = Laps::start();
             let first = engine::find(&image, lookup, printer).await?;
+            laps.lap("inspect");
             let mut events = first.image_events().await;
             printer.debug(&format!("watching {image}: {}", events.how));
             let mut pushed = None;
@@ -79,11 +84,13 @@ pub(super) async fn run(
                     && pushed.as_ref() != Some(&now.facts.id)
                 {
                     pushed = Some(now.facts.id.clone());
-                    round(Some(now)).await;
+                    round(Some(now), laps).await;
                 }
                 events.next().await;
                 // Asked again at each event: a rebuild shows as a new ID under the same name.
+                laps = Laps::start();
                 found = engine::find(&image, lookup, printer).await.ok();
+                laps.lap("inspect");
             }
         }
     }

@@ -1,7 +1,9 @@
 //! One command run's hold on the cluster: its client (connected at most once, kept across
-//! `push --watch` rounds), each round's discovery through that client, and the tunnels the run
-//! opened (one per Service: every round goes through the same one). Nothing process-wide.
+//! `push --watch` rounds), each round's discovery through that client, the tunnels the run
+//! opened (one per Service: every round goes through the same one), and the access reviews it
+//! was granted. Nothing process-wide.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::cluster::ClusterOptions;
@@ -21,6 +23,8 @@ pub struct Session<'a> {
     printer: &'a Printer,
     client: tokio::sync::Mutex<Option<Cluster>>,
     tunnels: Mutex<Vec<(ServiceRef, Arc<Tunnel>)>>,
+    /// `[verb, group, resource, namespace]` the API server said these credentials may.
+    granted: Mutex<HashSet<[String; 4]>>,
 }
 
 impl<'a> Session<'a> {
@@ -32,6 +36,7 @@ impl<'a> Session<'a> {
             printer,
             client: tokio::sync::Mutex::new(None),
             tunnels: Mutex::new(Vec::new()),
+            granted: Mutex::new(HashSet::new()),
         }
     }
 
@@ -44,6 +49,36 @@ impl<'a> Session<'a> {
         let cluster = Cluster::connect(self.args, self.settings, self.printer).await?;
         *client = Some(cluster.clone());
         Ok(cluster)
+    }
+
+    /// Whether these credentials may `verb` `resource` (`pods/log`: a subresource) of `group` in
+    /// `namespace`, by a SelfSubjectAccessReview. A grant is kept for the run (a `push --watch`
+    /// asks before its first round only); a refusal is asked again, so that a fix made while
+    /// a watch runs is seen at its next round.
+    pub async fn may(
+        &self,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+    ) -> Result<bool> {
+        let asked = [verb, group, resource, namespace].map(str::to_string);
+        if self.granted().contains(&asked) {
+            return Ok(true);
+        }
+        let allowed = self
+            .cluster()
+            .await?
+            .may(verb, group, resource, namespace)
+            .await?;
+        if allowed {
+            self.granted().insert(asked);
+        }
+        Ok(allowed)
+    }
+
+    fn granted(&self) -> std::sync::MutexGuard<'_, HashSet<[String; 4]>> {
+        self.granted.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// This round's discovery, through the session's client. With `--registry` or

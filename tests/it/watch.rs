@@ -160,6 +160,36 @@ fn an_archive_replaced_by_mv_is_pushed_and_rolled_out_again() {
 }
 
 #[test]
+fn a_watch_asks_for_its_permissions_once_and_a_refused_one_again_at_the_next_round() {
+    let bench = RolloutBench::new(Node::Mapped, |c| {
+        web_on("kind-registry:5000/myimg:old")(c).forbid("patch", "deployments")
+    });
+    let archive = bench.archive(&Image::sample(431));
+    let mut watching = Watching::start(watch_command(&bench, &[archive.to_str().unwrap()]));
+    watching.until_said("may not patch deployments.apps in namespace default");
+    bench.controllers.permit("patch", "deployments");
+    for sample in [432, 433] {
+        let next = bench.dir.path().join("img.next.tar");
+        Image::sample(sample).write(Format::DockerLegacy, &next, &["myimg:dev"]);
+        std::fs::rename(&next, &archive).unwrap();
+        let pushed = watching.next_ref();
+        watching.until_said("successfully rolled out");
+        assert_eq!(bench.controllers.images("deployment", "web")["web"], pushed);
+    }
+    assert_eq!(watching.interrupt().0, 130);
+    // The first round asks all eight (get, list, patch and watch on deployments; get, list and
+    // watch on pods; get on pods/log) and is refused patch; the second asks for patch only, now
+    // granted; the third asks nothing.
+    let reviews = bench
+        ._api
+        .requests()
+        .iter()
+        .filter(|request| request.contains("selfsubjectaccessreviews"))
+        .count();
+    assert_eq!(reviews, 9, "{:#?}", bench._api.requests());
+}
+
+#[test]
 fn a_podman_image_rebuilt_under_its_name_is_pushed_and_rolled_out_again() {
     let podman = Podman::new();
     let layers = podman.dir().join("layers");

@@ -248,6 +248,15 @@ impl Controllers {
         self
     }
 
+    /// RBAC allows `verb` on `resource` again: a fix made while a command runs.
+    pub(crate) fn permit(&self, verb: &str, resource: &str) {
+        self.0
+            .forbidden
+            .lock()
+            .unwrap()
+            .remove(&(verb.to_string(), resource.to_string()));
+    }
+
     /// `count` nodes for DaemonSets (`stand-in-node`, `stand-in-node-2`, ...), before any
     /// workload is added.
     pub(crate) fn nodes(self, count: usize) -> Self {

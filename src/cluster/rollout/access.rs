@@ -1,10 +1,10 @@
 //! What a rollout needs allowed, asked before the push, all at once (one SelfSubjectAccessReview
-//! each, as `kubectl auth can-i` asks): get, list and patch on each workload's kind, get and list
+//! each, as `kubectl auth can-i` asks, through the session, which keeps what it was granted): get, list and patch on each workload's kind, get and list
 //! on pods, get on pods/log; and whether watches on them are allowed too (else the wait reads
 //! once a second).
 
 use super::workload::WorkloadKind;
-use crate::cluster::client::Cluster;
+use crate::cluster::session::Session;
 use crate::plumbing::error::Result;
 
 /// The answer for the rollout as a whole.
@@ -20,8 +20,13 @@ pub enum Access {
 }
 
 /// Asks every permission the rollouts of `kinds` in `namespace` need.
-pub async fn access(cluster: &Cluster, namespace: &str, kinds: &[WorkloadKind]) -> Result<Access> {
+pub async fn access(
+    session: &Session<'_>,
+    namespace: &str,
+    kinds: &[WorkloadKind],
+) -> Result<Access> {
     let mut kinds = kinds.to_vec();
+    kinds.sort_by_key(|kind| kind.plural());
     kinds.dedup();
     let mut needed: Vec<(&'static str, &str, &str)> = Vec::new();
     for kind in &kinds {
@@ -42,7 +47,7 @@ pub async fn access(cluster: &Cluster, namespace: &str, kinds: &[WorkloadKind]) 
     let asks = needed
         .iter()
         .chain(&watched)
-        .map(|(verb, group, resource)| cluster.may(verb, group, resource, namespace));
+        .map(|(verb, group, resource)| session.may(verb, group, resource, namespace));
     let answers = futures_util::future::try_join_all(asks).await?;
     let (must, may_watch) = answers.split_at(needed.len());
     if let Some(((verb, group, resource), _)) =

@@ -115,11 +115,12 @@ impl<'a> Rollouts<'a> {
             watch: true,
             setting,
         };
-        for wanted in wanted {
-            let facts = rollouts.read_one(&wanted).await?;
-            rollouts.workloads.push((wanted, facts));
-        }
-        rollouts.watch = rollouts.check_permissions().await?;
+        // One round trip: the workloads and the permissions at once; a missing workload is said first.
+        let kinds: Vec<WorkloadKind> = wanted.iter().map(|wanted| wanted.kind).collect();
+        let read = futures_util::future::try_join_all(wanted.iter().map(|w| rollouts.read_one(w)));
+        let (workloads, watch) = tokio::join!(read, rollouts.check_permissions(&kinds));
+        rollouts.workloads = wanted.into_iter().zip(workloads?).collect();
+        rollouts.watch = watch?;
         interrupt::doing("reading the image and the cluster", "nothing was pushed");
         Ok(rollouts)
     }
@@ -152,12 +153,12 @@ impl<'a> Rollouts<'a> {
         }
     }
 
-    /// Every permission the rollouts need, asked before the push (`cluster::rollout::access`):
-    /// a refusal stops the push. True when watches are allowed too; without them the wait
-    /// reads once a second.
-    async fn check_permissions(&self) -> Result<bool> {
-        let kinds: Vec<WorkloadKind> = self.workloads.iter().map(|(w, _)| w.kind).collect();
-        match rollout::access(self.cluster(), &self.namespace, &kinds).await? {
+    /// Every permission the rollouts of `kinds` need, asked before the push
+    /// (`cluster::rollout::access`, through the session: what it was granted is not asked
+    /// again): a refusal stops the push. True when watches are allowed too; without them the
+    /// wait reads once a second.
+    async fn check_permissions(&self, kinds: &[WorkloadKind]) -> Result<bool> {
+        match rollout::access(self.session, &self.namespace, kinds).await? {
             Access::Refused { verb, resource } => Err(self.not_allowed(verb, &resource)),
             Access::Allowed { watch } => {
                 if !watch {

@@ -13,7 +13,7 @@ pods, SelfSubjectAccessReview). Side by side, each rebuild:
 
 The time is from `docker build` returning to the stand-in marking the new pod Ready, and itemised: to the
 ref printed (ours: noticing the build and the push; the script: the push), to the PATCH at the API server,
-to the new pod Ready (the controller, the pull, ready); inside the push, the laps `-v` says (`push round:`).
+to the new pod Ready (the controller, the pull, ready); inside the push, the laps `-vv` says (`push round:`).
 """
 
 import http.server
@@ -270,7 +270,7 @@ def rollout_section(args, work, ours, registry, containerd, dockerd_class, runti
                     ref_at = time.monotonic()
                     round_laps = laps_of([watcher_lines.next("push round: ")])
                 else:
-                    push = subprocess.run([ours, "push", "benchapp:dev", "-v"], env=env, check=True,
+                    push = subprocess.run([ours, "push", "benchapp:dev", "-vv"], env=env, check=True,
                                           capture_output=True, text=True)
                     ref, ref_at = push.stdout.strip(), time.monotonic()
                     round_laps = laps_of(push.stderr.splitlines())
@@ -287,7 +287,7 @@ def rollout_section(args, work, ours, registry, containerd, dockerd_class, runti
                 if who == "ours":
                     dockerd.build("benchapp:base", base, "benchapp:dev")
                     watcher = subprocess.Popen([ours, "push", "benchapp:dev", "--watch", "--rollout", "deploy/app",
-                                                "-v"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                "-vv"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                text=True)
                     watcher_lines = Lines(watcher.stderr)
                     cluster.wait_ready(watcher.stdout.readline().strip())
@@ -331,7 +331,7 @@ class Lines:
                     if self.lines[self.taken - 1].startswith(prefix):
                         return self.lines[self.taken - 1]
                 self.lock.wait(max(0.0, deadline - time.monotonic()))
-            raise SystemExit(f"bench: no `{prefix}` line from push --watch -v in {timeout}s")
+            raise SystemExit(f"bench: no `{prefix}` line from push --watch -vv in {timeout}s")
 
 
 LAP = re.compile(r"([a-z][a-z ]*?) (\d+) ms")

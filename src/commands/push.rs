@@ -34,7 +34,7 @@ pub async fn run(
 
 /// One push (and its rollouts): the whole command, or one round of `--watch` (the cluster kept
 /// in the session; the engine's image as the watch found it, not asked again). `laps` started
-/// when the round's change was noticed: `-v` says where the round's time went.
+/// when the round's change was noticed: `-vv` says where the round's time went.
 async fn round(
     args: &PushArgs,
     session: &Session<'_>,
@@ -90,7 +90,7 @@ async fn round(
     laps.lap("plan");
     let report = push::carry_out(&run, plan).await?;
     laps.lap("carry out");
-    printer.debug(&format!("push round: {laps}"));
+    printer.timing(&format!("push round: {laps}"));
     let seconds = laps.total().as_secs_f64();
     match &rollouts {
         None => report.print(args.output.output, printer, seconds),
@@ -115,7 +115,7 @@ async fn roll(
     );
     let outcomes = rollouts.apply(report).await?;
     laps.lap("roll out");
-    printer.debug(&format!("push round and its rollouts: {laps}"));
+    printer.timing(&format!("push round and its rollouts: {laps}"));
     if format == OutputFormat::Json {
         let mut json = serde_json::to_value(report)
             .context(ExitCode::Failure, || "writing the report as JSON")?;

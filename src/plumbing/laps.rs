@@ -1,4 +1,4 @@
-//! Where a run's time went, for `-v`: named laps from one start, said on one line
+//! Where a run's time went, for `-vv`: named laps from one start, said on one line
 //! (`inspect 4 ms, open and discover 2 ms, ...`), so a slow step shows without a profiler.
 
 use std::fmt;

@@ -115,6 +115,13 @@ impl Printer {
         }
     }
 
+    /// Where the time went, shown only with -vv.
+    pub fn timing(&self, text: &str) {
+        if self.verbose > 1 {
+            self.line(text);
+        }
+    }
+
     pub fn error(&self, err: &Error) {
         if err.is_quiet() {
             return;

@@ -160,6 +160,69 @@ fn an_archive_replaced_by_mv_is_pushed_and_rolled_out_again() {
 }
 
 #[test]
+fn with_vv_each_round_says_where_its_time_went_from_the_change_on() {
+    let bench = RolloutBench::new(Node::Mapped, web_on("kind-registry:5000/myimg:old"));
+    let archive = bench.archive(&Image::sample(421));
+    let mut command = watch_command(&bench, &[archive.to_str().unwrap()]);
+    command.arg("-v");
+    let mut watching = Watching::start(command);
+    watching.next_ref();
+    watching.until_said("push round and its rollouts: ");
+    let next = bench.dir.path().join("img.next.tar");
+    Image::sample(422).write(Format::DockerLegacy, &next, &["myimg:dev"]);
+    std::fs::rename(&next, &archive).unwrap();
+    watching.next_ref();
+    watching.until_said("push round and its rollouts: ");
+    assert_eq!(watching.interrupt().0, 130);
+    let said = watching.drain();
+    let laps = |prefix: &str| -> Vec<Vec<String>> {
+        said.iter()
+            .filter_map(|line| line.strip_prefix(prefix))
+            .map(|laps| {
+                let (laps, total) = laps.rsplit_once(", in all ").expect("a total");
+                assert!(
+                    total.strip_suffix(" ms").unwrap().parse::<u64>().is_ok(),
+                    "{total}"
+                );
+                laps.split(", ")
+                    .map(|lap| {
+                        let (name, ms) = lap
+                            .rsplit_once(' ')
+                            .and_then(|(l, _)| l.rsplit_once(' '))
+                            .unwrap();
+                        assert!(ms.parse::<u64>().is_ok(), "{lap}");
+                        name.to_string()
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let pushes = laps("push round: ");
+    let first = [
+        "open and discover",
+        "read the rollouts",
+        "plan",
+        "carry out",
+    ];
+    // The second round's time counts from the change noticed: the archive's settling first.
+    let second = [
+        "settle",
+        "open and discover",
+        "read the rollouts",
+        "plan",
+        "carry out",
+    ];
+    assert_eq!(pushes, [first.to_vec(), second.to_vec()]);
+    let rolled = laps("push round and its rollouts: ");
+    assert_eq!(rolled.len(), 2, "{rolled:?}");
+    assert!(
+        rolled
+            .iter()
+            .all(|laps| laps.last().map(String::as_str) == Some("roll out"))
+    );
+}
+
+#[test]
 fn a_watch_asks_for_its_permissions_once_and_a_refused_one_again_at_the_next_round() {
     let bench = RolloutBench::new(Node::Mapped, |c| {
         web_on("kind-registry:5000/myimg:old")(c).forbid("patch", "deployments")

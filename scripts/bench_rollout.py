@@ -120,6 +120,8 @@ class Cluster:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Go (kube-apiserver) sets TCP_NODELAY on every connection: no Nagle stall on small answers.
+            disable_nagle_algorithm = True
 
             def send(self, code, obj, content_type="application/json"):
                 payload = obj if isinstance(obj, bytes) else json.dumps(obj).encode()

@@ -20,5 +20,5 @@ pub use api::{Crash, RolloutApi, RolloutPod};
 pub use replaced::{Replaced, Writer};
 pub use rules::Status;
 pub use stuck::{Holds, Stuck, probe_failure, stuck};
-pub use wait::{Ended, Follow, Seen, Target, wait};
+pub use wait::{Ended, Follow, Target, Telling, wait};
 pub use workload::{TemplateContainer, Workload, WorkloadKind};

@@ -18,6 +18,7 @@ use super::rules::{Status, status};
 use super::workload::{Workload, WorkloadKind};
 use crate::cluster::client::{Change, Cluster, Lookup, PodFacts};
 use crate::plumbing::error::Result;
+use crate::plumbing::output::Printer;
 
 /// Between two reads where watch is not allowed.
 const POLL: Duration = Duration::from_secs(1);
@@ -49,13 +50,34 @@ pub struct Follow {
 
 /// What the wait saw on its way, for the caller to say.
 #[derive(Debug, Clone, Copy)]
-pub enum Seen<'a> {
+enum Seen<'a> {
     /// kubectl's words for what the rollout waits for now (said when they change).
     Status(&'a str),
     /// A new pod no node takes: the scheduler's message (said once).
     Unscheduled { pod: &'a str, message: &'a str },
     /// A watch or read failed and is tried again (for `-v`).
     Trouble(&'a str),
+}
+
+/// Where the wait says what it sees as it goes, each line led by the workload's `label`:
+/// kubectl's words when they change and a new pod no node takes, on stderr; a watch or read
+/// tried again, with `-v`.
+pub struct Telling<'a> {
+    pub printer: &'a Printer,
+    pub label: &'a str,
+}
+
+impl Telling<'_> {
+    fn seen(&self, seen: Seen<'_>) {
+        let (printer, label) = (self.printer, self.label);
+        match seen {
+            Seen::Status(line) => printer.note(&format!("{label}: {line}")),
+            Seen::Unscheduled { pod, message } => {
+                printer.note(&format!("{label}: pod {pod} is not scheduled: {message}"));
+            }
+            Seen::Trouble(trouble) => printer.debug(&format!("{label}: {trouble}")),
+        }
+    }
 }
 
 /// How the wait ended.
@@ -89,12 +111,12 @@ pub enum Ended {
     },
 }
 
-/// Waits for `target` within `follow.timeout`, telling `seen` what it sees.
+/// Waits for `target` within `follow.timeout`, saying what it sees as it goes (`telling`).
 pub async fn wait(
     cluster: &Cluster,
     target: &Target<'_>,
     follow: Follow,
-    mut seen: impl FnMut(Seen<'_>),
+    telling: &Telling<'_>,
 ) -> Result<Ended> {
     let deadline = tokio::time::Instant::now() + follow.timeout;
     let (mut workloads, mut pods) = if follow.watch {
@@ -115,18 +137,18 @@ pub async fn wait(
             News::Changed => {}
             News::Ended(ended) => return Ok(ended),
             News::Trouble(trouble) => {
-                seen(Seen::Trouble(&trouble));
+                telling.seen(Seen::Trouble(&trouble));
                 continue;
             }
             News::Forbidden(refused) => {
-                (workloads, pods) = polled(cluster, target, &refused, &mut seen);
+                (workloads, pods) = polled(cluster, target, &refused, telling);
                 continue;
             }
         }
-        if let Some(ended) = known.judged(target, &mut seen) {
+        if let Some(ended) = known.judged(target, telling) {
             return Ok(ended);
         }
-        if let Some(ended) = known.new_pods(cluster, target, &mut seen).await? {
+        if let Some(ended) = known.new_pods(cluster, target, telling).await? {
             return Ok(ended);
         }
     }
@@ -207,8 +229,8 @@ impl Known {
     }
 
     /// kubectl's rules on the workload as last seen; a failure carries the pods as last seen.
-    fn judged(&mut self, target: &Target<'_>, seen: &mut impl FnMut(Seen<'_>)) -> Option<Ended> {
-        let ended = judge(self.workload.as_ref()?, target, &mut self.said, seen)?;
+    fn judged(&mut self, target: &Target<'_>, telling: &Telling<'_>) -> Option<Ended> {
+        let ended = judge(self.workload.as_ref()?, target, &mut self.said, telling)?;
         Some(match ended {
             Ended::Failed { said, .. } => Ended::Failed {
                 said,
@@ -224,7 +246,7 @@ impl Known {
         &mut self,
         cluster: &Cluster,
         target: &Target<'_>,
-        seen: &mut impl FnMut(Seen<'_>),
+        telling: &Telling<'_>,
     ) -> Result<Option<Ended>> {
         for pod in self.listed.values().filter(|pod| is_new(pod, target)) {
             if pod.facts.failing() {
@@ -244,7 +266,7 @@ impl Known {
             if let Some(message) = &pod.facts.unscheduled
                 && self.unscheduled.is_none()
             {
-                seen(Seen::Unscheduled {
+                telling.seen(Seen::Unscheduled {
                     pod: &pod.facts.name,
                     message,
                 });
@@ -270,7 +292,7 @@ fn judge(
     workload: &Workload,
     target: &Target<'_>,
     said: &mut String,
-    seen: &mut impl FnMut(Seen<'_>),
+    telling: &Telling<'_>,
 ) -> Option<Ended> {
     // An older generation is a stale read from before our patch, never a replacement.
     if workload.generation() >= target.generation {
@@ -288,7 +310,7 @@ fn judge(
         Status::Paused(paused) => Some(Ended::Paused(paused)),
         Status::Waiting(line) => {
             if line != *said {
-                seen(Seen::Status(&line));
+                telling.seen(Seen::Status(&line));
                 *said = line;
             }
             None
@@ -311,12 +333,12 @@ fn polled<'a>(
     cluster: &'a Cluster,
     target: &'a Target<'a>,
     refused: &str,
-    seen: &mut impl FnMut(Seen<'_>),
+    telling: &Telling<'_>,
 ) -> (
     BoxStream<'a, Change<Workload>>,
     BoxStream<'a, Change<RolloutPod>>,
 ) {
-    seen(Seen::Trouble(&format!(
+    telling.seen(Seen::Trouble(&format!(
         "{refused}; reading the workload and its pods once a second instead"
     )));
     (poll_workload(cluster, target), poll_pods(cluster, target))

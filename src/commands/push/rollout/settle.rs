@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::{Ended, Outcome, Rollouts, Wanted};
 use crate::cluster::client::{Lookup, PodFacts};
-use crate::cluster::rollout::{self, Crash, Follow, RolloutPod, Seen, Target, Workload};
+use crate::cluster::rollout::{self, Crash, Follow, RolloutPod, Target, Telling, Workload};
 use crate::diagnosis;
 use crate::plumbing::error::{Context, Error, ExitCode};
 use crate::plumbing::limits::seconds_text;
@@ -90,7 +90,7 @@ impl Settle<'_> {
         }
     }
 
-    /// The wait in the Kubernetes layer, what it sees said as it goes.
+    /// The wait in the Kubernetes layer, which says what it sees as it goes.
     async fn wait(&self, target: &Target<'_>) -> crate::plumbing::error::Result<rollout::Ended> {
         let printer = self.rollouts.setting.printer;
         let label = self.wanted.label();
@@ -98,14 +98,11 @@ impl Settle<'_> {
             timeout: self.rollouts.setting.timeout,
             watch: self.rollouts.watch,
         };
-        let said = |seen: Seen<'_>| match seen {
-            Seen::Status(line) => printer.note(&format!("{label}: {line}")),
-            Seen::Unscheduled { pod, message } => {
-                printer.note(&format!("{label}: pod {pod} is not scheduled: {message}"));
-            }
-            Seen::Trouble(trouble) => printer.debug(&format!("{label}: {trouble}")),
+        let telling = Telling {
+            printer,
+            label: &label,
         };
-        rollout::wait(self.rollouts.cluster(), target, follow, said).await
+        rollout::wait(self.rollouts.cluster(), target, follow, &telling).await
     }
 
     /// How the wait ended, told: the outcome, and what is said on stderr.

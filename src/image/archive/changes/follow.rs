@@ -16,6 +16,9 @@ use tokio::sync::mpsc;
 
 /// How often the thread, while nothing happens, checks that its `FileWatch` is still there.
 const CHECK: Duration = Duration::from_secs(1);
+/// The first pause before watching afresh when a folder went as it was being watched (doubled
+/// up to [`CHECK`] while that goes on).
+const REARM_FIRST: Duration = Duration::from_millis(10);
 
 /// A folder watched, and the name in it that matters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,9 +83,9 @@ pub(super) fn start(
                 for spot in &spots {
                     let _ = watcher.unwatch(&spot.dir);
                 }
-                match arm(watcher.as_mut(), &path) {
-                    Ok(again) => spots = again,
-                    Err(_) => return,
+                match rearm(watcher.as_mut(), &path, &sender) {
+                    Some(again) => spots = again,
+                    None => return,
                 }
             }
             if sender.send(()).is_err() {
@@ -116,6 +119,27 @@ fn arm(watcher: &mut dyn Watcher, path: &Path) -> Result<Vec<Spot>, String> {
             .map_err(|err| format!("watching {}: {err}", spot.dir.display()))?;
     }
     Ok(spots)
+}
+
+/// Watches the folders `path` goes through now, again and again while that fails: a folder can
+/// go between being found and being watched (`rm -rf build` under way), and the next look finds
+/// its parent. `None` once the `FileWatch` is dropped.
+fn rearm(
+    watcher: &mut dyn Watcher,
+    path: &Path,
+    sender: &mpsc::UnboundedSender<()>,
+) -> Option<Vec<Spot>> {
+    let mut pause = REARM_FIRST;
+    loop {
+        match arm(watcher, path) {
+            Ok(spots) => return Some(spots),
+            Err(_) if sender.is_closed() => return None,
+            Err(_) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(CHECK);
+            }
+        }
+    }
 }
 
 /// What `event` means for the spots watched; `None`: nothing of ours.

@@ -270,7 +270,7 @@ def rollout_section(args, work, ours, registry, containerd, dockerd_class, runti
                 if who == "ours":
                     ref = watcher.stdout.readline().strip()
                     ref_at = time.monotonic()
-                    round_laps = laps_of([watcher_lines.next("push round: ")])
+                    round_laps = laps_of([watcher_lines.next("push round: ") or ""])
                 else:
                     push = subprocess.run([ours, "push", "benchapp:dev", "-vv"], env=env, check=True,
                                           capture_output=True, text=True)
@@ -323,8 +323,8 @@ class Lines:
                 self.lines.append(line.rstrip("\n"))
                 self.lock.notify_all()
 
-    def next(self, prefix, timeout=30):
-        """The next line (after the last one taken) that starts with `prefix`; waited for."""
+    def next(self, prefix, timeout=3):
+        """The next line (after the last one taken) that starts with `prefix`; waited for (None: none came)."""
         deadline = time.monotonic() + timeout
         with self.lock:
             while time.monotonic() < deadline:
@@ -333,7 +333,7 @@ class Lines:
                     if self.lines[self.taken - 1].startswith(prefix):
                         return self.lines[self.taken - 1]
                 self.lock.wait(max(0.0, deadline - time.monotonic()))
-            raise SystemExit(f"bench: no `{prefix}` line from push --watch -vv in {timeout}s")
+            return None  # a build that does not say its laps
 
 
 LAP = re.compile(r"([a-z][a-z ]*?) (\d+) ms")

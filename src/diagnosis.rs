@@ -27,7 +27,7 @@ pub(crate) use causes::on_registry;
 pub(crate) use evidence::read_pod;
 pub(crate) use not_ready::{NotReady, line as not_ready_line};
 pub(crate) use replaced::{ReplacedBy, replaced_error};
-pub(crate) use report::Report;
+pub(crate) use report::{Report, Terminating};
 pub(crate) use target::{parse_target, parse_workload};
 
 /// Each container's finding, from the pod's status and events, the registry and the node.
@@ -61,7 +61,11 @@ pub(crate) async fn examine(
                 image: container.image.clone(),
                 pull_policy: container.pull_policy.clone(),
                 state: match &container.state {
-                    ContainerState::Started => Shown::Runs {
+                    ContainerState::Ended { reason, exit_code } => Shown::Ended {
+                        reason: reason.clone(),
+                        exit_code: *exit_code,
+                    },
+                    ContainerState::Running => Shown::Runs {
                         not_ready: (!container.ready)
                             .then(|| not_ready::probe_said(&container.name, &records)),
                     },
@@ -91,5 +95,6 @@ pub(crate) async fn examine(
         namespace: pod.namespace.clone(),
         node: pod.node.clone(),
         containers,
+        terminating: Terminating::of(&pod).into_iter().collect(),
     })
 }

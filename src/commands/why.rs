@@ -5,7 +5,7 @@
 use crate::cli::{OutputFormat, WhyArgs};
 use crate::cluster::ClusterOptions;
 use crate::cluster::session::Session;
-use crate::diagnosis::{examine, parse_target, read_pod};
+use crate::diagnosis::{Terminating, examine, parse_target, read_pod};
 use crate::plumbing::error::{Context, ExitCode, Result};
 use crate::plumbing::output::Printer;
 use crate::settings::Settings;
@@ -21,17 +21,20 @@ pub async fn run(
     let discovered = session.discover().await?;
     let cluster = session.cluster().await?;
     let namespace = cluster.namespace().to_string();
-    let pod = read_pod(&cluster, &namespace, &target).await?;
-    let report = examine(
+    let examined = read_pod(&cluster, &namespace, &target).await?;
+    let mut report = examine(
         &session,
         &discovered,
         &cluster,
-        pod,
+        examined.pod,
         &(&args.access).into(),
         settings,
         printer,
     )
     .await?;
+    report
+        .terminating
+        .extend(examined.held.iter().filter_map(Terminating::of));
     let text = match args.output.output {
         OutputFormat::Json => serde_json::to_string_pretty(&report)
             .context(ExitCode::Failure, || "writing the report as JSON")?,

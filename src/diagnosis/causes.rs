@@ -56,9 +56,11 @@ pub(crate) struct ContainerView {
 /// What the container's status shows, and nothing more.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Shown {
-    /// It runs, or ran: its image was there. `Some` when it is not ready: the latest readiness
+    /// It runs: its image was there. `Some` when it is not ready: the latest readiness
     /// or startup probe failure the kubelet recorded for it, or why nothing is said.
     Runs { not_ready: Option<String> },
+    /// It ran and ended: the kubelet's reason and the exit code.
+    Ended { reason: String, exit_code: i32 },
     /// The kubelet's waiting reason and message.
     Waiting { reason: String, message: String },
     /// No status at all: the kubelet has said nothing of it (or the pod has no node).
@@ -152,6 +154,10 @@ pub(crate) fn diagnose(container: &ContainerView, facts: &Facts) -> Finding {
         Shown::Runs {
             not_ready: Some(why),
         } => return finding(None, format!("it runs but is not ready: {why}"), None),
+        Shown::Ended { reason, exit_code } => {
+            let ended = format!("it ran and ended: {reason}, exit code {exit_code}");
+            return finding(None, ended, None);
+        }
         Shown::NoStatus => return finding(None, no_status(facts), None),
         Shown::Waiting { reason, message } => (reason, message),
     };

@@ -18,12 +18,19 @@ use crate::settings::Settings;
 
 const ARCH_LABEL: &str = "kubernetes.io/arch";
 
-/// The pod `target` names: the pod itself, or a deployment's newest pod.
+/// The pod a target names, and for a deployment its other pods that finalizers keep.
+pub(crate) struct Examined {
+    pub pod: PodFacts,
+    /// The deployment's other pods, deleted and kept by finalizers.
+    pub held: Vec<PodFacts>,
+}
+
+/// The pod `target` names: the pod itself, or the deployment's pod `examined_of` picks.
 pub(crate) async fn read_pod(
     cluster: &Cluster,
     namespace: &str,
     target: &Target,
-) -> Result<PodFacts> {
+) -> Result<Examined> {
     let not_found = |what: &str, name: &str| {
         Error::new(
             ExitCode::Cluster,
@@ -44,19 +51,23 @@ pub(crate) async fn read_pod(
     };
     match target {
         Target::Pod(name) => match cluster.pod(namespace, name).await? {
-            Lookup::Found(pod) => Ok(pod),
+            Lookup::Found(pod) => Ok(Examined {
+                pod,
+                held: Vec::new(),
+            }),
             Lookup::NotFound => Err(not_found("pod", name)),
             Lookup::Forbidden => Err(forbidden("pod", name)),
         },
-        Target::Deployment(name) => match cluster.deployment_pod(namespace, name).await? {
-            Lookup::Found(Some(pod)) => Ok(pod),
-            Lookup::Found(None) => Err(Error::new(
-                ExitCode::Cluster,
-                format!("deployment {namespace}/{name} has no pod"),
-            )
-            .with_hint(format!(
-                "`kubectl describe deployment {name} -n {namespace}` shows why none was created"
-            ))),
+        Target::Deployment(name) => match cluster.deployment_pods(namespace, name).await? {
+            Lookup::Found(pods) => examined_of(pods).ok_or_else(|| {
+                Error::new(
+                    ExitCode::Cluster,
+                    format!("deployment {namespace}/{name} has no pod"),
+                )
+                .with_hint(format!(
+                    "`kubectl describe deployment {name} -n {namespace}` shows why none was created"
+                ))
+            }),
             Lookup::NotFound => Err(not_found("deployment", name)),
             Lookup::Forbidden => Err(forbidden("deployment", name)),
         },
@@ -65,6 +76,23 @@ pub(crate) async fn read_pod(
             format!("why reads pods and deployments, not {}", kind.plural()),
         )),
     }
+}
+
+/// Of a deployment's pods (newest first), the one `why` examines: the newest with a container
+/// waiting on its image, else the newest; a pod being deleted only when all are. The others
+/// that finalizers keep are said beside it.
+fn examined_of(mut pods: Vec<PodFacts>) -> Option<Examined> {
+    let at = pods
+        .iter()
+        .position(|pod| !pod.deleted && pod.failing())
+        .or_else(|| pods.iter().position(|pod| !pod.deleted))
+        .or((!pods.is_empty()).then_some(0))?;
+    let pod = pods.remove(at);
+    let held = pods
+        .into_iter()
+        .filter(|pod| !pod.held_by.is_empty())
+        .collect();
+    Some(Examined { pod, held })
 }
 
 /// The node's architecture label, when the node list may be read.
@@ -232,4 +260,74 @@ fn platforms_of(bytes: &[u8]) -> Vec<String> {
         .filter_map(|child| child.platform())
         .map(|platform| platform.to_string())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, failing: bool, deleted: bool, held_by: &[&str]) -> PodFacts {
+        let state = match failing {
+            true => ContainerState::Waiting {
+                reason: "ImagePullBackOff".into(),
+                message: String::new(),
+            },
+            false => ContainerState::Running,
+        };
+        PodFacts {
+            name: name.into(),
+            namespace: "default".into(),
+            node: None,
+            containers: vec![crate::cluster::client::ContainerFacts {
+                name: "web".into(),
+                image: "r/web:dev".into(),
+                pull_policy: None,
+                state,
+                ready: !failing,
+            }],
+            created: None,
+            unscheduled: None,
+            deleted,
+            held_by: held_by.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+
+    fn names(examined: Option<Examined>) -> (String, Vec<String>) {
+        let examined = examined.expect("a pod");
+        let held = examined.held.into_iter().map(|pod| pod.name).collect();
+        (examined.pod.name, held)
+    }
+
+    #[test]
+    fn the_newest_failing_pod_not_deleted_is_examined_and_the_held_ones_said_beside_it() {
+        let hold = ["example.com/hold"];
+        let pods = vec![
+            pod("deleted-failing", true, true, &[]),
+            pod("runs", false, false, &[]),
+            pod("failing", true, false, &[]),
+            pod("held", false, true, &hold),
+            pod("stopping", false, true, &[]),
+        ];
+        assert_eq!(
+            names(examined_of(pods)),
+            ("failing".into(), vec!["held".into()])
+        );
+        let pods = vec![
+            pod("runs", false, false, &[]),
+            pod("held", false, true, &hold),
+        ];
+        assert_eq!(
+            names(examined_of(pods)),
+            ("runs".into(), vec!["held".into()])
+        );
+        let all_deleted = vec![
+            pod("held-1", false, true, &hold),
+            pod("held-2", true, true, &hold),
+        ];
+        assert_eq!(
+            names(examined_of(all_deleted)),
+            ("held-1".into(), vec!["held-2".into()])
+        );
+        assert!(examined_of(Vec::new()).is_none());
+    }
 }

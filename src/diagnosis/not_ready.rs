@@ -53,15 +53,9 @@ impl From<&Stuck> for NotReady {
                 "runs but is not ready; the kubelet recorded no probe failure".into(),
                 None,
             ),
-            Holds::Finalizers(finalizers) => (
-                None,
-                "Terminating".into(),
-                format!(
-                    "deleted, kept by finalizer {}",
-                    short(&finalizers.join(", "))
-                ),
-                None,
-            ),
+            Holds::Finalizers(finalizers) => {
+                (None, "Terminating".into(), kept_by(finalizers), None)
+            }
         };
         Self {
             pod: stuck.pod.clone(),
@@ -72,6 +66,15 @@ impl From<&Stuck> for NotReady {
             count,
         }
     }
+}
+
+/// `deleted, kept by finalizer example.com/hold`: a deleted pod that is still there.
+pub(crate) fn kept_by(finalizers: &[String]) -> String {
+    let noun = match finalizers.len() {
+        1 => "finalizer",
+        _ => "finalizers",
+    };
+    format!("deleted, kept by {noun} {}", short(&finalizers.join(", ")))
 }
 
 /// For `why`: a running container that is not ready, in the kubelet's words when it recorded

@@ -1,10 +1,14 @@
 //! What a diagnosis says of one pod: each container's finding, as `why` prints it (text or
-//! `-o json`), and the error its first cause is coded after.
+//! `-o json`), and the error its first cause is coded after; beside them, the deleted pods that
+//! finalizers keep.
 
 use serde::Serialize;
 
 use super::causes::{Cause, Finding};
+use super::not_ready::kept_by;
+use crate::cluster::client::PodFacts;
 use crate::plumbing::error::{Error, ExitCode};
+use crate::plumbing::output::shown_bare;
 
 /// `-o json`: see docs/reference.md.
 #[derive(Debug, Serialize)]
@@ -13,6 +17,43 @@ pub(crate) struct Report {
     pub namespace: String,
     pub node: Option<String>,
     pub containers: Vec<Finding>,
+    /// The pod, or the deployment's other pods, deleted and kept by finalizers.
+    pub terminating: Vec<Terminating>,
+}
+
+/// A deleted pod that finalizers keep: said beside the containers, not a cause of theirs.
+#[derive(Debug, Serialize)]
+pub(crate) struct Terminating {
+    pub pod: String,
+    pub finalizers: Vec<String>,
+    pub explanation: String,
+    pub fix: String,
+}
+
+impl Terminating {
+    /// `None` for a pod that is not deleted, or that nothing keeps.
+    pub(crate) fn of(pod: &PodFacts) -> Option<Self> {
+        if pod.held_by.is_empty() {
+            return None;
+        }
+        let them = match pod.held_by.len() {
+            1 => "it",
+            _ => "them",
+        };
+        Some(Self {
+            pod: pod.name.clone(),
+            finalizers: pod.held_by.clone(),
+            explanation: kept_by(&pod.held_by),
+            fix: format!(
+                "whatever added {} removes {them} when its work is done; if nothing will, \
+                 `kubectl patch pod {} -n {} --type=merge -p '{{\"metadata\":{{\"finalizers\":null}}}}'` \
+                 lets the pod go",
+                shown_bare(&pod.held_by.join(", ")),
+                pod.name,
+                pod.namespace
+            ),
+        })
+    }
 }
 
 impl Report {
@@ -48,6 +89,13 @@ impl Report {
                     }
                 }
             }
+        }
+        for held in &self.terminating {
+            lines.push(format!(
+                "! pod {} is not gone: {}",
+                held.pod, held.explanation
+            ));
+            lines.push(format!("    fix: {}", held.fix));
         }
         lines.join("\n")
     }

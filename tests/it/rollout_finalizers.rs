@@ -3,7 +3,8 @@
 //! real `kubectl` reading and writing it), a StatefulSet waits for it before it makes that
 //! ordinal again, and `push --rollout` says so at the timeout (text and `-o json`) or goes on
 //! once the finalizer is removed mid-wait, as `kubectl rollout status` does. A Deployment's
-//! ReplicaSet counts no terminating pod: its rollout finishes past a held old pod.
+//! ReplicaSet counts no terminating pod: its rollout finishes past a held old pod, and `why`
+//! says that pod beside the one it examines, with the fix the real `kubectl` then runs.
 
 use serde_json::{Value, json};
 use snapbox::str;
@@ -187,4 +188,79 @@ fn a_deployments_old_pods_held_by_finalizers_do_not_hold_its_rollout() {
         let held = pod(&bench, name).expect("still kept by its finalizer");
         assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
     }
+}
+
+#[test]
+fn why_says_the_deployments_pods_finalizers_keep_beside_the_pod_it_examines() {
+    let bench = RolloutBench::new(Node::Mapped, web);
+    let old: Vec<String> = bench.controllers.pods().into_iter().map(|p| p.0).collect();
+    let held = &old[0];
+    let add = r#"[{"op":"add","path":"/metadata/finalizers","value":["example.com/hold","example.com/drain"]}]"#;
+    patch_pod(&bench, held, &["--type=json", "-p", add]);
+    let run = bench.push(
+        &bench.archive(&Image::sample(478)),
+        &["--rollout", "deploy/web", "--timeout", "60s"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let reference = run.reference();
+    let kept = "deleted, kept by finalizers example.com/hold, example.com/drain";
+    let fix = format!(
+        "whatever added example.com/hold, example.com/drain removes them when its work is done; if nothing will, `kubectl patch pod {held} -n default --type=merge -p '{{\"metadata\":{{\"finalizers\":null}}}}'` lets the pod go"
+    );
+    // A Deployment: its newest pod is examined, the held one said beside it; a pod that
+    // finalizers keep is no cause of the containers', so why exits 0.
+    let why = bench.cmd().args(["why", "deploy/web"]).output();
+    assert_eq!(why.code, 0, "{why:?}");
+    let lines: Vec<&str> = why.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("pod default/web-") && !lines[0].contains(held.as_str()),
+        "{why:?}"
+    );
+    assert_eq!(
+        lines[1..],
+        [
+            format!("✓ web ({reference}): it runs"),
+            format!("! pod {held} is not gone: {kept}"),
+            format!("    fix: {fix}"),
+        ],
+        "{why:?}"
+    );
+    let report = bench
+        .cmd()
+        .args(["why", "deploy/web", "-o", "json"])
+        .output()
+        .json();
+    assert_eq!(
+        report["terminating"],
+        json!([{"pod": held, "finalizers": ["example.com/hold", "example.com/drain"],
+                "explanation": kept, "fix": fix}])
+    );
+    // The held pod itself: its container was stopped, not running.
+    let itself = bench.cmd().args(["why", &format!("pod/{held}")]).output();
+    assert_eq!(itself.code, 0, "{itself:?}");
+    assert_eq!(
+        itself.stdout,
+        format!(
+            "pod default/{held} on node stand-in-node\n✓ web ({OLD}): it ran and ended: Completed, exit code 0\n! pod {held} is not gone: {kept}\n    fix: {fix}\n"
+        )
+    );
+    // The fix, as printed, run with the real kubectl: the pod goes, and why no longer says it.
+    patch_pod(
+        &bench,
+        held,
+        &[
+            "-n",
+            "default",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ],
+    );
+    assert!(pod(&bench, held).is_none());
+    let after = bench.cmd().args(["why", "deploy/web"]).output();
+    assert_eq!(after.code, 0, "{after:?}");
+    assert_eq!(
+        after.stdout,
+        format!("{}\n✓ web ({reference}): it runs\n", lines[0])
+    );
 }

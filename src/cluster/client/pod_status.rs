@@ -1,6 +1,6 @@
 //! One pod as `why` reads it: its node, each container's image, pull policy and state (the
-//! kubelet's events about it are `events`'); a Deployment's newest pod whose containers do not
-//! all run.
+//! kubelet's events about it are `events`'), whether it is deleted and what keeps it; a
+//! Deployment's pods.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -12,8 +12,11 @@ use crate::plumbing::error::Result;
 /// A container's state, as the kubelet last reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContainerState {
-    /// Running, or ran and ended: its image was there.
-    Started,
+    /// Running: its image was there.
+    Running,
+    /// Ran and ended (a finished run, or stopped by the pod's deletion): the kubelet's reason
+    /// (`Completed`, `Error`, `OOMKilled`) and the exit code.
+    Ended { reason: String, exit_code: i32 },
     /// Waiting: the kubelet's reason (`ErrImagePull`, `ImagePullBackOff`...) and message.
     Waiting { reason: String, message: String },
     /// No status yet (not scheduled, or just created).
@@ -42,10 +45,19 @@ pub struct PodFacts {
     /// Not scheduled yet: the scheduler's `PodScheduled` condition, `Unschedulable: 0/3 nodes
     /// are available: 3 Insufficient cpu.` (its reason, and its message when it has one).
     pub unscheduled: Option<String>,
+    /// Deleted (`deletionTimestamp` set) and still there: stopping, or kept by finalizers.
+    pub deleted: bool,
+    /// The finalizers that keep it, when deleted; empty when not.
+    pub held_by: Vec<String>,
 }
 
 impl PodFacts {
     pub(in crate::cluster) fn of(pod: Pod) -> Self {
+        let deleted = pod.metadata.deletion_timestamp.is_some();
+        let held_by = match deleted {
+            true => pod.metadata.finalizers.clone().unwrap_or_default(),
+            false => Vec::new(),
+        };
         let spec = pod.spec.unwrap_or_default();
         let status = pod.status.unwrap_or_default();
         let unscheduled = status
@@ -77,7 +89,11 @@ impl PodFacts {
                 let state = status.and_then(|status| status.state.as_ref()).map_or(
                     ContainerState::Unknown,
                     |state| match (&state.running, &state.terminated, &state.waiting) {
-                        (Some(_), _, _) | (_, Some(_), _) => ContainerState::Started,
+                        (Some(_), _, _) => ContainerState::Running,
+                        (_, Some(ended), _) => ContainerState::Ended {
+                            reason: ended.reason.clone().unwrap_or_else(|| "Error".into()),
+                            exit_code: ended.exit_code,
+                        },
                         (_, _, Some(waiting)) => ContainerState::Waiting {
                             reason: waiting.reason.clone().unwrap_or_default(),
                             message: waiting.message.clone().unwrap_or_default(),
@@ -104,6 +120,8 @@ impl PodFacts {
                 .creation_timestamp
                 .map(|time| time.0.to_string()),
             unscheduled,
+            deleted,
+            held_by,
         }
     }
 
@@ -130,13 +148,12 @@ impl Cluster {
         })
     }
 
-    /// Deployment `name`'s newest pod with a container waiting on its image, else its newest pod;
-    /// `Found(None)` when it has no pod.
-    pub async fn deployment_pod(
+    /// Deployment `name`'s pods, newest first; `Found` of none when it has no pod.
+    pub async fn deployment_pods(
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Lookup<Option<PodFacts>>> {
+    ) -> Result<Lookup<Vec<PodFacts>>> {
         let api: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
         let deployment = match self.lookup(api.get(name).await, || {
             format!("reading deployment {namespace}/{name}")
@@ -161,16 +178,12 @@ impl Cluster {
             format!("listing the pods of deployment {namespace}/{name}")
         })? {
             Lookup::Found(list) => list,
-            Lookup::NotFound => return Ok(Lookup::Found(None)),
+            Lookup::NotFound => return Ok(Lookup::Found(Vec::new())),
             Lookup::Forbidden => return Ok(Lookup::Forbidden),
         };
         let mut pods: Vec<PodFacts> = list.items.into_iter().map(PodFacts::of).collect();
         // RFC 3339 times in UTC sort as text.
         pods.sort_by(|a, b| b.created.cmp(&a.created));
-        let newest_failing = pods.iter().position(PodFacts::failing);
-        Ok(Lookup::Found(match newest_failing {
-            Some(at) => Some(pods.swap_remove(at)),
-            None => pods.into_iter().next(),
-        }))
+        Ok(Lookup::Found(pods))
     }
 }

@@ -25,8 +25,6 @@ pub struct RolloutPod {
     pub ready: bool,
     /// Containers in CrashLoopBackOff: name, restarts, and how the last run ended.
     pub crashing: Vec<Crash>,
-    /// Deleted (`deletionTimestamp` set) but kept by these finalizers; empty when not.
-    pub held_by: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,12 +235,7 @@ fn rollout_pod(pod: Pod) -> RolloutPod {
             }
         })
         .collect();
-    let held_by = match pod.metadata.deletion_timestamp {
-        Some(_) => pod.metadata.finalizers.clone().unwrap_or_default(),
-        None => Vec::new(),
-    };
     RolloutPod {
-        held_by,
         facts: PodFacts::of(pod),
         ready,
         crashing,

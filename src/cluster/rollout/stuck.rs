@@ -74,11 +74,11 @@ pub async fn stuck(
     }
     found.extend(
         pods.iter()
-            .filter(|pod| !new(pod) && !pod.held_by.is_empty())
+            .filter(|pod| !new(pod) && !pod.facts.held_by.is_empty())
             .map(|pod| Stuck {
                 pod: pod.facts.name.clone(),
                 new: false,
-                holds: Holds::Finalizers(pod.held_by.clone()),
+                holds: Holds::Finalizers(pod.facts.held_by.clone()),
             }),
     );
     Ok(found)
@@ -107,7 +107,7 @@ pub fn holds(pod: &RolloutPod, events: &[PodEvent]) -> Option<Holds> {
                         message: message.clone(),
                     })
                 }
-                ContainerState::Started => Some(
+                ContainerState::Running => Some(
                     probe_failure(&name, events).unwrap_or(Holds::NotReady { container: name }),
                 ),
                 _ => None,
@@ -166,10 +166,11 @@ mod tests {
                 }],
                 created: None,
                 unscheduled: None,
+                deleted: false,
+                held_by: Vec::new(),
             },
             ready,
             crashing: Vec::new(),
-            held_by: Vec::new(),
         }
     }
 
@@ -212,7 +213,7 @@ mod tests {
             ),
         ];
         assert_eq!(
-            holds(&pod(ContainerState::Started, false), &events),
+            holds(&pod(ContainerState::Running, false), &events),
             Some(Holds::Probe {
                 container: "web".into(),
                 message: "Readiness probe failed: HTTP probe failed with statuscode: 503".into(),
@@ -220,7 +221,7 @@ mod tests {
             })
         );
         assert_eq!(
-            holds(&pod(ContainerState::Started, false), &events[2..]),
+            holds(&pod(ContainerState::Running, false), &events[2..]),
             Some(Holds::NotReady {
                 container: "web".into()
             })
@@ -269,6 +270,6 @@ mod tests {
             Some(Holds::Waiting { .. })
         ));
         assert_eq!(holds(&pod(ContainerState::Unknown, false), &[]), None);
-        assert_eq!(holds(&pod(ContainerState::Started, true), &[]), None);
+        assert_eq!(holds(&pod(ContainerState::Running, true), &[]), None);
     }
 }

@@ -1,6 +1,8 @@
 //! minikube's registry addon as the addon installs it: Service `kube-system/registry` with
 //! the addon's label, and whether its `registry-proxy` DaemonSet is there.
 
+use std::num::NonZeroU16;
+
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 use kube::api::Api;
@@ -42,9 +44,43 @@ impl Cluster {
             Lookup::Found(_)
         );
         Ok(Lookup::Found(MinikubeAddon {
-            service_port: u16::try_from(port.port).unwrap_or(80),
+            service_port: addon_port(port.port),
             cluster_ip: spec.cluster_ip.filter(|ip| !ip.is_empty() && ip != "None"),
             proxy,
         }))
+    }
+}
+
+/// The Service's port, 80 (as the addon writes it) for one kube-apiserver would refuse (0, or
+/// out of range), so that a stand-in's answer never makes a host that does not parse.
+fn addon_port(port: i32) -> NonZeroU16 {
+    u16::try_from(port)
+        .ok()
+        .and_then(NonZeroU16::new)
+        .unwrap_or(NonZeroU16::new(80).expect("80 is not 0"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::hosting::registry_from_minikube_addon;
+
+    #[test]
+    fn a_port_kube_apiserver_would_refuse_is_the_addons_80() {
+        for (given, taken) in [(5000, 5000), (0, 80), (-1, 80), (70000, 80)] {
+            let addon = MinikubeAddon {
+                service_port: addon_port(given),
+                cluster_ip: Some("10.96.0.1".into()),
+                proxy: false,
+            };
+            let registry = registry_from_minikube_addon(&addon);
+            assert_eq!(
+                registry
+                    .host_from_cluster_network
+                    .map(|host| host.to_string()),
+                Some(format!("registry.kube-system.svc.cluster.local:{taken}")),
+                "{given}"
+            );
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! every node). Pure.
 
 use std::fmt;
+use std::num::NonZeroU16;
 
 use super::{LocalRegistry, RegistrySource};
 use crate::image::reference::RegistryHost;
@@ -85,7 +86,7 @@ pub(super) const MINIKUBE_REGISTRY_GUIDE: &str =
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MinikubeAddon {
     /// The Service's first port (80 as the addon writes it).
-    pub service_port: u16,
+    pub service_port: NonZeroU16,
     /// The Service's clusterIP, used by the nodes when there is no registry-proxy.
     pub cluster_ip: Option<String>,
     /// Whether the `registry-proxy` DaemonSet is there.
@@ -106,16 +107,15 @@ pub fn registry_from_minikube_addon(addon: &MinikubeAddon) -> LocalRegistry {
         (false, Some(ip)) => RegistryHost::parse(&format!("{ip}:{}", addon.service_port)).ok(),
         _ => None,
     };
-    let proxy_host = RegistryHost::localhost(
-        std::num::NonZeroU16::new(MINIKUBE_PROXY_HOST_PORT).expect("a port"),
-    );
+    let proxy_host =
+        RegistryHost::localhost(NonZeroU16::new(MINIKUBE_PROXY_HOST_PORT).expect("a port"));
     LocalRegistry {
         host: proxy_host.clone(),
         host_from_container_runtime: node_host.unwrap_or(proxy_host),
         service: Some(ServiceRef {
             namespace: MINIKUBE_NAMESPACE.to_string(),
             name: MINIKUBE_SERVICE.to_string(),
-            port: Some(addon.service_port),
+            port: Some(addon.service_port.get()),
         }),
         host_from_cluster_network: Some(service_host),
         host_advertised: false,
@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn the_addon_pulls_through_its_proxy_and_pushes_through_the_service() {
         let addon = MinikubeAddon {
-            service_port: 80,
+            service_port: NonZeroU16::new(80).unwrap(),
             cluster_ip: Some("10.96.12.34".into()),
             proxy: true,
         };

@@ -3,7 +3,8 @@
 //! folder, followed as `tail -F` follows a path: a folder removed and made again (`rm -rf build`),
 //! a symlink whose target is replaced (Bazel's `bazel-bin`, Nix's `result`), a file not there
 //! yet. It costs nothing while nothing happens; where the system's watcher cannot start (no
-//! inotify instance left), notify's own look at the folders once a second. Either way the caller
+//! inotify instance left), notify's own look at the folders once a second, and where no watch
+//! can be set up at all, or set up again, a look at the file once a second. Either way the caller
 //! compares [`identity`] once the file has settled before pushing again.
 
 use std::path::{Path, PathBuf};
@@ -55,18 +56,19 @@ impl FileWatch {
             Ok(how) => how,
             Err(why) => match follow::start(path, sender, Some(POLL)) {
                 Ok(how) => format!("{how} ({why})"),
-                // Nothing to watch with at all: the caller waits for a change that never comes,
-                // as a quiet path would; `-v` says why.
-                Err(also) => format!("nothing ({why}; {also})"),
+                // Nothing to watch with at all: `changed` returns each second, and the caller
+                // compares the file's identity, as a poll does; `-v` says why.
+                Err(also) => format!("a look at the file each second ({why}; {also})"),
             },
         };
         Self { changes, how }
     }
 
-    /// Returns at the next write or replacement of the file.
+    /// Returns at the next write or replacement of the file, or each second when no watcher
+    /// could start.
     pub async fn changed(&mut self) {
         if self.changes.recv().await.is_none() {
-            std::future::pending::<()>().await;
+            tokio::time::sleep(POLL).await;
         }
     }
 }

@@ -123,7 +123,9 @@ fn arm(watcher: &mut dyn Watcher, path: &Path) -> Result<Vec<Spot>, String> {
 
 /// Watches the folders `path` goes through now, again and again while that fails: a folder can
 /// go between being found and being watched (`rm -rf build` under way), and the next look finds
-/// its parent. `None` once the `FileWatch` is dropped.
+/// its parent. A failure that lasts (no inotify watch left, a folder that may not be read) does
+/// not leave the watch deaf: each try a [`CHECK`] apart also tells the receiver to look at the
+/// file itself, as a poll would. `None` once the `FileWatch` is dropped.
 fn rearm(
     watcher: &mut dyn Watcher,
     path: &Path,
@@ -136,6 +138,9 @@ fn rearm(
             Err(_) if sender.is_closed() => return None,
             Err(_) => {
                 std::thread::sleep(pause);
+                if pause == CHECK && sender.send(()).is_err() {
+                    return None;
+                }
                 pause = (pause * 2).min(CHECK);
             }
         }

@@ -80,3 +80,45 @@ fn events_on_the_name_and_the_way_to_it_are_told_apart() {
     let rescan = Event::new(EventKind::Other).set_flag(notify::event::Flag::Rescan);
     assert_eq!(classify(&rescan, &spots), Some(Change::Layout));
 }
+
+/// A watcher that refuses every watch, as inotify does once no watch is left (ENOSPC).
+struct Exhausted;
+
+impl Watcher for Exhausted {
+    fn new<F: notify::EventHandler>(_: F, _: Config) -> notify::Result<Self> {
+        Ok(Self)
+    }
+    fn watch(&mut self, _: &Path, _: RecursiveMode) -> notify::Result<()> {
+        Err(notify::Error::new(notify::ErrorKind::MaxFilesWatch))
+    }
+    fn unwatch(&mut self, _: &Path) -> notify::Result<()> {
+        Ok(())
+    }
+    fn kind() -> WatcherKind {
+        WatcherKind::NullWatcher
+    }
+}
+
+#[test]
+fn a_watch_that_cannot_be_armed_again_has_the_file_looked_at_each_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sender, mut nudges) = mpsc::unbounded_channel();
+    let path = dir.path().join("img.tar");
+    let trying = std::thread::spawn(move || rearm(&mut Exhausted, &path, &sender));
+    // Doubling from 10 ms reaches the full second after 1.27 s of tries; then each second.
+    let started = std::time::Instant::now();
+    let mut told = 0;
+    while told < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "told {told} times"
+        );
+        match nudges.try_recv() {
+            Ok(()) => told += 1,
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    // Once the watch is dropped, the tries end.
+    drop(nudges);
+    assert_eq!(trying.join().unwrap(), None);
+}

@@ -77,6 +77,12 @@ impl<'a> Session<'a> {
         Ok(allowed)
     }
 
+    /// Forgets every grant: the API server refused a request a kept grant allowed, so RBAC
+    /// changed while the run went on, and the next round asks again before it pushes.
+    pub fn forget_grants(&self) {
+        self.granted().clear();
+    }
+
     fn granted(&self) -> std::sync::MutexGuard<'_, HashSet<[String; 4]>> {
         self.granted.lock().unwrap_or_else(PoisonError::into_inner)
     }

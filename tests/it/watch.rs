@@ -253,6 +253,38 @@ fn a_watch_asks_for_its_permissions_once_and_a_refused_one_again_at_the_next_rou
 }
 
 #[test]
+fn a_permission_taken_away_mid_watch_is_named_and_the_round_after_its_return_rolls_out() {
+    let bench = RolloutBench::new(Node::Mapped, web_on("kind-registry:5000/myimg:old"));
+    let archive = bench.archive(&Image::sample(434));
+    let mut watching = Watching::start(watch_command(&bench, &[archive.to_str().unwrap()]));
+    watching.next_ref();
+    watching.until_said("successfully rolled out");
+    bench.controllers.revoke("patch", "deployments");
+    let rebuild = |sample| {
+        let next = bench.dir.path().join("img.next.tar");
+        Image::sample(sample).write(Format::DockerLegacy, &next, &["myimg:dev"]);
+        std::fs::rename(&next, &archive).unwrap();
+    };
+    // Granted before the first round, so pushed; the PATCH itself is refused.
+    rebuild(435);
+    watching.next_ref();
+    watching.until_said(
+        "error: these credentials may not patch deployments.apps in namespace default; the image is pushed, and deployment/web was not patched",
+    );
+    // The refusal is remembered: the next round asks first, and pushes nothing.
+    rebuild(436);
+    watching.until_said(
+        "error: these credentials may not patch deployments.apps in namespace default; nothing was pushed or patched",
+    );
+    bench.controllers.permit("patch", "deployments");
+    rebuild(437);
+    let pushed = watching.next_ref();
+    watching.until_said("successfully rolled out");
+    assert_eq!(bench.controllers.images("deployment", "web")["web"], pushed);
+    assert_eq!(watching.interrupt().0, 130);
+}
+
+#[test]
 fn a_podman_image_rebuilt_under_its_name_is_pushed_and_rolled_out_again() {
     let podman = Podman::new();
     let layers = podman.dir().join("layers");

@@ -248,6 +248,15 @@ impl Controllers {
         self
     }
 
+    /// RBAC stops allowing `verb` on `resource`: a role taken away while a command runs.
+    pub(crate) fn revoke(&self, verb: &str, resource: &str) {
+        self.0
+            .forbidden
+            .lock()
+            .unwrap()
+            .insert((verb.to_string(), resource.to_string()));
+    }
+
     /// RBAC allows `verb` on `resource` again: a fix made while a command runs.
     pub(crate) fn permit(&self, verb: &str, resource: &str) {
         self.0

@@ -24,6 +24,9 @@ use crate::plumbing::output::Printer;
 use crate::settings::Settings;
 use choose::Wanted;
 
+/// A refusal before the push.
+const NOTHING_SENT: &str = "nothing was pushed or patched";
+
 /// What a round's rollouts need besides the workloads.
 pub(crate) struct Setting<'a> {
     pub access: &'a RegistryAccessArgs,
@@ -148,7 +151,8 @@ impl<'a> Rollouts<'a> {
                 wanted.kind.plural()
             ))),
             Lookup::Forbidden => {
-                Err(self.not_allowed("get", &format!("{}.apps", wanted.kind.plural())))
+                let resource = format!("{}.apps", wanted.kind.plural());
+                Err(self.not_allowed("get", &resource, NOTHING_SENT))
             }
         }
     }
@@ -159,7 +163,9 @@ impl<'a> Rollouts<'a> {
     /// wait reads once a second.
     async fn check_permissions(&self, kinds: &[WorkloadKind]) -> Result<bool> {
         match rollout::access(self.session, &self.namespace, kinds).await? {
-            Access::Refused { verb, resource } => Err(self.not_allowed(verb, &resource)),
+            Access::Refused { verb, resource } => {
+                Err(self.not_allowed(verb, &resource, NOTHING_SENT))
+            }
             Access::Allowed { watch } => {
                 if !watch {
                     self.setting.printer.debug(&format!(
@@ -172,13 +178,13 @@ impl<'a> Rollouts<'a> {
         }
     }
 
-    fn not_allowed(&self, verb: &str, resource: &str) -> Error {
+    /// A refusal, and how far the round had got (`so_far`): a permission granted earlier in a
+    /// `--watch` can be taken away after the push.
+    fn not_allowed(&self, verb: &str, resource: &str, so_far: &str) -> Error {
         let namespace = &self.namespace;
         Error::new(
             ExitCode::Cluster,
-            format!(
-                "these credentials may not {verb} {resource} in namespace {namespace}; nothing was pushed or patched"
-            ),
+            format!("these credentials may not {verb} {resource} in namespace {namespace}; {so_far}"),
         )
         .with_hint(format!(
             "push --rollout needs get, list, watch and patch on the workload, get, list and watch on pods and get on pods/log in {namespace} (`kubectl auth can-i {verb} {resource} -n {namespace}`)"
@@ -257,7 +263,13 @@ impl<'a> Rollouts<'a> {
                 ),
             )),
             Lookup::Forbidden => {
-                Err(self.not_allowed("patch", &format!("{}.apps", wanted.kind.plural())))
+                let resource = format!("{}.apps", wanted.kind.plural());
+                self.session.forget_grants();
+                let so_far = format!(
+                    "the image is pushed, and {} was not patched",
+                    wanted.label()
+                );
+                Err(self.not_allowed("patch", &resource, &so_far))
             }
         }
     }

@@ -287,7 +287,9 @@ impl Settle<'_> {
             Lookup::Found(text) => text,
             Lookup::NotFound => String::new(),
             Lookup::Forbidden => {
-                let error = self.rollouts.not_allowed("get", "pods/log");
+                self.rollouts.session.forget_grants();
+                let so_far = format!("{label} is patched, and its new pod's log cannot be read");
+                let error = self.rollouts.not_allowed("get", "pods/log", &so_far);
                 let mut outcome = self.failed(Ended::CrashLoop, error, started);
                 outcome.pod = Some(name.to_string());
                 return outcome;

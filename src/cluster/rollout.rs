@@ -16,7 +16,7 @@ pub mod wait;
 pub mod workload;
 
 pub use access::{Access, access};
-pub use api::{Crash, RolloutApi, RolloutPod};
+pub use api::{Crash, Patched, RolloutApi, RolloutPod};
 pub use replaced::{Replaced, Writer};
 pub use rules::Status;
 pub use stuck::{Holds, Stuck, probe_failure, stuck};

@@ -113,22 +113,40 @@ async fn roll(
         format!("rolling out {}", report.reference),
         "the image is pushed; a workload may be patched and rolling out",
     );
-    let outcomes = rollouts.apply(report).await?;
+    let outcomes = match rollouts.apply(report).await {
+        Ok(outcomes) => outcomes,
+        Err(error) => {
+            // Refused or gone after the push: the pushed ref is said all the same, as in text.
+            if format == OutputFormat::Json {
+                print_json(report, None, printer)?;
+            }
+            return Err(error);
+        }
+    };
     laps.lap("roll out");
     printer.timing(&format!("push round and its rollouts: {laps}"));
     if format == OutputFormat::Json {
-        let mut json = serde_json::to_value(report)
-            .context(ExitCode::Failure, || "writing the report as JSON")?;
-        json["rollout"] = serde_json::to_value(&outcomes)
-            .context(ExitCode::Failure, || "writing the report as JSON")?;
-        let text = serde_json::to_string_pretty(&json)
-            .context(ExitCode::Failure, || "writing the report as JSON")?;
-        printer.result(&text)?;
+        print_json(report, Some(&outcomes), printer)?;
     }
     match outcomes.into_iter().find_map(|outcome| outcome.error) {
         Some(error) => Err(error),
         None => Ok(()),
     }
+}
+
+/// The push's object, with `rollout` when the rollouts were waited for.
+fn print_json(
+    report: &PushReport,
+    outcomes: Option<&[rollout::Outcome]>,
+    printer: &Printer,
+) -> Result<()> {
+    let written = || "writing the report as JSON";
+    let mut json = serde_json::to_value(report).context(ExitCode::Failure, written)?;
+    if let Some(outcomes) = outcomes {
+        json["rollout"] = serde_json::to_value(outcomes).context(ExitCode::Failure, written)?;
+    }
+    let text = serde_json::to_string_pretty(&json).context(ExitCode::Failure, written)?;
+    printer.result(&text)
 }
 
 /// The flags as the push pipeline takes them.

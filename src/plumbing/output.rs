@@ -216,6 +216,20 @@ fn escaped_start(text: &str) -> (String, usize) {
     (escaped, chars.count())
 }
 
+/// The most characters of a message from outside that an error quotes as a paragraph.
+pub const PARAGRAPH_CHARS: usize = 800;
+
+/// A message from outside of several lines (a policy engine's refusal, as the API server relays
+/// it) as one paragraph of an error: each run of whitespace one space, cut after
+/// [`PARAGRAPH_CHARS`] characters, saying how many more there were. The printer escapes its
+/// controls, as for every line.
+pub fn paragraph(text: &str) -> String {
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut chars = words.chars();
+    let start: String = chars.by_ref().take(PARAGRAPH_CHARS).collect();
+    format!("{start}{}", more_text(chars.count()))
+}
+
 fn more_text(more: usize) -> String {
     match more {
         0 => String::new(),
@@ -350,5 +364,24 @@ mod tests {
         assert_eq!(human_size(640_000), "640 kB");
         assert_eq!(human_size(1_234_567), "1.2 MB");
         assert_eq!(human_size(3_000_000_000), "3.0 GB");
+    }
+
+    #[test]
+    fn a_message_of_several_lines_is_one_paragraph_cut_at_its_bound() {
+        assert_eq!(
+            paragraph(
+                "denied the request: \n\nresource Deployment/default/web was blocked\n  rule x\n"
+            ),
+            "denied the request: resource Deployment/default/web was blocked rule x"
+        );
+        let long = "word ".repeat(PARAGRAPH_CHARS);
+        let cut = paragraph(&long);
+        assert!(
+            cut.ends_with(&format!(
+                "... ({} more characters)",
+                5 * PARAGRAPH_CHARS - 1 - PARAGRAPH_CHARS
+            )),
+            "{cut}"
+        );
     }
 }

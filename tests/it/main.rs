@@ -40,6 +40,7 @@ mod push_wild;
 mod registry_attached;
 mod registry_client;
 mod rollout;
+mod rollout_admission;
 mod rollout_finalizers;
 mod rollout_late;
 mod rollout_others;

@@ -269,7 +269,7 @@ fn a_permission_taken_away_mid_watch_is_named_and_the_round_after_its_return_rol
     rebuild(435);
     watching.next_ref();
     watching.until_said(
-        "error: these credentials may not patch deployments.apps in namespace default; the image is pushed, and deployment/web was not patched",
+        "error: these credentials may not patch deployments.apps in namespace default; the image is pushed, and no workload was patched",
     );
     // The refusal is remembered: the next round asks first, and pushes nothing.
     rebuild(436);

@@ -7,8 +7,8 @@
 //! watchable from a resourceVersion (controllers/watch.rs: watches end after timeoutSeconds,
 //! a compacted version is answered 410); pods deleted gracefully, kept while finalizers hold
 //! them (controllers/terminating.rs) and written by the test's kubectl (pod_writes.rs); the
-//! pods' logs, and SelfSubjectAccessReviews
-//! answered from what the test forbids. Served ahead of the rest of the stand-in by one hook.
+//! pods' logs, SelfSubjectAccessReviews answered from what the test forbids, and admission's
+//! refusal of images a policy does not allow (controllers/admission.rs). Served ahead of the rest of the stand-in by one hook.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Condvar, Mutex};
@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod admission;
 mod kinds;
 mod managed;
 mod pod_writes;
@@ -26,6 +27,7 @@ mod terminating;
 mod watch;
 mod wire;
 
+pub(crate) use admission::{Engine, Policy};
 use state::{Key, State, ready};
 use wire::kind_names;
 
@@ -66,6 +68,8 @@ struct Shared {
     /// Refused with 403 though the access review says yes (an authorizer SSAR does not reflect).
     refused: Mutex<BTreeSet<(String, String)>>,
     unschedulable: Mutex<Option<String>>,
+    /// Admission's policy on the images workloads run.
+    admission: Mutex<Option<Policy>>,
     timing: Mutex<Timing>,
     /// Every watch ends after this, whatever its timeoutSeconds.
     watch_cap: Mutex<Option<Duration>>,
@@ -115,6 +119,7 @@ impl Controllers {
             forbidden: Mutex::new(BTreeSet::new()),
             refused: Mutex::new(BTreeSet::new()),
             unschedulable: Mutex::new(None),
+            admission: Mutex::new(None),
             timing: Mutex::new(Timing {
                 min: Duration::from_millis(20),
                 max: Duration::from_millis(300),
@@ -285,6 +290,13 @@ impl Controllers {
             .lock()
             .unwrap()
             .insert((verb.to_string(), resource.to_string()));
+        self
+    }
+
+    /// Admission refuses every write of a workload whose template runs an image `policy` does
+    /// not allow, as its engine answers.
+    pub(crate) fn admit(self, policy: Policy) -> Self {
+        *self.0.admission.lock().unwrap() = Some(policy);
         self
     }
 

@@ -27,6 +27,19 @@ pub struct RolloutPod {
     pub crashing: Vec<Crash>,
 }
 
+/// The API server's answer to an image patch.
+#[derive(Debug)]
+pub enum Patched {
+    /// The object as stored (or as it would be, for a dry run).
+    Stored(Box<Workload>),
+    NotFound,
+    /// RBAC forbids the patch.
+    Forbidden,
+    /// Admission or validation refused it (a ValidatingAdmissionPolicy, a webhook such as
+    /// Kyverno's or Gatekeeper's): the API server's message, in the policy's words.
+    Refused(String),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Crash {
     pub container: String,
@@ -85,7 +98,7 @@ impl<'a> RolloutApi<'a> {
         name: &str,
         images: &[(String, String, bool)],
         dry_run: bool,
-    ) -> Result<Lookup<Workload>> {
+    ) -> Result<Patched> {
         let namespace = self.namespace;
         let params = PatchParams {
             dry_run,
@@ -94,28 +107,32 @@ impl<'a> RolloutApi<'a> {
         };
         let patch = Patch::Strategic(image_patch(images));
         let doing = || format!("patching {} {namespace}/{name}", kind.singular());
-        Ok(match kind {
+        let answer = match kind {
             WorkloadKind::Deployment => self
-                .cluster
-                .lookup(
-                    self.api::<Deployment>().patch(name, &params, &patch).await,
-                    doing,
-                )?
+                .api::<Deployment>()
+                .patch(name, &params, &patch)
+                .await
                 .map(Workload::Deployment),
             WorkloadKind::StatefulSet => self
-                .cluster
-                .lookup(
-                    self.api::<StatefulSet>().patch(name, &params, &patch).await,
-                    doing,
-                )?
+                .api::<StatefulSet>()
+                .patch(name, &params, &patch)
+                .await
                 .map(Workload::StatefulSet),
             WorkloadKind::DaemonSet => self
-                .cluster
-                .lookup(
-                    self.api::<DaemonSet>().patch(name, &params, &patch).await,
-                    doing,
-                )?
+                .api::<DaemonSet>()
+                .patch(name, &params, &patch)
+                .await
                 .map(Workload::DaemonSet),
+        };
+        if let Err(kube::Error::Api(status)) = &answer
+            && refused_by_admission(status.code, &status.message)
+        {
+            return Ok(Patched::Refused(status.message.clone()));
+        }
+        Ok(match self.cluster.lookup(answer, doing)? {
+            Lookup::Found(stored) => Patched::Stored(Box::new(stored)),
+            Lookup::NotFound => Patched::NotFound,
+            Lookup::Forbidden => Patched::Forbidden,
         })
     }
 
@@ -242,9 +259,37 @@ fn rollout_pod(pod: Pod) -> RolloutPod {
     }
 }
 
+/// Whether a refused patch was refused by admission or validation rather than RBAC: they answer
+/// 400, 422 or 403 in their own words, where RBAC's 403 says `User "..." cannot patch resource`.
+fn refused_by_admission(code: u16, message: &str) -> bool {
+    match code {
+        400 | 422 => true,
+        403 => !message.contains(" cannot patch resource "),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rbacs_refusal_is_told_from_admissions() {
+        let rbac = r#"deployments.apps "web" is forbidden: User "system:serviceaccount:default:dev" cannot patch resource "deployments" in API group "apps" in the namespace "default""#;
+        assert!(!refused_by_admission(403, rbac));
+        let policy = "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'allowed-registries' with binding 'b' denied request: failed expression: x";
+        assert!(refused_by_admission(403, policy));
+        assert!(refused_by_admission(
+            400,
+            "admission webhook \"validate.kyverno.svc-fail\" denied the request: "
+        ));
+        assert!(refused_by_admission(
+            422,
+            "Deployment.apps \"web\" is invalid"
+        ));
+        assert!(!refused_by_admission(404, "not found"));
+        assert!(!refused_by_admission(500, "etcd"));
+    }
 
     #[test]
     fn the_patch_names_containers_and_init_containers_by_name_and_nothing_else() {

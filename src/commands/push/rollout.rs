@@ -14,13 +14,13 @@ use serde::Serialize;
 use crate::cli::RegistryAccessArgs;
 use crate::cluster::client::{Cluster, Lookup};
 use crate::cluster::discovery::Discovered;
-use crate::cluster::rollout::{self, Access, RolloutApi, Workload, WorkloadKind};
+use crate::cluster::rollout::{self, Access, Patched, RolloutApi, Workload, WorkloadKind};
 use crate::cluster::session::Session;
 use crate::delivery::push::{Landing, PushReport};
 use crate::diagnosis;
 use crate::plumbing::error::{Error, ExitCode, Result};
 use crate::plumbing::interrupt;
-use crate::plumbing::output::Printer;
+use crate::plumbing::output::{Printer, paragraph};
 use crate::settings::Settings;
 use choose::Wanted;
 
@@ -247,30 +247,65 @@ impl<'a> Rollouts<'a> {
         patch: &[(String, String, bool)],
         dry_run: bool,
     ) -> Result<Workload> {
+        // The dry runs go first, for every workload: a refusal then leaves all unpatched.
+        let so_far = match dry_run {
+            true => "the image is pushed, and no workload was patched".to_string(),
+            false => format!(
+                "the image is pushed, and {} was not patched",
+                wanted.label()
+            ),
+        };
         match self
             .api()
             .set_images(wanted.kind, &wanted.name, patch, dry_run)
             .await?
         {
-            Lookup::Found(stored) => Ok(stored),
-            Lookup::NotFound => Err(Error::new(
+            Patched::Stored(stored) => Ok(*stored),
+            Patched::Refused(message) => {
+                Err(self.refused_by_admission(wanted, patch, &message, &so_far))
+            }
+            Patched::NotFound => Err(Error::new(
                 ExitCode::Cluster,
                 format!(
-                    "{} {}/{} was deleted during the push; nothing was patched",
+                    "{} {}/{} was deleted during the push; {so_far}",
                     wanted.kind.singular(),
                     self.namespace,
                     wanted.name
                 ),
             )),
-            Lookup::Forbidden => {
-                let resource = format!("{}.apps", wanted.kind.plural());
+            Patched::Forbidden => {
                 self.session.forget_grants();
-                let so_far = format!(
-                    "the image is pushed, and {} was not patched",
-                    wanted.label()
-                );
+                let resource = format!("{}.apps", wanted.kind.plural());
                 Err(self.not_allowed("patch", &resource, &so_far))
             }
         }
+    }
+
+    /// The cluster's admission refused the new image: its words, and the kubectl command that
+    /// asks it the same.
+    fn refused_by_admission(
+        &self,
+        wanted: &Wanted,
+        patch: &[(String, String, bool)],
+        message: &str,
+        so_far: &str,
+    ) -> Error {
+        let label = wanted.label();
+        let images: Vec<String> = patch
+            .iter()
+            .map(|(container, reference, _)| format!("{container}={reference}"))
+            .collect();
+        Error::new(
+            ExitCode::Cluster,
+            format!(
+                "{label}: the cluster refused the new image: {}; {so_far}",
+                paragraph(message)
+            ),
+        )
+        .with_hint(format!(
+            "a policy in the cluster's admission (a ValidatingAdmissionPolicy, or a webhook such as Kyverno's or Gatekeeper's) checks each change: its words above say what it allows; push where it allows (--tag), or change the policy. `kubectl set image {label} {} -n {} --dry-run=server` asks it the same",
+            images.join(" "),
+            self.namespace
+        ))
     }
 }

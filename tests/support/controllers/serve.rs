@@ -349,6 +349,10 @@ impl Controllers {
         };
         let mut updated = current.clone();
         strategic_merge(&mut updated, &patch);
+        let policy = self.0.admission.lock().unwrap().clone();
+        if let Some(refusal) = policy.and_then(|policy| policy.check(resource, name, &updated)) {
+            return refusal;
+        }
         if dry_run {
             return (200, updated);
         }

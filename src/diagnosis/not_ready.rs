@@ -6,18 +6,20 @@ use serde::Serialize;
 
 use crate::cluster::client::PodEvent;
 use crate::cluster::rollout::{Holds, Stuck, probe_failure};
-use crate::plumbing::output::shown_bare;
+use crate::plumbing::output::{paragraph, shown_bare};
 
 /// `-o json`'s `rollout[].notReady[]`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct NotReady {
-    pub pod: String,
+    /// `null` for pods that could not be created.
+    pub pod: Option<String>,
     /// A pod of the new template (else an old one a finalizer keeps).
     pub new: bool,
     pub container: Option<String>,
     /// `Unhealthy` (a probe), the kubelet's waiting reason (`CreateContainerConfigError`),
-    /// `Unschedulable`, `NotReady` (nothing recorded why), `Terminating` (finalizers).
+    /// `Unschedulable`, `NotReady` (nothing recorded why), `Terminating` (finalizers),
+    /// `FailedCreate` (the pod could not be created).
     pub reason: String,
     /// The kubelet's or the scheduler's message, shortened.
     pub message: String,
@@ -56,6 +58,7 @@ impl From<&Stuck> for NotReady {
             Holds::Finalizers(finalizers) => {
                 (None, "Terminating".into(), kept_by(finalizers), None)
             }
+            Holds::NotCreated(message) => (None, "FailedCreate".into(), paragraph(message), None),
         };
         Self {
             pod: stuck.pod.clone(),
@@ -107,7 +110,9 @@ fn scheduler_short(message: &str) -> String {
 /// failed: HTTP probe failed with statuscode: 503 (12 times)`.
 pub(crate) fn line(stuck: &NotReady) -> String {
     let age = if stuck.new { "new" } else { "old" };
-    let pod = &stuck.pod;
+    let Some(pod) = &stuck.pod else {
+        return format!("no new pod could be created: {}", stuck.message);
+    };
     match (stuck.reason.as_str(), &stuck.container) {
         ("Unschedulable", _) => format!("the new pod {pod} was never scheduled: {}", stuck.message),
         ("Terminating", _) => format!("the old pod {pod} is not gone: {}", stuck.message),
@@ -144,7 +149,7 @@ mod tests {
 
     fn said(pod: &str, new: bool, holds: Holds) -> String {
         line(&NotReady::from(&Stuck {
-            pod: pod.into(),
+            pod: Some(pod.into()),
             new,
             holds,
         }))
@@ -183,6 +188,17 @@ mod tests {
         assert_eq!(
             said("web-0", false, held),
             "the old pod web-0 is not gone: deleted, kept by finalizer example.com/drain"
+        );
+        let refused = Holds::NotCreated(
+            "pods \"web-5f02-\" is forbidden: exceeded quota: compute,\n requested: limits.memory=2Gi".into(),
+        );
+        assert_eq!(
+            line(&NotReady::from(&Stuck {
+                pod: None,
+                new: true,
+                holds: refused
+            })),
+            "no new pod could be created: pods \"web-5f02-\" is forbidden: exceeded quota: compute, requested: limits.memory=2Gi"
         );
         let quiet = Holds::NotReady {
             container: "web".into(),

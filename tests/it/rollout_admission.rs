@@ -3,10 +3,13 @@
 //! ValidatingAdmissionPolicy with 403 Forbidden (not RBAC's 403), Kyverno's webhook with 400 and
 //! a message of several lines. The push has happened: its ref is printed (text and `-o json`),
 //! the refusal is said in the policy's words with the kubectl command that asks it the same,
-//! nothing is patched, and the exit is 3.
+//! nothing is patched, and the exit is 3. A policy on pods only lets the patch through and
+//! refuses the ReplicaSet's pods: the rollout never gets a new pod, and at the progress deadline
+//! the Deployment's ReplicaFailure condition says why.
 
-use crate::rollout::{Node, Outcome};
-use crate::rollout::{OLD, RolloutBench, web};
+use serde_json::json;
+
+use crate::rollout::{Node, OLD, Outcome, RolloutBench, web, web_with};
 use crate::support::controllers::{Engine, Policy};
 use crate::support::fixtures::Image;
 
@@ -16,6 +19,7 @@ fn refusing(engine: Engine) -> RolloutBench {
         web(c).admit(Policy {
             engine,
             allowed: "ghcr.io/acme/".into(),
+            pods: false,
         })
     })
 }
@@ -129,4 +133,54 @@ fn a_validating_admission_policys_refusal_keeps_the_pushed_ref_in_json() {
         hint,
         "ValidatingAdmissionPolicy 'allowed-registries'",
     );
+}
+
+#[test]
+fn a_policy_on_pods_only_is_said_at_the_progress_deadline_from_the_replica_failure() {
+    let bench = RolloutBench::new(Node::Mapped, |c| {
+        web_with(c, |spec| spec["progressDeadlineSeconds"] = json!(2)).admit(Policy {
+            engine: Engine::Gatekeeper,
+            allowed: "ghcr.io/acme/".into(),
+            pods: true,
+        })
+    });
+    let run = bench.push(
+        &bench.archive(&Image::sample(494)),
+        &["--rollout", "deploy/web", "--timeout", "60s", "-o", "json"],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = run.json();
+    let reference = report["ref"].as_str().expect("the pushed ref");
+    let refusal = format!(
+        "admission webhook \"validation.gatekeeper.sh\" denied the request: [allowed-repos] container <web> has an invalid image repo <{reference}>, allowed repos are [\"ghcr.io/acme/\"]"
+    );
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        lines[lines.len() - 2..],
+        [
+            "error: deployment/web: deployment \"web\" exceeded its progress deadline".to_string(),
+            format!("hint: no new pod could be created: {refusal}"),
+        ],
+        "{run:?}"
+    );
+    let outcome = &report["rollout"][0];
+    assert_eq!(outcome["status"], "failed");
+    assert_eq!(
+        outcome["notReady"],
+        json!([{"pod": null, "new": true, "container": null, "reason": "FailedCreate",
+                "message": refusal, "count": null}])
+    );
+    // The patch went through: the template runs the ref, the old pod still runs the old image.
+    assert_eq!(
+        bench.controllers.images("deployment", "web")["web"],
+        reference
+    );
+    let status = bench.kubectl(&[
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"ReplicaFailure\")].reason}",
+    ]);
+    assert_eq!(status.stdout, "FailedCreate", "{status:?}");
 }

@@ -1,11 +1,14 @@
 //! What keeps a rollout from finishing, pod by pod, when its wait ends without it: each new pod
 //! that is not ready (the scheduler's message, a container waiting for something other than its
 //! image, the latest readiness or startup probe failure the kubelet recorded, or nothing
-//! recorded) and each old pod a finalizer keeps. Only what the pod's status and events show.
+//! recorded), each old pod a finalizer keeps, and for a Deployment the new pods its controller
+//! could not create (its `ReplicaFailure` condition). Only what the pods' status and events and
+//! the workload's conditions show.
 
-use super::api::RolloutPod;
+use super::api::{RolloutApi, RolloutPod};
 use super::wait::{Target, is_new};
-use crate::cluster::client::{Cluster, ContainerState, PULL_FAILURES, PodEvent};
+use super::workload::WorkloadKind;
+use crate::cluster::client::{Cluster, ContainerState, Lookup, PULL_FAILURES, PodEvent};
 use crate::plumbing::error::Result;
 
 /// New pods whose events are read at most (each one request).
@@ -17,7 +20,8 @@ const UNDER_WAY: &[&str] = &["ContainerCreating", "PodInitializing", "CrashLoopB
 /// One pod that keeps the rollout from finishing, and what keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stuck {
-    pub pod: String,
+    /// `None` for pods that could not be created.
+    pub pod: Option<String>,
     /// A pod of the new template (else an old one).
     pub new: bool,
     pub holds: Holds,
@@ -44,6 +48,9 @@ pub enum Holds {
     NotReady { container: String },
     /// Deleted, kept by these finalizers.
     Finalizers(Vec<String>),
+    /// No new pod could be created: the API server's words to the controller (a Deployment's
+    /// `ReplicaFailure` condition: admission refused the pod, a quota is used up).
+    NotCreated(String),
 }
 
 /// Each pod that keeps `target`'s rollout from finishing, of `pods` as the wait last saw them;
@@ -56,6 +63,18 @@ pub async fn stuck(
     let namespace = target.namespace;
     let new = |pod: &RolloutPod| is_new(pod, target);
     let mut found = Vec::new();
+    if target.kind == WorkloadKind::Deployment {
+        let api = RolloutApi::new(cluster, namespace);
+        if let Lookup::Found(workload) = api.workload(target.kind, target.name).await?
+            && let Some(message) = workload.replica_failure()
+        {
+            found.push(Stuck {
+                pod: None,
+                new: true,
+                holds: Holds::NotCreated(message),
+            });
+        }
+    }
     for pod in pods
         .iter()
         .filter(|pod| new(pod) && !pod.ready)
@@ -66,7 +85,7 @@ pub async fn stuck(
             .await?;
         if let Some(holds) = holds(pod, &events) {
             found.push(Stuck {
-                pod: pod.facts.name.clone(),
+                pod: Some(pod.facts.name.clone()),
                 new: true,
                 holds,
             });
@@ -76,7 +95,7 @@ pub async fn stuck(
         pods.iter()
             .filter(|pod| !new(pod) && !pod.facts.held_by.is_empty())
             .map(|pod| Stuck {
-                pod: pod.facts.name.clone(),
+                pod: Some(pod.facts.name.clone()),
                 new: false,
                 holds: Holds::Finalizers(pod.facts.held_by.clone()),
             }),

@@ -123,6 +123,26 @@ impl Workload {
             .join(",")
     }
 
+    /// A Deployment's `ReplicaFailure` condition, when true: its controller could not create
+    /// pods (`FailedCreate`: admission refused them, a quota is used up), in the API server's
+    /// words as the ReplicaSet controller got them.
+    pub fn replica_failure(&self) -> Option<String> {
+        let Self::Deployment(d) = self else {
+            return None;
+        };
+        d.status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == "ReplicaFailure" && c.status == "True")
+            .map(|c| {
+                c.message
+                    .clone()
+                    .unwrap_or_else(|| c.reason.clone().unwrap_or_default())
+            })
+    }
+
     /// A Deployment's `spec.paused`.
     pub fn paused(&self) -> bool {
         match self {

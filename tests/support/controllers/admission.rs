@@ -1,7 +1,9 @@
 //! Admission as a cluster's policy engines answer a write that sets an image they do not allow,
 //! in their own words and codes: Gatekeeper's webhook (403 Forbidden), Kyverno's (400, no
-//! reason, a message of several lines) and a ValidatingAdmissionPolicy (403 Forbidden). Every
-//! write of a workload's template is checked, server-side dry runs too, as kube-apiserver does.
+//! reason, a message of several lines) and a ValidatingAdmissionPolicy (403 Forbidden). A policy
+//! on workloads checks every write of a template, server-side dry runs too, as kube-apiserver
+//! does; a policy on pods (a Gatekeeper constraint matching kind Pod) lets the write through
+//! and refuses the controller's pods instead.
 
 use serde_json::Value;
 
@@ -15,23 +17,41 @@ pub(crate) enum Engine {
     ValidatingAdmissionPolicy,
 }
 
-/// Only images under `allowed` may run, as `engine` says it.
+/// Only images under `allowed` may run, as `engine` says it; checked on pods rather than on
+/// workloads when `pods`.
 #[derive(Debug, Clone)]
 pub(crate) struct Policy {
     pub engine: Engine,
     pub allowed: String,
+    pub pods: bool,
 }
 
 impl Policy {
     /// The refusal of `workload` (`deployments`, `web`, the object as it would be stored), or
-    /// `None` when every container's image is allowed.
+    /// `None` when every container's image is allowed or the policy is on pods.
     pub(super) fn check(
         &self,
         resource: &str,
         name: &str,
         workload: &Value,
     ) -> Option<(u16, Value)> {
-        let spec = &workload["spec"]["template"]["spec"];
+        if self.pods {
+            return None;
+        }
+        self.refusal(resource, name, &workload["spec"]["template"]["spec"])
+    }
+
+    /// The refusal of a pod of `template` (a pod spec) that a controller creates, as the
+    /// controller gets it: the message of the API server's answer.
+    pub(super) fn pod_refusal(&self, template: &Value) -> Option<String> {
+        if !self.pods {
+            return None;
+        }
+        let (_, status) = self.refusal("pods", "", template)?;
+        status["message"].as_str().map(str::to_string)
+    }
+
+    fn refusal(&self, resource: &str, name: &str, spec: &Value) -> Option<(u16, Value)> {
         let (at, container) = spec["containers"]
             .as_array()?
             .iter()

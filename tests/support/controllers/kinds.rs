@@ -3,7 +3,7 @@
 //! StatefulSet waits for a terminating pod of an ordinal to be gone before it makes that
 //! ordinal again, a DaemonSet makes no pod on a node whose pod is still terminating.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::state::{Key, State, ready};
 use super::steps::{int, scaled};
@@ -15,6 +15,8 @@ pub(super) struct Look<'a> {
     pub key: &'a Key,
     pub current: &'a str,
     pub node: Result<String, String>,
+    /// Admission's refusal of a pod of the template, when it refuses them.
+    pub refused: Option<String>,
 }
 
 /// (the look changed something, the pod it made)
@@ -31,6 +33,36 @@ impl Look<'_> {
 
     fn is_new(&self, pod: &Value) -> bool {
         pod["metadata"]["labels"][self.label()] == self.current
+    }
+
+    /// A ReplicaSet's pod, or the refusal its controller got, written as the Deployment's
+    /// `ReplicaFailure` condition (FailedCreate, the API server's message) and cleared once a
+    /// pod is made again.
+    fn replica(&self, state: &mut State) -> Acted {
+        let mut object = state.workloads[self.key].clone();
+        let conditions = object["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let mut kept: Vec<Value> = conditions
+            .iter()
+            .filter(|c| c["type"] != "ReplicaFailure")
+            .cloned()
+            .collect();
+        if let Some(message) = &self.refused {
+            kept.push(
+                json!({"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+                             "message": message}),
+            );
+        }
+        if kept != conditions {
+            object["status"]["conditions"] = Value::Array(kept);
+            state.put_workload(self.key, object);
+        }
+        match self.refused {
+            Some(_) => (false, None),
+            None => (true, Some(self.create(state, None))),
+        }
     }
 
     fn create(&self, state: &mut State, name: Option<String>) -> String {
@@ -58,7 +90,7 @@ impl Look<'_> {
                 return (true, None);
             }
             if (new.len() as i64) < replicas {
-                return (true, Some(self.create(state, None)));
+                return self.replica(state);
             }
             return (false, None);
         }
@@ -69,7 +101,7 @@ impl Look<'_> {
             unavailable = 1;
         }
         if (new.len() as i64) < replicas && total < replicas + surge {
-            return (true, Some(self.create(state, None)));
+            return self.replica(state);
         }
         if let Some((name, pod)) = old
             .iter()

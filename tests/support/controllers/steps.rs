@@ -62,8 +62,21 @@ pub(super) fn run(shared: std::sync::Weak<Shared>) {
             state.probe_again(&namespace, &name, now);
         } else if let Some(key) = take_due(&mut state.due_workloads, now) {
             let unschedulable = shared.unschedulable.lock().unwrap().clone();
+            let admission = shared.admission.lock().unwrap().clone();
             let mut timing = shared.timing.lock().unwrap();
-            if step(&mut state, &key, unschedulable.as_deref(), &mut timing, now) {
+            let refuses = |template: &Value| {
+                admission
+                    .as_ref()
+                    .and_then(|policy| policy.pod_refusal(template))
+            };
+            if step(
+                &mut state,
+                &key,
+                unschedulable.as_deref(),
+                &refuses,
+                &mut timing,
+                now,
+            ) {
                 state.due_workloads.insert(key, now + timing.next());
             }
         } else {
@@ -136,6 +149,7 @@ fn step(
     state: &mut State,
     key: &Key,
     unschedulable: Option<&str>,
+    refuses: &dyn Fn(&Value) -> Option<String>,
     timing: &mut Timing,
     now: Instant,
 ) -> bool {
@@ -162,8 +176,9 @@ fn step(
         object["status"]["observedGeneration"] = json!(generation);
         if key.1 == "deployments" {
             let hash = revision(key, generation);
-            object["status"]["conditions"] = json!([{"type": "Progressing", "status": "True",
-                "reason": "ReplicaSetUpdated", "message": format!("ReplicaSet \"{}-{hash}\" is progressing.", key.2)}]);
+            let progressing = json!({"type": "Progressing", "status": "True",
+                "reason": "ReplicaSetUpdated", "message": format!("ReplicaSet \"{}-{hash}\" is progressing.", key.2)});
+            object["status"]["conditions"] = with_failure(&object, progressing);
             state.progress.insert(key.clone(), now);
         }
         if key.1 == "statefulsets" {
@@ -179,6 +194,7 @@ fn step(
         key,
         current: &current,
         node: node(unschedulable),
+        refused: refuses(&object["spec"]["template"]["spec"]),
     };
     let (acted, created) = match key.1.as_str() {
         "deployments" => look.deployment(state, &object),
@@ -305,7 +321,18 @@ fn deadline(state: &mut State, key: &Key, now: Instant) {
         return;
     }
     let generation = int(&object["metadata"]["generation"], 1);
-    object["status"]["conditions"] = json!([{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
-        "message": format!("ReplicaSet \"{}-{}\" has timed out progressing.", key.2, revision(key, generation))}]);
+    let exceeded = json!({"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+        "message": format!("ReplicaSet \"{}-{}\" has timed out progressing.", key.2, revision(key, generation))});
+    object["status"]["conditions"] = with_failure(&object, exceeded);
     state.put_workload(key, object);
+}
+
+/// `condition`, and the Deployment's `ReplicaFailure` condition when it has one: the controller
+/// sets each condition type on its own.
+fn with_failure(object: &Value, condition: Value) -> Value {
+    let failure = object["status"]["conditions"]
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c["type"] == "ReplicaFailure"))
+        .cloned();
+    Value::Array(std::iter::once(condition).chain(failure).collect())
 }

@@ -96,5 +96,6 @@ pub(crate) async fn examine(
         node: pod.node.clone(),
         containers,
         terminating: Terminating::of(&pod).into_iter().collect(),
+        not_created: None,
     })
 }

@@ -41,7 +41,7 @@ pub use events::PodEvent;
 pub use follow::{Change, WATCH_SECONDS};
 pub(in crate::cluster) use follow::{follow, watch_config};
 pub use hosting_write::{HostingWrites, Written};
-pub use pod_status::{ContainerFacts, ContainerState, PodFacts};
+pub use pod_status::{ContainerFacts, ContainerState, DeploymentPods, PodFacts, replica_failure};
 pub(crate) use pods::PULL_FAILURES;
 pub use pods::{ProbePod, ProbePods, PullState};
 pub use workloads::{ImageUse, ImageUses, usage_forbidden};

@@ -35,6 +35,7 @@ pub async fn run(
     report
         .terminating
         .extend(examined.held.iter().filter_map(Terminating::of));
+    report.not_created = examined.not_created;
     let text = match args.output.output {
         OutputFormat::Json => serde_json::to_string_pretty(&report)
             .context(ExitCode::Failure, || "writing the report as JSON")?,

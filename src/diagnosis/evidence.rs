@@ -13,16 +13,19 @@ use crate::image::reference::ImageName;
 use crate::inventory::{RegistryAccess, open_registry};
 use crate::nodes::{self, node_cluster};
 use crate::plumbing::error::{Error, ExitCode, Result};
-use crate::plumbing::output::Printer;
+use crate::plumbing::output::{Printer, paragraph};
 use crate::settings::Settings;
 
 const ARCH_LABEL: &str = "kubernetes.io/arch";
 
-/// The pod a target names, and for a deployment its other pods that finalizers keep.
+/// The pod a target names, and for a deployment its other pods that finalizers keep and why
+/// its controller could not create more.
 pub(crate) struct Examined {
     pub pod: PodFacts,
     /// The deployment's other pods, deleted and kept by finalizers.
     pub held: Vec<PodFacts>,
+    /// The deployment's `ReplicaFailure` condition.
+    pub not_created: Option<String>,
 }
 
 /// The pod `target` names: the pod itself, or the deployment's pod `examined_of` picks.
@@ -54,26 +57,45 @@ pub(crate) async fn read_pod(
             Lookup::Found(pod) => Ok(Examined {
                 pod,
                 held: Vec::new(),
+                not_created: None,
             }),
             Lookup::NotFound => Err(not_found("pod", name)),
             Lookup::Forbidden => Err(forbidden("pod", name)),
         },
         Target::Deployment(name) => match cluster.deployment_pods(namespace, name).await? {
-            Lookup::Found(pods) => examined_of(pods).ok_or_else(|| {
-                Error::new(
-                    ExitCode::Cluster,
-                    format!("deployment {namespace}/{name} has no pod"),
-                )
-                .with_hint(format!(
-                    "`kubectl describe deployment {name} -n {namespace}` shows why none was created"
-                ))
-            }),
+            Lookup::Found(found) => {
+                let not_created = found.replica_failure;
+                match examined_of(found.pods) {
+                    Some(examined) => Ok(Examined {
+                        not_created,
+                        ..examined
+                    }),
+                    None => Err(no_pod(namespace, name, not_created.as_deref())),
+                }
+            }
             Lookup::NotFound => Err(not_found("deployment", name)),
             Lookup::Forbidden => Err(forbidden("deployment", name)),
         },
         Target::Workload(kind, _) => Err(Error::new(
             ExitCode::Usage,
             format!("why reads pods and deployments, not {}", kind.plural()),
+        )),
+    }
+}
+
+/// A deployment without a pod: why its controller could not create one, when it said.
+fn no_pod(namespace: &str, name: &str, not_created: Option<&str>) -> Error {
+    let error = Error::new(
+        ExitCode::Cluster,
+        format!("deployment {namespace}/{name} has no pod"),
+    );
+    match not_created {
+        Some(message) => error.with_hint(format!(
+            "its controller could not create one: {}",
+            paragraph(message)
+        )),
+        None => error.with_hint(format!(
+            "`kubectl describe deployment {name} -n {namespace}` shows why none was created"
         )),
     }
 }
@@ -92,7 +114,11 @@ fn examined_of(mut pods: Vec<PodFacts>) -> Option<Examined> {
         .into_iter()
         .filter(|pod| !pod.held_by.is_empty())
         .collect();
-    Some(Examined { pod, held })
+    Some(Examined {
+        pod,
+        held,
+        not_created: None,
+    })
 }
 
 /// The node's architecture label, when the node list may be read.
@@ -296,6 +322,26 @@ mod tests {
         let examined = examined.expect("a pod");
         let held = examined.held.into_iter().map(|pod| pod.name).collect();
         (examined.pod.name, held)
+    }
+
+    #[test]
+    fn a_deployment_without_a_pod_says_why_its_controller_made_none_when_it_said() {
+        let refused = no_pod(
+            "default",
+            "web",
+            Some("pods \"web-5f02-\" is forbidden:\n exceeded quota"),
+        );
+        assert_eq!(
+            refused.hints(),
+            [
+                "its controller could not create one: pods \"web-5f02-\" is forbidden: exceeded quota"
+            ]
+        );
+        let silent = no_pod("default", "web", None);
+        assert_eq!(
+            silent.hints(),
+            ["`kubectl describe deployment web -n default` shows why none was created"]
+        );
     }
 
     #[test]

@@ -8,10 +8,11 @@ use super::causes::{Cause, Finding};
 use super::not_ready::kept_by;
 use crate::cluster::client::PodFacts;
 use crate::plumbing::error::{Error, ExitCode};
-use crate::plumbing::output::shown_bare;
+use crate::plumbing::output::{paragraph, shown_bare};
 
 /// `-o json`: see docs/reference.md.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct Report {
     pub pod: String,
     pub namespace: String,
@@ -19,6 +20,9 @@ pub(crate) struct Report {
     pub containers: Vec<Finding>,
     /// The pod, or the deployment's other pods, deleted and kept by finalizers.
     pub terminating: Vec<Terminating>,
+    /// Why the deployment's controller could not create new pods (its `ReplicaFailure`
+    /// condition); null otherwise.
+    pub not_created: Option<String>,
 }
 
 /// A deleted pod that finalizers keep: said beside the containers, not a cause of theirs.
@@ -89,6 +93,12 @@ impl Report {
                     }
                 }
             }
+        }
+        if let Some(message) = &self.not_created {
+            lines.push(format!(
+                "! no new pod could be created: {}",
+                paragraph(message)
+            ));
         }
         for held in &self.terminating {
             lines.push(format!(

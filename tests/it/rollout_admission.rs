@@ -183,4 +183,19 @@ fn a_policy_on_pods_only_is_said_at_the_progress_deadline_from_the_replica_failu
         "jsonpath={.status.conditions[?(@.type==\"ReplicaFailure\")].reason}",
     ]);
     assert_eq!(status.stdout, "FailedCreate", "{status:?}");
+    // `why` examines the old pod, which runs, and says what keeps new ones from being made.
+    let why = bench.cmd().args(["why", "deploy/web"]).output();
+    assert_eq!(why.code, 0, "{why:?}");
+    assert!(
+        why.stdout.ends_with(&format!(
+            "\n✓ web ({OLD}): it runs\n! no new pod could be created: {refusal}\n"
+        )),
+        "{why:?}"
+    );
+    let report = bench
+        .cmd()
+        .args(["why", "deploy/web", "-o", "json"])
+        .output()
+        .json();
+    assert_eq!(report["notCreated"], refusal.as_str());
 }

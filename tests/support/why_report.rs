@@ -47,7 +47,7 @@ impl Report<'_> {
             "{{\n  \"pod\": \"{pod}\",\n  \"namespace\": \"default\",\n  \"node\": {node},\n  \
              \"containers\": [\n    {{\n      \"name\": \"{pod}\",\n"
         );
-        let tail = "\n    }\n  ],\n  \"terminating\": []\n}\n";
+        let tail = "\n    }\n  ],\n  \"terminating\": [],\n  \"notCreated\": null\n}\n";
         let container = run
             .stdout
             .strip_prefix(&head)

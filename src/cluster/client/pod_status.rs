@@ -148,12 +148,12 @@ impl Cluster {
         })
     }
 
-    /// Deployment `name`'s pods, newest first; `Found` of none when it has no pod.
+    /// Deployment `name`'s pods, newest first, and why its controller could not create more.
     pub async fn deployment_pods(
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Lookup<Vec<PodFacts>>> {
+    ) -> Result<Lookup<DeploymentPods>> {
         let api: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
         let deployment = match self.lookup(api.get(name).await, || {
             format!("reading deployment {namespace}/{name}")
@@ -162,6 +162,7 @@ impl Cluster {
             Lookup::NotFound => return Ok(Lookup::NotFound),
             Lookup::Forbidden => return Ok(Lookup::Forbidden),
         };
+        let replica_failure = replica_failure(&deployment);
         let selector = deployment
             .spec
             .and_then(|spec| spec.selector.match_labels)
@@ -177,13 +178,43 @@ impl Cluster {
         let list = match self.lookup(listed, || {
             format!("listing the pods of deployment {namespace}/{name}")
         })? {
-            Lookup::Found(list) => list,
-            Lookup::NotFound => return Ok(Lookup::Found(Vec::new())),
+            Lookup::Found(list) => list.items,
+            Lookup::NotFound => Vec::new(),
             Lookup::Forbidden => return Ok(Lookup::Forbidden),
         };
-        let mut pods: Vec<PodFacts> = list.items.into_iter().map(PodFacts::of).collect();
+        let mut pods: Vec<PodFacts> = list.into_iter().map(PodFacts::of).collect();
         // RFC 3339 times in UTC sort as text.
         pods.sort_by(|a, b| b.created.cmp(&a.created));
-        Ok(Lookup::Found(pods))
+        Ok(Lookup::Found(DeploymentPods {
+            pods,
+            replica_failure,
+        }))
     }
+}
+
+/// A Deployment's pods, and why its controller could not create more.
+#[derive(Debug, Clone)]
+pub struct DeploymentPods {
+    /// Newest first.
+    pub pods: Vec<PodFacts>,
+    /// Its `ReplicaFailure` condition's message: see [`replica_failure`].
+    pub replica_failure: Option<String>,
+}
+
+/// A Deployment's `ReplicaFailure` condition, when true: its controller could not create pods
+/// (`FailedCreate`: admission refused them, a quota is used up), in the API server's words as
+/// the ReplicaSet controller got them.
+pub fn replica_failure(deployment: &Deployment) -> Option<String> {
+    deployment
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "ReplicaFailure" && c.status == "True")
+        .map(|c| {
+            c.message
+                .clone()
+                .unwrap_or_else(|| c.reason.clone().unwrap_or_default())
+        })
 }

@@ -123,24 +123,13 @@ impl Workload {
             .join(",")
     }
 
-    /// A Deployment's `ReplicaFailure` condition, when true: its controller could not create
-    /// pods (`FailedCreate`: admission refused them, a quota is used up), in the API server's
-    /// words as the ReplicaSet controller got them.
+    /// A Deployment's `ReplicaFailure` condition (`client::replica_failure`); `None` for the
+    /// other kinds.
     pub fn replica_failure(&self) -> Option<String> {
-        let Self::Deployment(d) = self else {
-            return None;
-        };
-        d.status
-            .as_ref()?
-            .conditions
-            .as_ref()?
-            .iter()
-            .find(|c| c.type_ == "ReplicaFailure" && c.status == "True")
-            .map(|c| {
-                c.message
-                    .clone()
-                    .unwrap_or_else(|| c.reason.clone().unwrap_or_default())
-            })
+        match self {
+            Self::Deployment(d) => crate::cluster::client::replica_failure(d),
+            _ => None,
+        }
     }
 
     /// A Deployment's `spec.paused`.

@@ -18,6 +18,8 @@ pub enum Signal {
 impl Signal {
     fn name(self) -> &'static str {
         match self {
+            // Windows has no signals to name: its console sends CTRL_C_EVENT for the keys.
+            Signal::Interrupt if cfg!(windows) => "Ctrl-C",
             Signal::Interrupt => "SIGINT",
             Signal::Terminate => "SIGTERM",
         }
@@ -55,8 +57,9 @@ pub fn doing(what: impl Into<String>, if_stopped: &'static str) {
     });
 }
 
-/// Waits for SIGINT or SIGTERM. Installs the handlers on first poll: from then on these
-/// signals no longer kill the process at once, so that temp files and uploads are cleaned up.
+/// Waits for SIGINT or SIGTERM (on Windows, the console's Ctrl-C: `SetConsoleCtrlHandler`).
+/// Installs the handlers on first poll: from then on these signals no longer kill the process
+/// at once, so that temp files and uploads are cleaned up.
 pub async fn signalled() -> Signal {
     #[cfg(unix)]
     {

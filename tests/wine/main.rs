@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod interrupt;
 mod on_windows;
 mod push;
 mod refusals;

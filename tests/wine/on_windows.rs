@@ -1,5 +1,6 @@
 //! How this binary runs the Windows build: Wine's loader and the `.exe` from the environment
-//! `scripts/windows` sets, a path as Windows names it, the prefix's C: drive and user profile.
+//! `scripts/windows` sets (or by `cmd` with a `%TEMP%` of its own, and its Linux pid found), a
+//! path as Windows names it, the prefix's C: drive and user profile.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -86,4 +87,40 @@ pub(crate) fn c_folder(name: &str) -> (tempfile::TempDir, String) {
         .unwrap()
         .to_string();
     (dir, format!("C:\\{leaf}"))
+}
+
+/// The Windows build started by `cmd /c` after `set TMP=TEMP_DIR` and `set TEMP=TEMP_DIR`, as a
+/// user sets them in a console: Wine gives a program started from Linux the prefix's own
+/// (`HKCU\Environment`), whatever the Linux side sets, so this is the way to give one run a
+/// spool folder of its own. `args` go on cmd's command line as they are: none may hold a space
+/// or a character cmd reads.
+pub(crate) fn windows_with_temp(home: &Path, temp_dir: &str, args: &[&str]) -> Run {
+    let exe = z_path(&exe());
+    let words: Vec<&str> = std::iter::once(exe.as_str())
+        .chain(args.iter().copied())
+        .collect();
+    for word in &words {
+        assert!(
+            !word.contains(|c: char| c.is_whitespace() || "&|<>^\"%()".contains(c)),
+            "{word:?} would need quoting on cmd's command line"
+        );
+    }
+    let line = format!(
+        "set TMP={temp_dir}&& set TEMP={temp_dir}&& {}",
+        words.join(" ")
+    );
+    Run::program(loader(), home).args(["cmd", "/c", &line])
+}
+
+/// The Linux pid of the process running the Windows build with `marker` on its command line:
+/// Wine shows a program's Windows command line as the process's, the `.exe`'s path first
+/// (which leaves out `cmd`, whose command line holds the `.exe`'s too).
+pub(crate) fn windows_pid(marker: &str) -> Option<u32> {
+    let exe = z_path(&exe());
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let line = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let line = String::from_utf8_lossy(&line);
+        (line.starts_with(&exe) && line.contains(marker)).then_some(pid)
+    })
 }

@@ -1,6 +1,6 @@
 //! What keeps a rollout's pods from ready, said one line per pod in the kubelet's and the
-//! scheduler's words shortened (a probe failure, a missing Secret key, no node, a finalizer),
-//! and the same facts as `-o json`'s `notReady`. Pure.
+//! scheduler's words shortened (a probe failure, a missing Secret key, no node, a finalizer, a
+//! pod the API server refused to create), and the same facts as `-o json`'s `notReady`. Pure.
 
 use serde::Serialize;
 
@@ -21,7 +21,7 @@ pub(crate) struct NotReady {
     /// `Unschedulable`, `NotReady` (nothing recorded why), `Terminating` (finalizers),
     /// `FailedCreate` (the pod could not be created).
     pub reason: String,
-    /// The kubelet's or the scheduler's message, shortened.
+    /// The kubelet's, the scheduler's or (for `FailedCreate`) the API server's message, shortened.
     pub message: String,
     /// How many readiness or startup probe failures of the container the kubelet recorded
     /// (its `Unhealthy` events' `count` or `series.count`, summed over their messages).

@@ -1,6 +1,6 @@
 //! What a diagnosis says of one pod: each container's finding, as `why` prints it (text or
 //! `-o json`), and the error its first cause is coded after; beside them, the deleted pods that
-//! finalizers keep.
+//! finalizers keep and why a Deployment's controller could not create new pods.
 
 use serde::Serialize;
 
